@@ -1,0 +1,109 @@
+// Command dsdelta turns Datastream change files into Delta Lake tables and
+// inspects the result: it runs the embedded pipeline on a local folder or a
+// bucket, and reads any Delta table (ours or one written by Spark).
+//
+// Every command works on a local path or a gs://bucket/path URL. Errors are
+// one line naming what failed and why; the exit code is non-zero.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand: it parses its own flags from args.
+type command struct {
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	summary string
+}
+
+func commands() map[string]command {
+	return map[string]command{}
+}
+
+// errUsage marks an error already explained by a usage message.
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(realMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stderr, cmds)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "dsdelta: unknown command %q\n", args[0])
+		usage(stderr, cmds)
+		return 2
+	}
+	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		fmt.Fprintf(stderr, "dsdelta %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "usage: dsdelta COMMAND [flags] ...")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "Run 'dsdelta COMMAND -h' for a command's flags.")
+}
+
+// newFlags returns a FlagSet that reports errors instead of exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("dsdelta "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseInterleaved parses flags that may appear before or after positional
+// arguments ("show TABLE --limit 3" as well as "show --limit 3 TABLE").
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
