@@ -1,0 +1,180 @@
+# The three Cloud Functions (gen2, i.e. Cloud Run functions), built by Cloud
+# Build from the repository root archive. They share their configuration
+# (environment below) and differ in entry point, sizing, identity and trigger:
+#   onfile : Eventarc object-finalized trigger (trigger_mode = "eventarc"), or
+#            the push subscription on the file-events topic (pubsub.tf);
+#   merge  : push subscription on the wake-up topic;
+#   compact: push subscription on the compaction topic fed by Cloud Scheduler.
+# All three accept only internal traffic (Pub/Sub and Eventarc count as
+# internal) and require an authenticated invoker.
+
+locals {
+  common_environment = merge(
+    {
+      DSDELTA_PROJECT             = var.project
+      DSDELTA_SOURCE_BUCKET       = local.datastream_bucket_name
+      DSDELTA_SOURCE_PREFIX       = var.datastream_prefix
+      DSDELTA_LAKE_URL            = local.lake_url
+      DSDELTA_WAKE_TOPIC          = google_pubsub_topic.wake.id
+      DSDELTA_DEAD_LETTER_TOPIC   = google_pubsub_topic.dead_letter.id
+      DSDELTA_FIRESTORE_DATABASE  = local.firestore_database
+      DSDELTA_MERGE_BUDGET        = "${local.merge_budget_seconds}s"
+      DSDELTA_TOMBSTONE_RETENTION = "${var.tombstone_retention_days * 24}h"
+      DSDELTA_LOG_LEVEL           = var.log_level
+    },
+    var.dsdelta_config == "" ? {} : { DSDELTA_CONFIG = var.dsdelta_config },
+  )
+
+  source_object = {
+    bucket = google_storage_bucket.function_source.name
+    object = google_storage_bucket_object.function_source.name
+  }
+}
+
+resource "google_cloudfunctions2_function" "onfile" {
+  project     = var.project
+  location    = var.region
+  name        = local.function_names.onfile
+  description = local.functions.onfile.description
+  labels      = local.labels
+
+  build_config {
+    runtime     = var.go_runtime
+    entry_point = local.functions.onfile.entry_point
+    source {
+      storage_source {
+        bucket = local.source_object.bucket
+        object = local.source_object.object
+      }
+    }
+  }
+
+  service_config {
+    available_memory                 = var.onfile_function.memory
+    available_cpu                    = var.onfile_function.cpu
+    timeout_seconds                  = var.onfile_function.timeout_seconds
+    max_instance_count               = var.onfile_function.max_instances
+    min_instance_count               = var.onfile_function.min_instances
+    max_instance_request_concurrency = 1
+    environment_variables            = local.common_environment
+    ingress_settings                 = "ALLOW_INTERNAL_ONLY"
+    all_traffic_on_latest_revision   = true
+    service_account_email            = local.sa_email.onfile
+  }
+
+  # Eventarc mode: Cloud Functions manages the trigger and its subscription.
+  # RETRY_POLICY_RETRY redelivers failed events with exponential backoff for up
+  # to 24 hours; such a managed subscription has no dead-letter topic, so an
+  # event still failing after that is dropped (the file stays in the bucket and
+  # `dsdelta replay` picks it up). Eventarc cannot filter on an object prefix:
+  # onfile ignores objects outside DSDELTA_SOURCE_PREFIX itself.
+  dynamic "event_trigger" {
+    for_each = var.trigger_mode == "eventarc" ? [1] : []
+    content {
+      trigger_region        = lower(local.datastream_bucket_location)
+      event_type            = "google.cloud.storage.object.v1.finalized"
+      retry_policy          = "RETRY_POLICY_RETRY"
+      service_account_email = local.sa_email.onfile
+      event_filters {
+        attribute = "bucket"
+        value     = local.datastream_bucket_name
+      }
+    }
+  }
+
+  depends_on = [
+    google_project_iam_member.members, # Eventarc checks the receiver role at trigger creation
+    google_storage_bucket_iam_member.members,
+    google_pubsub_topic_iam_member.members,
+  ]
+}
+
+resource "google_cloudfunctions2_function" "merge" {
+  project     = var.project
+  location    = var.region
+  name        = local.function_names.merge
+  description = local.functions.merge.description
+  labels      = local.labels
+
+  build_config {
+    runtime     = var.go_runtime
+    entry_point = local.functions.merge.entry_point
+    source {
+      storage_source {
+        bucket = local.source_object.bucket
+        object = local.source_object.object
+      }
+    }
+  }
+
+  service_config {
+    available_memory                 = var.merge_function.memory
+    available_cpu                    = var.merge_function.cpu
+    timeout_seconds                  = var.merge_function.timeout_seconds
+    max_instance_count               = var.merge_function.max_instances
+    min_instance_count               = var.merge_function.min_instances
+    max_instance_request_concurrency = 1
+    environment_variables            = local.common_environment
+    ingress_settings                 = "ALLOW_INTERNAL_ONLY"
+    all_traffic_on_latest_revision   = true
+    service_account_email            = local.sa_email.merge
+  }
+
+  lifecycle {
+    precondition {
+      condition     = local.merge_budget_seconds < var.merge_function.timeout_seconds
+      error_message = "merge_budget_seconds must be below merge_function.timeout_seconds, or a merge could be killed while holding its lease."
+    }
+  }
+
+  depends_on = [
+    google_project_iam_member.members,
+    google_storage_bucket_iam_member.members,
+    google_pubsub_topic_iam_member.members,
+  ]
+}
+
+resource "google_cloudfunctions2_function" "compact" {
+  project     = var.project
+  location    = var.region
+  name        = local.function_names.compact
+  description = local.functions.compact.description
+  labels      = local.labels
+
+  build_config {
+    runtime     = var.go_runtime
+    entry_point = local.functions.compact.entry_point
+    source {
+      storage_source {
+        bucket = local.source_object.bucket
+        object = local.source_object.object
+      }
+    }
+  }
+
+  service_config {
+    available_memory                 = var.compact_function.memory
+    available_cpu                    = var.compact_function.cpu
+    timeout_seconds                  = var.compact_function.timeout_seconds
+    max_instance_count               = var.compact_function.max_instances
+    min_instance_count               = var.compact_function.min_instances
+    max_instance_request_concurrency = 1
+    environment_variables            = local.common_environment
+    ingress_settings                 = "ALLOW_INTERNAL_ONLY"
+    all_traffic_on_latest_revision   = true
+    service_account_email            = local.sa_email.compact
+  }
+
+  lifecycle {
+    precondition {
+      condition     = local.merge_budget_seconds < var.compact_function.timeout_seconds
+      error_message = "merge_budget_seconds must be below compact_function.timeout_seconds, or a compaction could be killed while holding its lease."
+    }
+  }
+
+  depends_on = [
+    google_project_iam_member.members,
+    google_storage_bucket_iam_member.members,
+    google_pubsub_topic_iam_member.members,
+  ]
+}

@@ -1,0 +1,244 @@
+# Log-based metrics over the functions' structured JSON logs (Cloud Logging
+# lifts `severity` and `message`; the other keys land in jsonPayload), and
+# alert policies on them. Gen2 functions log as Cloud Run revisions of a
+# service named like the function.
+
+locals {
+  functions_log_filter = join(" OR ", [for name in values(local.function_names) : "resource.labels.service_name=\"${name}\""])
+  functions_logs       = "resource.type=\"cloud_run_revision\" AND (${local.functions_log_filter})"
+}
+
+resource "google_logging_metric" "quarantined_files" {
+  project     = var.project
+  name        = "${local.prefix}/quarantined_files"
+  description = "Datastream files quarantined by dsdelta (permanently bad: undecodable, invalid, unmappable). Each needs a fix and `dsdelta replay`."
+  filter      = "${local.functions_logs} AND jsonPayload.event=\"quarantined\""
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "dsdelta quarantined files"
+    labels {
+      key         = "table"
+      value_type  = "STRING"
+      description = "Source table id (db.table)."
+    }
+  }
+
+  label_extractors = {
+    "table" = "EXTRACT(jsonPayload.table)"
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "merge_lag" {
+  project     = var.project
+  name        = "${local.prefix}/merge_lag"
+  description = "Seconds from a change's source commit to its Delta commit, logged by merge for every merged batch."
+  filter      = "${local.functions_logs} AND jsonPayload.event=\"merged\" AND jsonPayload.lag_seconds>=0"
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "DISTRIBUTION"
+    unit         = "s"
+    display_name = "dsdelta merge lag"
+    labels {
+      key         = "table"
+      value_type  = "STRING"
+      description = "Source table id (db.table)."
+    }
+  }
+
+  value_extractor = "EXTRACT(jsonPayload.lag_seconds)"
+  label_extractors = {
+    "table" = "EXTRACT(jsonPayload.table)"
+  }
+
+  # 0.5 s to about 6 days in 24 buckets, doubling.
+  bucket_options {
+    exponential_buckets {
+      num_finite_buckets = 24
+      growth_factor      = 2
+      scale              = 0.5
+    }
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "function_errors" {
+  project     = var.project
+  name        = "${local.prefix}/function_errors"
+  description = "Error-level log entries of the dsdelta functions (transient failures that were retried, crashes, timeouts)."
+  filter      = "${local.functions_logs} AND severity>=ERROR"
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "dsdelta function errors"
+    labels {
+      key         = "function"
+      value_type  = "STRING"
+      description = "Function (Cloud Run service) name."
+    }
+  }
+
+  label_extractors = {
+    "function" = "EXTRACT(resource.labels.service_name)"
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_monitoring_alert_policy" "quarantined_files" {
+  count = var.enable_alerts ? 1 : 0
+
+  project               = var.project
+  display_name          = "dsdelta (${local.prefix}): files quarantined"
+  combiner              = "OR"
+  notification_channels = var.alert_notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "A Datastream file was quarantined"
+    condition_threshold {
+      filter          = "metric.type=\"logging.googleapis.com/user/${google_logging_metric.quarantined_files.name}\" AND resource.type=\"cloud_run_revision\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.table"]
+      }
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "A Datastream file could not be staged and was quarantined; its table's other files go on. Find it with `dsdelta status` (or the log entries with jsonPayload.event=\"quarantined\", which carry the file, record number and reason), fix the cause, then `dsdelta replay`."
+  }
+
+  alert_strategy {
+    auto_close = "86400s"
+  }
+}
+
+resource "google_monitoring_alert_policy" "merge_lag" {
+  count = var.enable_alerts ? 1 : 0
+
+  project               = var.project
+  display_name          = "dsdelta (${local.prefix}): merge lag above ${var.merge_lag_alert_seconds}s"
+  combiner              = "OR"
+  notification_channels = var.alert_notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "p99 merge lag above ${var.merge_lag_alert_seconds}s for 10 minutes"
+    condition_threshold {
+      filter          = "metric.type=\"logging.googleapis.com/user/${google_logging_metric.merge_lag.name}\" AND resource.type=\"cloud_run_revision\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = var.merge_lag_alert_seconds
+      duration        = "600s"
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_PERCENTILE_99"
+        cross_series_reducer = "REDUCE_MAX"
+        group_by_fields      = ["metric.label.table"]
+      }
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "Changes take longer than expected to reach the Delta tables. Check `dsdelta status` for pending files and lease holders, the merge function's errors and instance limit, and the dead-letter subscription."
+  }
+
+  alert_strategy {
+    auto_close = "3600s"
+  }
+}
+
+resource "google_monitoring_alert_policy" "function_errors" {
+  count = var.enable_alerts ? 1 : 0
+
+  project               = var.project
+  display_name          = "dsdelta (${local.prefix}): function errors"
+  combiner              = "OR"
+  notification_channels = var.alert_notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "More than ${var.function_error_alert_threshold} errors in 5 minutes"
+    condition_threshold {
+      filter          = "metric.type=\"logging.googleapis.com/user/${google_logging_metric.function_errors.name}\" AND resource.type=\"cloud_run_revision\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = var.function_error_alert_threshold
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.function"]
+      }
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "A dsdelta function keeps failing. Failed calls are retried with backoff and dead-lettered after the configured number of attempts; read the function's error logs for the cause."
+  }
+
+  alert_strategy {
+    auto_close = "3600s"
+  }
+}
+
+resource "google_monitoring_alert_policy" "dead_letters" {
+  count = var.enable_alerts ? 1 : 0
+
+  project               = var.project
+  display_name          = "dsdelta (${local.prefix}): dead-lettered messages waiting"
+  combiner              = "OR"
+  notification_channels = var.alert_notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "Messages waiting on ${google_pubsub_subscription.dead_letter.name}"
+    condition_threshold {
+      filter          = "metric.type=\"pubsub.googleapis.com/subscription/num_undelivered_messages\" AND resource.type=\"pubsub_subscription\" AND resource.label.subscription_id=\"${google_pubsub_subscription.dead_letter.name}\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period   = "300s"
+        per_series_aligner = "ALIGN_MAX"
+      }
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "Messages reached the dead-letter topic: quarantine notices, or notifications/wake-ups that failed every delivery. Pull them from the dead-letter subscription, fix the cause, then `dsdelta replay`; acknowledge them once handled."
+  }
+
+  alert_strategy {
+    auto_close = "86400s"
+  }
+}
