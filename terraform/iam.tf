@@ -1,7 +1,7 @@
 # Least privilege: one service account per function, each granted only what
 # its function does, on the narrowest resource that can carry the grant.
 # Nothing here grants editor/owner or binds allUsers/allAuthenticatedUsers;
-# tests/iam.tftest.hcl checks both.
+# tests/security.tftest.hcl checks both.
 #
 #   onfile : reads the Datastream bucket, writes staged files to the lake,
 #            uses the registry, publishes wake-ups and dead letters.

@@ -494,7 +494,7 @@ variable "create_datastream_stream" {
 }
 
 variable "datastream" {
-  description = "Settings of the Datastream stream created when create_datastream_stream is true. source_type is mysql, postgresql or oracle; database is the PostgreSQL database or the Oracle service name; include lists the databases (MySQL) or schemas (PostgreSQL, Oracle) to stream, all when empty; private_connection is an optional Datastream private connection ID (IP allow-listing otherwise)."
+  description = "Settings of the Datastream stream created when create_datastream_stream is true. source_type is mysql, postgresql or oracle; database is the PostgreSQL database or the Oracle service name; include lists the databases (MySQL) or schemas (PostgreSQL, Oracle) to stream, all when empty; private_connection is an optional Datastream private connection ID (IP allow-listing otherwise); desired_state is RUNNING or NOT_STARTED for a new stream, PAUSED only for one that exists (the provider refuses to create a paused stream)."
   type = object({
     source_type            = optional(string, "mysql")
     hostname               = optional(string, "")

@@ -3,9 +3,12 @@ terraform {
   required_version = ">= 1.5"
 
   required_providers {
+    # 6.x only: the configuration is checked against the 6.50.0 schema
+    # (schemacheck/); widen to 7.x only after checking it against that schema
+    # (7.0 removed and changed arguments, see the provider's upgrade guide).
     google = {
       source  = "hashicorp/google"
-      version = ">= 6.0, < 8.0"
+      version = ">= 6.0, < 7.0"
     }
     # Zips the repository root into the function source archive.
     archive = {

@@ -25,7 +25,17 @@ type command struct {
 }
 
 func commands() map[string]command {
-	return map[string]command{}
+	return map[string]command{
+		"describe": {cmdDescribe, "describe a Delta table: version, protocol, schema, files, records"},
+		"history":  {cmdHistory, "list a Delta table's commits (like DESCRIBE HISTORY)"},
+		"show":     {cmdShow, "print a Delta table's rows, at the latest or an older version"},
+		"decode":   {cmdDecode, "print the change events of a Datastream file, one JSON object per line"},
+		"verify":   {cmdVerify, "check a current-state table against the replay of its history table"},
+		"rebuild":  {cmdRebuild, "recreate a current-state table (and its tombstones) from its history"},
+		"simulate": {cmdSimulate, "write realistic Datastream output (MySQL, Oracle, PostgreSQL) for trying dsdelta out"},
+		"status":   {cmdStatus, "per table lag, pending and quarantined files, versions (deployment or embedded lake)"},
+		"run":      {cmdRun, "stage, merge and maintain Datastream output into Delta tables (embedded)"},
+	}
 }
 
 // errUsage marks an error already explained by a usage message.

@@ -6,6 +6,25 @@
 // concurrent creators of a name succeeds. Every backend (GCS, local directory,
 // memory) runs the same conformance suite so the embedded mode cannot drift
 // from the cloud mode.
+//
+// Semantics every backend shares (checked by package objstoretest):
+//
+//   - Names are checked by ValidName; an invalid name fails with
+//     ErrInvalidName before any I/O, so no name can reach outside the root.
+//   - A read from an offset at or past the end of an object is empty, not an
+//     error; a length past the end is cut at the end; a negative offset is an
+//     error.
+//   - IfGenerationMatch on a missing object fails with ErrPrecondition (as
+//     GCS does); IfAbsent together with IfGenerationMatch is an error.
+//   - A write whose source fails stores nothing and leaves any previous
+//     object unchanged.
+//   - A put-if-absent that fails with ErrExists may, on GCS, have been
+//     preceded by a lost-response attempt of the same call that succeeded:
+//     callers that must know whether they won compare the stored content with
+//     what they wrote (see GCS).
+//
+// Backends: NewGCS, NewLocal and NewMemory; Open picks one from a URL, Sub
+// views a prefix of a store, NewReaderAt adapts a store to io.ReaderAt.
 package objstore
 
 import (

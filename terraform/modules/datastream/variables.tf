@@ -136,7 +136,7 @@ variable "backfill" {
 }
 
 variable "desired_state" {
-  description = "State to leave the stream in: RUNNING, NOT_STARTED or PAUSED."
+  description = "State to leave the stream in: RUNNING, NOT_STARTED or PAUSED. The provider creates a stream only as RUNNING or NOT_STARTED (PAUSED fails the plan of a new stream) and never moves one back to NOT_STARTED."
   type        = string
   default     = "RUNNING"
 }

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// usersFixture finds a real Datastream file in ../shared/fixtures beside the
+// repository. shared/internal/fixture cannot be imported from cmd/, so this
+// repeats its rule: skip when absent, fail when CI=true.
+func usersFixture(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "fixtures", "datastream", "GoogleCloudPlatform__DataflowTemplates", "v2", "datastream-to-spanner", "src", "test", "resources", "DataStreamToSpannerEventsIT", "mysql-cdc-Users.avro"))
+	if err == nil {
+		if _, err = os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("fixture %s is absent; CI=true requires the fixtures", p)
+	}
+	t.Skipf("fixture %s is absent; skipping", p)
+	return ""
+}
+
+func runDecode(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := cmdDecode(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestDecodePrintsOneJSONObjectPerEvent(t *testing.T) {
+	path := usersFixture(t)
+	for name, arg := range map[string]string{"a local path": path, "a file:// URL through objstore": "file://" + filepath.ToSlash(path)} {
+		t.Run("reading "+name, func(t *testing.T) {
+			out, _, err := runDecode(t, arg, "--format", "jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != 4 {
+				t.Fatalf("printed %d lines, want 4:\n%s", len(lines), out)
+			}
+			want := `{"table":"l1.Users","op":"upsert","key":{"id":3},"order":"mysql-bin.000014:60409","source_timestamp":"2024-05-09T06:56:54.000000Z","read_method":"cdc","change_type":"UPDATE-INSERT","row":{"id":3,"name":"Tester Gupta","age":50,"subscribed":0,"plan":"Z","startDate":"2023-06-07T00:00:00.000000Z"}}`
+			if lines[3] != want {
+				t.Errorf("last line\n got %s\nwant %s", lines[3], want)
+			}
+			for i, l := range lines {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(l), &m); err != nil {
+					t.Fatalf("line %d is not JSON: %v", i+1, err)
+				}
+				for _, k := range []string{"table", "op", "key", "order", "source_timestamp", "read_method", "change_type", "row"} {
+					if _, ok := m[k]; !ok {
+						t.Errorf("line %d lacks %q", i+1, k)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeJSONLinesWithKeyOverride(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.jsonl")
+	line := `{"uuid":"u","read_timestamp":"2025-11-05T18:23:46.698000Z","source_timestamp":"2025-11-05T18:23:46.698000Z","object":"public_t","read_method":"postgresql-backfill","stream_name":"s","schema_key":"k","source_metadata":{"schema":"public","table":"t","is_deleted":false,"change_type":"INSERT","lsn":"","primary_keys":[]},"payload":{"a":1,"b":"x"}}`
+	if err := os.WriteFile(p, []byte(line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runDecode(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"key":null`) || !strings.Contains(out, `"order":"backfill"`) {
+		t.Errorf("a table without primary keys does not print a null key:\n%s", out)
+	}
+	out, _, err = runDecode(t, "--pk", "public.t=b,a", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"key":{"b":"x","a":1}`) {
+		t.Errorf("the --pk override is not applied:\n%s", out)
+	}
+}
+
+func TestDecodeReportsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"uuid":"u","source_timestamp":"2025-11-05T18:23:46Z","read_method":"postgresql-cdc","source_metadata":{"schema":"public","table":"t","lsn":"zz"},"payload":{}}`+"\n"), 0o644)
+	tests := []struct {
+		name    string
+		args    []string
+		usage   bool
+		message string
+	}{
+		{"no file is a usage error", nil, true, ""},
+		{"two files are a usage error", []string{"a", "b"}, true, ""},
+		{"an unknown output format is a usage error", []string{"--format", "csv", bad}, true, ""},
+		{"a malformed --pk is a usage error", []string{"--pk", "nodot=a", bad}, true, ""},
+		{"a missing file names the file", []string{filepath.Join(dir, "nope.avro")}, false, "nope.avro"},
+		{"a bad record names file, line, field and reason", []string{bad}, false, "bad.jsonl: line 1: record 1: field source_metadata.lsn"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := runDecode(t, tt.args...)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if errors.Is(err, errUsage) != tt.usage {
+				t.Errorf("err = %v, usage error %v, want %v", err, errors.Is(err, errUsage), tt.usage)
+			}
+			if !strings.Contains(err.Error(), tt.message) {
+				t.Errorf("err = %v, want it to mention %q", err, tt.message)
+			}
+		})
+	}
+}

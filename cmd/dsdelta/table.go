@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// openTable opens the Delta table at a local path or gs:// URL. A local
+// path that does not exist is an error (objstore.Open would create it).
+func openTable(ctx context.Context, url string) (*delta.Table, error) {
+	store, err := openStore(ctx, url, "table", true)
+	if err != nil {
+		return nil, err
+	}
+	return delta.Open(store), nil
+}
+
+func tableArg(fs *flag.FlagSet, pos []string, name string) (string, error) {
+	if len(pos) != 1 {
+		fs.Usage()
+		return "", fmt.Errorf("%w: %s takes exactly one TABLE (a folder or gs://bucket/path)", errUsage, name)
+	}
+	return pos[0], nil
+}
+
+type describeOutput struct {
+	Table            string            `json:"table"`
+	Version          int64             `json:"version"`
+	Timestamp        string            `json:"timestamp"`
+	ID               string            `json:"id"`
+	Name             string            `json:"name,omitempty"`
+	Description      string            `json:"description,omitempty"`
+	Protocol         protocolOutput    `json:"protocol"`
+	Schema           json.RawMessage   `json:"schema"`
+	PartitionColumns []string          `json:"partition_columns"`
+	Configuration    map[string]string `json:"configuration"`
+	NumFiles         int               `json:"num_files"`
+	NumRecords       *int64            `json:"num_records"`
+	SizeBytes        int64             `json:"size_bytes"`
+	LastCheckpoint   *int64            `json:"last_checkpoint"`
+	CreatedTime      string            `json:"created_time,omitempty"`
+}
+
+type protocolOutput struct {
+	MinReaderVersion int      `json:"min_reader_version"`
+	MinWriterVersion int      `json:"min_writer_version"`
+	ReaderFeatures   []string `json:"reader_features"`
+	WriterFeatures   []string `json:"writer_features"`
+}
+
+func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("describe", stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	url, err := tableArg(fs, pos, "describe")
+	if err != nil {
+		return err
+	}
+	tab, err := openTable(ctx, url)
+	if err != nil {
+		return err
+	}
+	snap, err := tab.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", url, err)
+	}
+	md, pr := snap.Metadata(), snap.Protocol()
+	out := describeOutput{
+		Table: url, Version: snap.Version(), Timestamp: snap.Timestamp().UTC().Format(time.RFC3339Nano),
+		ID: md.ID, Name: md.Name, Description: md.Description,
+		Protocol: protocolOutput{MinReaderVersion: pr.MinReaderVersion, MinWriterVersion: pr.MinWriterVersion,
+			ReaderFeatures: orEmpty(pr.ReaderFeatures), WriterFeatures: orEmpty(pr.WriterFeatures)},
+		Schema: json.RawMessage(snap.Schema().SchemaString()), PartitionColumns: orEmpty(snap.PartitionColumns()),
+		Configuration: snap.Configuration(), NumFiles: snap.NumFiles(), SizeBytes: snap.SizeBytes(),
+	}
+	if out.Configuration == nil {
+		out.Configuration = map[string]string{}
+	}
+	if n, ok := snap.NumRecords(); ok {
+		out.NumRecords = &n
+	}
+	if cp := snap.CheckpointVersion(); cp >= 0 {
+		out.LastCheckpoint = &cp
+	}
+	if md.CreatedTime != nil {
+		out.CreatedTime = time.UnixMilli(*md.CreatedTime).UTC().Format(time.RFC3339Nano)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "table\t%s\n", url)
+	fmt.Fprintf(tw, "version\t%d (%s)\n", out.Version, out.Timestamp)
+	fmt.Fprintf(tw, "id\t%s\n", out.ID)
+	if out.Name != "" {
+		fmt.Fprintf(tw, "name\t%s\n", out.Name)
+	}
+	fmt.Fprintf(tw, "protocol\treader %d, writer %d", pr.MinReaderVersion, pr.MinWriterVersion)
+	if len(pr.ReaderFeatures)+len(pr.WriterFeatures) > 0 {
+		fmt.Fprintf(tw, " (reader features %v, writer features %v)", out.Protocol.ReaderFeatures, out.Protocol.WriterFeatures)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintf(tw, "partition columns\t%s\n", strings.Join(out.PartitionColumns, ", "))
+	records := "unknown (no stats)"
+	if out.NumRecords != nil {
+		records = fmt.Sprint(*out.NumRecords)
+	}
+	fmt.Fprintf(tw, "files\t%d\nrecords\t%s\nsize\t%d bytes\n", out.NumFiles, records, out.SizeBytes)
+	if out.LastCheckpoint != nil {
+		fmt.Fprintf(tw, "last checkpoint\t%d\n", *out.LastCheckpoint)
+	} else {
+		fmt.Fprintf(tw, "last checkpoint\tnone\n")
+	}
+	keys := make([]string, 0, len(out.Configuration))
+	for k := range out.Configuration {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(tw, "property\t%s = %s\n", k, out.Configuration[k])
+	}
+	fmt.Fprintln(tw, "schema")
+	for _, f := range snap.Schema().Fields {
+		null := ""
+		if !f.Nullable {
+			null = " not null"
+		}
+		fmt.Fprintf(tw, "  %s\t%s%s\n", f.Name, f.Type, null)
+	}
+	return tw.Flush()
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+type historyOutput struct {
+	Version        int64             `json:"version"`
+	Timestamp      string            `json:"timestamp"`
+	Operation      string            `json:"operation"`
+	Parameters     map[string]string `json:"operation_parameters"`
+	Metrics        map[string]string `json:"operation_metrics"`
+	ReadVersion    *int64            `json:"read_version,omitempty"`
+	IsolationLevel string            `json:"isolation_level,omitempty"`
+	IsBlindAppend  *bool             `json:"is_blind_append,omitempty"`
+	EngineInfo     string            `json:"engine_info,omitempty"`
+}
+
+func cmdHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("history", stderr)
+	asJSON := fs.Bool("json", false, "print JSON lines, newest first")
+	limit := fs.Int("limit", 0, "at most this many versions (0: all retained)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	url, err := tableArg(fs, pos, "history")
+	if err != nil {
+		return err
+	}
+	tab, err := openTable(ctx, url)
+	if err != nil {
+		return err
+	}
+	entries, err := tab.History(ctx, *limit)
+	if err != nil {
+		return fmt.Errorf("%s: %w", url, err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		for _, e := range entries {
+			if err := enc.Encode(historyOutput{Version: e.Version, Timestamp: e.Timestamp.UTC().Format(time.RFC3339Nano), Operation: e.Operation,
+				Parameters: orEmptyMap(e.Parameters), Metrics: orEmptyMap(e.Metrics), ReadVersion: e.ReadVersion,
+				IsolationLevel: e.IsolationLevel, IsBlindAppend: e.IsBlindAppend, EngineInfo: e.EngineInfo}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "version\ttimestamp\toperation\tparameters\tmetrics")
+	for _, e := range entries {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Version, e.Timestamp.UTC().Format(time.RFC3339), e.Operation, kv(e.Parameters), kv(e.Metrics))
+	}
+	return tw.Flush()
+}
+
+func orEmptyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func kv(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("show", stderr)
+	version := fs.Int64("version", -1, "show the table as of this version")
+	timestamp := fs.String("timestamp", "", "show the table as of this time (RFC 3339 or YYYY-MM-DD[ HH:MM:SS])")
+	format := fs.String("format", "table", "output format: table or jsonl")
+	limit := fs.Int("limit", 0, "at most this many rows (0: all)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	url, err := tableArg(fs, pos, "show")
+	if err != nil {
+		return err
+	}
+	if *format != "table" && *format != "jsonl" {
+		return fmt.Errorf("%w: --format must be table or jsonl", errUsage)
+	}
+	if *version >= 0 && *timestamp != "" {
+		return fmt.Errorf("%w: give --version or --timestamp, not both", errUsage)
+	}
+	tab, err := openTable(ctx, url)
+	if err != nil {
+		return err
+	}
+	var snap *delta.Snapshot
+	switch {
+	case *version >= 0:
+		snap, err = tab.SnapshotAt(ctx, *version)
+	case *timestamp != "":
+		ts, perr := parseTime(*timestamp)
+		if perr != nil {
+			return fmt.Errorf("%w: --timestamp: %v", errUsage, perr)
+		}
+		snap, err = tab.SnapshotAsOf(ctx, ts)
+	default:
+		snap, err = tab.Snapshot(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", url, err)
+	}
+	schema := snap.Schema()
+	var rows [][]any
+	var buf []byte
+	count := 0
+	errLimit := errors.New("limit reached")
+	for _, f := range snap.Files() {
+		err := delta.ReadFile(ctx, snap.Store(), snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
+			if *limit > 0 && count >= *limit {
+				return errLimit
+			}
+			count++
+			if *format == "jsonl" {
+				var err error
+				buf, err = value.AppendRowJSON(buf[:0], schema, row)
+				if err != nil {
+					return err
+				}
+				buf = append(buf, '\n')
+				_, err = stdout.Write(buf)
+				return err
+			}
+			rows = append(rows, row)
+			return nil
+		})
+		if errors.Is(err, errLimit) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", url, err)
+		}
+	}
+	if *format == "jsonl" {
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	names := make([]string, len(schema.Fields))
+	for i, f := range schema.Fields {
+		names[i] = f.Name
+	}
+	fmt.Fprintln(tw, strings.Join(names, "\t"))
+	for _, row := range rows {
+		cells := make([]string, len(row))
+		for i, v := range row {
+			cells[i] = cell(schema.Fields[i].Type, v)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "(%d rows, version %d)\n", len(rows), snap.Version())
+	return nil
+}
+
+// cell renders a value for the table format: the JSON encoding without the
+// quotes of plain strings.
+func cell(t value.Type, v any) string {
+	if v == nil {
+		return "NULL"
+	}
+	b, err := value.AppendJSON(nil, t, v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	s := string(b)
+	if len(s) >= 2 && s[0] == '"' {
+		var u string
+		if json.Unmarshal(b, &u) == nil {
+			s = u
+		}
+	}
+	return strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(s)
+}
+
+func parseTime(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("cannot parse %q as a time", s)
+}

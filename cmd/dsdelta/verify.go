@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/dsdelta/dsdelta/shared/cdc"
+	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+)
+
+// stateTables resolves the three tables from the current-state table's URL:
+// its history and tombstones are the siblings "<url>_log" and
+// "<url>_tombstones".
+func stateTables(ctx context.Context, url string) (cdc.Tables, error) {
+	url = strings.TrimRight(url, "/")
+	open := func(u string) (objstore.Store, error) { return openStore(ctx, u, "table", true) }
+	state, err := open(url)
+	if err != nil {
+		return cdc.Tables{}, err
+	}
+	hist, err := open(url + "_log")
+	if err != nil {
+		return cdc.Tables{}, fmt.Errorf("history table beside %s: %w", url, err)
+	}
+	tomb, err := objstore.Open(ctx, url+"_tombstones")
+	if err != nil {
+		return cdc.Tables{}, err
+	}
+	snap, err := delta.Open(state).Snapshot(ctx)
+	if err != nil {
+		return cdc.Tables{}, fmt.Errorf("%s: %w", url, err)
+	}
+	id := snap.Configuration()[cdc.PropTable]
+	if id == "" || snap.Configuration()[cdc.PropRole] != "state" {
+		return cdc.Tables{}, fmt.Errorf("%s is not a dsdelta current-state table (no %s property)", url, cdc.PropTable)
+	}
+	return cdc.Tables{ID: id, State: state, History: hist, Tombstones: tomb}, nil
+}
+
+func printVerify(w io.Writer, url string, r cdc.VerifyResult) {
+	fmt.Fprintf(w, "%s: %d history events, %d rows expected, %d rows in the table, %d mismatches\n", url, r.HistoryEvents, r.ExpectedRows, r.ActualRows, r.Total)
+	for _, m := range r.Mismatches {
+		fmt.Fprintf(w, "  key %s: %s\n", m.Key, m.Reason)
+	}
+	if r.Total > len(r.Mismatches) {
+		fmt.Fprintf(w, "  ... and %d more\n", r.Total-len(r.Mismatches))
+	}
+}
+
+func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("verify", stderr)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	url, err := tableArg(fs, pos, "verify")
+	if err != nil {
+		return err
+	}
+	tabs, err := stateTables(ctx, url)
+	if err != nil {
+		return err
+	}
+	r, err := cdc.Verify(ctx, tabs)
+	if err != nil {
+		return err
+	}
+	printVerify(stdout, url, r)
+	if !r.OK() {
+		return fmt.Errorf("%s: current state differs from the replay of its history (%d mismatches); 'dsdelta rebuild %s' recreates it", url, r.Total, url)
+	}
+	return nil
+}
+
+func cmdRebuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("rebuild", stderr)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	url, err := tableArg(fs, pos, "rebuild")
+	if err != nil {
+		return err
+	}
+	tabs, err := stateTables(ctx, url)
+	if err != nil {
+		return err
+	}
+	r, err := cdc.Rebuild(ctx, tabs, 0)
+	if err != nil {
+		return err
+	}
+	printVerify(stdout, url, r)
+	if !r.OK() {
+		return fmt.Errorf("%s: rebuilt table still differs from its history", url)
+	}
+	return nil
+}

@@ -1,0 +1,26 @@
+// Package dsdelta registers dsdelta's three Cloud Functions (gen2) entry
+// points for source deploys: OnFile (object finalized), Merge (wake-up)
+// and Compact (scheduled). Each is a thin adapter over shared/pipeline.
+package dsdelta
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
+
+	"github.com/dsdelta/dsdelta/functions/compact"
+	"github.com/dsdelta/dsdelta/functions/merge"
+	"github.com/dsdelta/dsdelta/functions/onfile"
+	"github.com/dsdelta/dsdelta/shared/gcp"
+)
+
+func init() {
+	// One lazily built set of clients per instance, shared by whichever
+	// entry point the instance serves.
+	host, _ := os.Hostname()
+	svc := gcp.Lazy(fmt.Sprintf("%s-%s-%d", os.Getenv("K_SERVICE"), host, os.Getpid()))
+	functions.CloudEvent("OnFile", onfile.Handler{Services: svc}.Handle)
+	functions.CloudEvent("Merge", merge.Handler{Services: svc}.Handle)
+	functions.CloudEvent("Compact", compact.Handler{Services: svc}.Handle)
+}

@@ -1,0 +1,218 @@
+package cdc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// Sentinel errors.
+var (
+	// ErrSchemaConflict: an incoming column's type differs from the table's.
+	ErrSchemaConflict = errors.New("schema conflict")
+	// ErrNoKey: the table has no primary key, so only history is kept.
+	ErrNoKey = errors.New("table has no primary key")
+)
+
+// HistoryRow renders an event as a row of HistorySchema(ev.Schema).
+func HistoryRow(ev datastream.Event) []any {
+	m := ev.Meta
+	var readTS any
+	if m.ReadTimestamp != 0 {
+		readTS = m.ReadTimestamp
+	}
+	var changeType, readMethod, uuid, file any
+	if ev.ChangeType != "" {
+		changeType = ev.ChangeType
+	}
+	if m.ReadMethod != "" {
+		readMethod = m.ReadMethod
+	}
+	if m.UUID != "" {
+		uuid = m.UUID
+	}
+	if m.File.Name != "" {
+		file = m.File.Bucket + "/" + m.File.Name
+		if m.File.Bucket == "" {
+			file = m.File.Name
+		}
+	}
+	row := make([]any, 0, len(historyMeta)+len(ev.Row))
+	row = append(row,
+		value.DaysOf(ev.SourceTimestamp.Time()),
+		ev.Op.String(),
+		changeType,
+		ev.SourceTimestamp,
+		readTS,
+		readMethod,
+		ev.Order.Text,
+		append([]byte(nil), ev.Order.Bytes...),
+		uuid,
+		m.IsDeleted,
+		file,
+		m.File.Generation,
+		m.Record,
+	)
+	return append(row, ev.Row...)
+}
+
+// Change is one event as the engine sees it: key, kind, order and the row
+// in the batch's source schema.
+type Change struct {
+	Key        []any
+	KeyText    string
+	Delete     bool
+	Order      []byte
+	Position   string
+	SourceTS   value.Micros
+	ChangeType string
+	Row        []any // one value per field of the batch's source schema
+	History    []any // the full history row (HistorySchema of the batch)
+}
+
+// Batch is the events of one merge batch, in one source schema.
+type Batch struct {
+	Source  value.StructType // union of the staged files' source schemas
+	Key     []string
+	Changes []Change
+}
+
+// Conform maps a row of schema from into schema to by column name (case
+// insensitive); columns absent from from are null.
+func Conform(row []any, from, to value.StructType) []any {
+	if value.Equal(from, to) {
+		return row
+	}
+	idx := make(map[string]int, len(from.Fields))
+	for i, f := range from.Fields {
+		idx[strings.ToLower(f.Name)] = i
+	}
+	out := make([]any, len(to.Fields))
+	for i, f := range to.Fields {
+		if j, ok := idx[strings.ToLower(f.Name)]; ok && j < len(row) {
+			out[i] = row[j]
+		}
+	}
+	return out
+}
+
+// ChangeFromHistory builds a Change from a history row already conformed to
+// HistorySchema(source).
+func ChangeFromHistory(hist []any, source value.StructType, keyIdx []int) (Change, error) {
+	n := len(historyMeta)
+	if len(hist) != n+len(source.Fields) {
+		return Change{}, fmt.Errorf("history row has %d columns, want %d", len(hist), n+len(source.Fields))
+	}
+	op, _ := hist[1].(string)
+	order, ok := hist[7].([]byte)
+	if !ok || len(order) == 0 {
+		return Change{}, fmt.Errorf("history row without %s", ColOrder)
+	}
+	ts, _ := hist[3].(value.Micros)
+	pos, _ := hist[6].(string)
+	ct, _ := hist[2].(string)
+	row := hist[n:]
+	key := make([]any, len(keyIdx))
+	for i, k := range keyIdx {
+		key[i] = row[k]
+		if key[i] == nil {
+			return Change{}, fmt.Errorf("primary key column %q is null", source.Fields[k].Name)
+		}
+	}
+	return Change{
+		Key: key, KeyText: KeyText(key), Delete: op == datastream.OpDelete.String(),
+		Order: order, Position: pos, SourceTS: ts, ChangeType: ct, Row: row, History: hist,
+	}, nil
+}
+
+// KeyIndexes resolves key column names in a schema.
+func KeyIndexes(st value.StructType, key []string) ([]int, error) {
+	if len(key) == 0 {
+		return nil, ErrNoKey
+	}
+	out := make([]int, len(key))
+	for i, k := range key {
+		j := -1
+		for fi, f := range st.Fields {
+			if strings.EqualFold(f.Name, k) {
+				j = fi
+				break
+			}
+		}
+		if j < 0 {
+			return nil, fmt.Errorf("primary key column %q is not in the schema %s", k, st)
+		}
+		out[i] = j
+	}
+	return out, nil
+}
+
+// KeyText is a canonical text of key values, usable as a map key.
+func KeyText(key []any) string {
+	var b []byte
+	for i, k := range key {
+		if i > 0 {
+			b = append(b, 0x1f)
+		}
+		enc, err := value.AppendJSON(nil, nil, k)
+		if err != nil {
+			enc = fmt.Appendf(nil, "%v", k)
+		}
+		b = append(b, enc...)
+	}
+	return string(b)
+}
+
+// Latest dedupes changes to the one with the greatest order per key.
+// Exact duplicates (same order) collapse to one.
+func Latest(changes []Change) map[string]Change {
+	out := make(map[string]Change, len(changes))
+	for _, c := range changes {
+		if cur, ok := out[c.KeyText]; !ok || bytes.Compare(c.Order, cur.Order) > 0 {
+			out[c.KeyText] = c
+		}
+	}
+	return out
+}
+
+// Verdict is what the engine does with the latest change of a key.
+type Verdict int
+
+// Verdicts.
+const (
+	Stale   Verdict = iota // older than what is stored: ignored
+	Insert                 // no stored row: insert it
+	Replace                // replaces the stored row
+	Delete                 // deletes the stored row (and records a tombstone)
+	Bury                   // delete of a key without a row: only a tombstone
+)
+
+func (v Verdict) String() string {
+	return [...]string{"stale", "insert", "replace", "delete", "bury"}[v]
+}
+
+// Decide applies the rule of the package doc. rowOrder and tombOrder are
+// nil when absent.
+func Decide(c Change, rowOrder, tombOrder []byte) Verdict {
+	if rowOrder != nil && bytes.Compare(c.Order, rowOrder) <= 0 {
+		return Stale
+	}
+	if tombOrder != nil && (bytes.Compare(c.Order, tombOrder) < 0 || !c.Delete && bytes.Equal(c.Order, tombOrder)) {
+		return Stale
+	}
+	switch {
+	case c.Delete && rowOrder != nil:
+		return Delete
+	case c.Delete && tombOrder != nil && bytes.Equal(c.Order, tombOrder):
+		return Stale // this very delete is already recorded
+	case c.Delete:
+		return Bury
+	case rowOrder != nil:
+		return Replace
+	}
+	return Insert
+}

@@ -1,0 +1,707 @@
+package cdc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// Tables are the three Delta tables of one source table, each a store
+// rooted at the table directory.
+type Tables struct {
+	ID         string // "<db>.<table>"
+	State      objstore.Store
+	History    objstore.Store
+	Tombstones objstore.Store
+}
+
+// AppID is the txn application id of a table's batches.
+func AppID(tableID string) string { return "dsdelta/" + tableID }
+
+// Options tune the engine.
+type Options struct {
+	// TargetFileBytes is the size data files are rolled at (default 128 MiB).
+	TargetFileBytes int64
+	// Now is the clock (tombstone times, commit times); default time.Now.
+	Now func() time.Time
+	// Logger receives progress; default slog.Default().
+	Logger *slog.Logger
+	// MaxConflictRetries bounds re-planning after a logical commit conflict
+	// (a concurrent compaction rewrote files we read). Default 5.
+	MaxConflictRetries int
+}
+
+func (o *Options) defaults() {
+	if o.TargetFileBytes <= 0 {
+		o.TargetFileBytes = 128 << 20
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxConflictRetries <= 0 {
+		o.MaxConflictRetries = 5
+	}
+}
+
+// Result counts what a batch did.
+type Result struct {
+	Events    int64 // changes in the batch
+	Keys      int64 // distinct keys after dedupe
+	Inserted  int64
+	Updated   int64
+	Deleted   int64 // rows deleted
+	Buried    int64 // deletes of keys without a row (tombstone only)
+	Stale     int64 // latest-per-key changes older than what is stored
+	Collapsed int64 // changes superseded within the batch
+	// Redelivered counts events already in the history table (the same key
+	// and order delivered again, e.g. a re-written file): kept once.
+	Redelivered int64
+
+	HistoryVersion, StateVersion, TombstoneVersion int64
+	// Already* are set when that table had this batch's txn already: a
+	// re-run after a crash or a duplicate delivery.
+	AlreadyHistory, AlreadyState, AlreadyTombstones bool
+	FilesRead, FilesRewritten, FilesAdded           int
+}
+
+// Apply applies one batch to the three tables exactly once: each table's
+// commit carries txn{AppID(table), seq}, and a table whose snapshot already
+// has seq skips its commit. The batch must be the same on a re-run (the
+// coordinator guarantees it).
+func Apply(ctx context.Context, t Tables, seq int64, b Batch, opts Options) (Result, error) {
+	opts.defaults()
+	res := Result{Events: int64(len(b.Changes)), HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
+	if err := ValidateSource(b.Source); err != nil {
+		return res, fmt.Errorf("apply %s batch %d: %w", t.ID, seq, err)
+	}
+	hist, source, err := applyHistory(ctx, t, seq, b, opts, &res)
+	if err != nil {
+		return res, fmt.Errorf("apply %s batch %d: history: %w", t.ID, seq, err)
+	}
+	_ = hist
+	if len(b.Key) == 0 {
+		return res, nil // history-only table
+	}
+	for attempt := 0; ; attempt++ {
+		err = applyState(ctx, t, seq, b, source, opts, &res)
+		if err == nil || !errors.Is(err, delta.ErrConflict) || attempt >= opts.MaxConflictRetries {
+			break
+		}
+		opts.Logger.InfoContext(ctx, "merge conflicted with a concurrent commit; planning again", "table", t.ID, "batch", seq, "attempt", attempt+1, "error", err)
+	}
+	if err != nil {
+		return res, fmt.Errorf("apply %s batch %d: %w", t.ID, seq, err)
+	}
+	return res, nil
+}
+
+// Table properties that say which source table and role a Delta table
+// serves; they stop two source tables from sharing a directory (source
+// table "orders_log" would otherwise land on the history of "orders").
+const (
+	PropTable = "dsdelta.table"
+	PropRole  = "dsdelta.role"
+	// PropKey lists the primary-key columns (comma-separated) of state and
+	// tombstone tables; compaction clusters by them.
+	PropKey = "dsdelta.key"
+)
+
+// ErrPathCollision: a Delta table at the path belongs to another source
+// table or role.
+var ErrPathCollision = errors.New("delta table path is used by another table")
+
+// openOrCreate returns the latest snapshot, creating the table when absent,
+// and checks that an existing table is ours for this id and role.
+func openOrCreate(ctx context.Context, store objstore.Store, id, role string, co delta.CreateOptions) (*delta.Snapshot, error) {
+	tab := delta.Open(store)
+	snap, err := tab.Snapshot(ctx)
+	if errors.Is(err, delta.ErrNotATable) {
+		if co.Configuration == nil {
+			co.Configuration = map[string]string{}
+		}
+		co.Configuration[PropTable] = id
+		co.Configuration[PropRole] = role
+		snap, err = tab.Create(ctx, co)
+		if errors.Is(err, delta.ErrTableExists) { // another writer created it first
+			snap, err = tab.Snapshot(ctx)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	conf := snap.Configuration()
+	if gotID, gotRole := conf[PropTable], conf[PropRole]; gotID != id || gotRole != role {
+		return nil, fmt.Errorf("%w: %s holds %s %q, not %s %q", ErrPathCollision, store.URL(), gotRole, gotID, role, id)
+	}
+	return snap, nil
+}
+
+// evolve returns the metadata with the merged source schema, or nil when the
+// table's schema already holds every incoming column.
+func evolve(snap *delta.Snapshot, incoming value.StructType, full func(value.StructType) value.StructType) (*delta.Metadata, value.StructType, error) {
+	current := SourceSchema(snap.Schema())
+	merged, ch, err := MergeSchemas(current, incoming)
+	if err != nil {
+		return nil, current, err
+	}
+	if len(ch.Added) == 0 {
+		return nil, current, nil
+	}
+	md := snap.Metadata()
+	md.SchemaString = full(merged).SchemaString()
+	return &md, merged, nil
+}
+
+func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Options, res *Result) (*delta.Snapshot, value.StructType, error) {
+	snap, err := openOrCreate(ctx, t.History, t.ID, "history", delta.CreateOptions{
+		Schema: HistorySchema(b.Source), PartitionColumns: []string{ColSourceDate},
+		Name: t.ID + "_log", Description: "dsdelta history of " + t.ID + ": every change event, append-only",
+	})
+	if err != nil {
+		return nil, value.StructType{}, err
+	}
+	md, source, err := evolve(snap, b.Source, HistorySchema)
+	if err != nil {
+		return nil, value.StructType{}, err
+	}
+	if v, ok := snap.TxnVersion(AppID(t.ID)); ok && v >= seq {
+		res.AlreadyHistory = true
+		res.HistoryVersion = snap.Version()
+		return snap, source, nil
+	}
+	schema := HistorySchema(source)
+	from := HistorySchema(b.Source)
+	dup, err := historyDuplicates(ctx, snap, b, source)
+	if err != nil {
+		return nil, source, fmt.Errorf("look up earlier deliveries: %w", err)
+	}
+	// One rolling writer per source date partition.
+	writers := map[value.Days]*rolling{}
+	abort := func() {
+		for _, w := range writers {
+			w.Abort()
+		}
+	}
+	rows := int64(0)
+	for _, c := range b.Changes {
+		if len(b.Key) > 0 {
+			id := c.KeyText + "\x00" + string(c.Order)
+			if dup[id] {
+				res.Redelivered++
+				continue
+			}
+			dup[id] = true
+		}
+		row := Conform(c.History, from, schema)
+		day, _ := row[0].(value.Days)
+		w := writers[day]
+		if w == nil {
+			w = newRolling(ctx, t.History, delta.WriteOptions{
+				Schema: schema, PartitionColumns: []string{ColSourceDate},
+				PartitionValues: map[string]any{ColSourceDate: day},
+			}, opts.TargetFileBytes)
+			writers[day] = w
+		}
+		if err := w.Write(row); err != nil {
+			abort()
+			return nil, source, err
+		}
+		rows++
+	}
+	days := make([]value.Days, 0, len(writers))
+	for d := range writers {
+		days = append(days, d)
+	}
+	slices.Sort(days)
+	var adds []delta.Add
+	for _, d := range days {
+		a, err := writers[d].Close()
+		delete(writers, d)
+		if err != nil {
+			abort()
+			return nil, source, err
+		}
+		adds = append(adds, a...)
+	}
+	tx := snap.NewTransaction(delta.Operation{Name: "WRITE", Parameters: map[string]string{"mode": "Append", "partitionBy": `["` + ColSourceDate + `"]`}})
+	tx.Add(adds...)
+	tx.SetTxn(AppID(t.ID), seq)
+	if md != nil {
+		tx.SetMetadata(*md)
+	}
+	tx.SetMetrics(map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.FormatInt(rows, 10), "numOutputBytes": strconv.FormatInt(sumSize(adds), 10)})
+	committed, err := tx.Commit(ctx)
+	if err != nil {
+		return nil, source, err
+	}
+	res.HistoryVersion = committed.Version()
+	res.FilesAdded += len(adds)
+	return committed, source, nil
+}
+
+// historyDuplicates returns the (key, order) identities of batch events that
+// the history table already holds, so a re-delivered event is kept once.
+// Only the source-date partitions of the batch and the files whose key
+// range can hold a batch key are read, and only their key and order
+// columns.
+func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, source value.StructType) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(b.Key) == 0 || snap.NumFiles() == 0 {
+		return out, nil
+	}
+	keyIdx, err := KeyIndexes(source, b.Key)
+	if err != nil {
+		return nil, err
+	}
+	dates := map[string]bool{}
+	want := map[string]bool{}
+	keys := make([]Change, 0, len(b.Changes))
+	for _, c := range b.Changes {
+		dates[value.DaysOf(c.SourceTS.Time()).String()] = true
+		id := c.KeyText + "\x00" + string(c.Order)
+		if !want[id] {
+			want[id] = true
+			keys = append(keys, c)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return value.CompareKeys(keys[i].Key, keys[j].Key) < 0 })
+	var files []delta.Add
+	for _, f := range snap.Files() {
+		if d := f.PartitionValues[ColSourceDate]; d == nil || dates[*d] {
+			files = append(files, f)
+		}
+	}
+	first := source.Fields[keyIdx[0]]
+	files = prune(files, first.Name, first.Type, keys)
+	names := make([]string, len(keyIdx))
+	for i, k := range keyIdx {
+		names[i] = source.Fields[k].Name
+	}
+	cols := append(append([]string(nil), names...), ColOrder)
+	md := snap.Metadata()
+	key := make([]any, len(names))
+	for _, f := range files {
+		err := delta.ReadFile(ctx, snap.Store(), md, f, delta.ReadOptions{Columns: cols}, func(row []any) error {
+			copy(key, row[:len(names)])
+			order, _ := row[len(names)].([]byte)
+			id := KeyText(key) + "\x00" + string(order)
+			if want[id] {
+				out[id] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func sumSize(adds []delta.Add) int64 {
+	var n int64
+	for _, a := range adds {
+		n += a.Size
+	}
+	return n
+}
+
+// stored is what a lookup found for one key.
+type stored struct {
+	rowOrder  []byte
+	rowFiles  []string // paths of files holding the key (one, unless a bug duplicated it)
+	tombOrder []byte
+}
+
+func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.StructType, opts Options, res *Result) error {
+	keyIdx, err := KeyIndexes(source, b.Key)
+	if err != nil {
+		return err
+	}
+	tombSchema, err := TombstoneSchema(source, b.Key)
+	if err != nil {
+		return err
+	}
+	keyProp := map[string]string{PropKey: strings.Join(b.Key, ",")}
+	stateSnap, err := openOrCreate(ctx, t.State, t.ID, "state", delta.CreateOptions{
+		Schema: StateSchema(source), Name: t.ID, Configuration: maps.Clone(keyProp),
+		Description: "dsdelta current state of " + t.ID + ": one row per primary key",
+	})
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	tombSnap, err := openOrCreate(ctx, t.Tombstones, t.ID, "tombstones", delta.CreateOptions{
+		Schema: tombSchema, Name: t.ID + "_tombstones", Configuration: maps.Clone(keyProp),
+		Description: "dsdelta tombstones of " + t.ID + ": deleted keys and the position of their delete",
+	})
+	if err != nil {
+		return fmt.Errorf("tombstones: %w", err)
+	}
+	stateMD, stateSource, err := evolve(stateSnap, source, StateSchema)
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	stateDone := false
+	if v, ok := stateSnap.TxnVersion(AppID(t.ID)); ok && v >= seq {
+		stateDone = true
+	}
+	tombDone := false
+	if v, ok := tombSnap.TxnVersion(AppID(t.ID)); ok && v >= seq {
+		tombDone = true
+	}
+	res.AlreadyState, res.AlreadyTombstones = stateDone, tombDone
+	res.StateVersion, res.TombstoneVersion = stateSnap.Version(), tombSnap.Version()
+	if stateDone && tombDone {
+		return nil
+	}
+
+	// Conform the batch to the table's key positions and dedupe.
+	from := b.Source
+	latest := Latest(b.Changes)
+	res.Keys = int64(len(latest))
+	res.Collapsed = res.Events - res.Keys
+	keys := make([]Change, 0, len(latest))
+	for _, c := range latest {
+		keys = append(keys, c)
+	}
+	sort.Slice(keys, func(i, j int) bool { return value.CompareKeys(keys[i].Key, keys[j].Key) < 0 })
+
+	found := map[string]*stored{}
+	for _, c := range keys {
+		found[c.KeyText] = &stored{}
+	}
+	keyNames := make([]string, len(keyIdx))
+	keyTypes := make([]value.Type, len(keyIdx))
+	for i, k := range keyIdx {
+		keyNames[i] = source.Fields[k].Name
+		keyTypes[i] = source.Fields[k].Type
+	}
+	candidates := prune(stateSnap.Files(), keyNames[0], keyTypes[0], keys)
+	if err := lookup(ctx, stateSnap, candidates, keyNames, found, func(s *stored, order []byte, path string) {
+		if s.rowOrder == nil || bytes.Compare(order, s.rowOrder) > 0 {
+			s.rowOrder = order
+		}
+		s.rowFiles = append(s.rowFiles, path)
+	}); err != nil {
+		return fmt.Errorf("state lookup: %w", err)
+	}
+	res.FilesRead = len(candidates)
+	tombCandidates := prune(tombSnap.Files(), keyNames[0], keyTypes[0], keys)
+	if err := lookup(ctx, tombSnap, tombCandidates, keyNames, found, func(s *stored, order []byte, _ string) {
+		if s.tombOrder == nil || bytes.Compare(order, s.tombOrder) > 0 {
+			s.tombOrder = order
+		}
+	}); err != nil {
+		return fmt.Errorf("tombstone lookup: %w", err)
+	}
+
+	// Decide.
+	verdicts := make([]Verdict, len(keys))
+	touched := map[string]bool{}  // state files to rewrite
+	dropKeys := map[string]bool{} // keys whose stored row goes away
+	var res2 Result
+	for i, c := range keys {
+		s := found[c.KeyText]
+		v := Decide(c, s.rowOrder, s.tombOrder)
+		verdicts[i] = v
+		switch v {
+		case Stale:
+			res2.Stale++
+		case Insert:
+			res2.Inserted++
+		case Replace:
+			res2.Updated++
+		case Delete:
+			res2.Deleted++
+		case Bury:
+			res2.Buried++
+		}
+		if v == Replace || v == Delete {
+			dropKeys[c.KeyText] = true
+			for _, p := range s.rowFiles {
+				touched[p] = true
+			}
+		}
+	}
+	res.Stale, res.Inserted, res.Updated, res.Deleted, res.Buried = res2.Stale, res2.Inserted, res2.Updated, res2.Deleted, res2.Buried
+
+	now := opts.Now()
+	if !tombDone {
+		var rows [][]any
+		for i, c := range keys {
+			if verdicts[i] != Delete && verdicts[i] != Bury {
+				continue
+			}
+			row := make([]any, 0, len(tombSchema.Fields))
+			row = append(row, c.Key...)
+			row = append(row, c.Order, c.Position, c.SourceTS, value.MicrosOf(now))
+			rows = append(rows, row)
+		}
+		if len(rows) > 0 {
+			adds, err := writeRows(ctx, t.Tombstones, tombSnap.Schema(), rows, opts.TargetFileBytes)
+			if err != nil {
+				return fmt.Errorf("tombstones: %w", err)
+			}
+			tx := tombSnap.NewTransaction(delta.Operation{Name: "WRITE", Parameters: map[string]string{"mode": "Append", "partitionBy": "[]"}})
+			tx.Add(adds...)
+			tx.SetTxn(AppID(t.ID), seq)
+			tx.SetMetrics(map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.Itoa(len(rows)), "numOutputBytes": strconv.FormatInt(sumSize(adds), 10)})
+			snap, err := tx.Commit(ctx)
+			if err != nil {
+				return fmt.Errorf("tombstones commit: %w", err)
+			}
+			res.TombstoneVersion = snap.Version()
+			res.FilesAdded += len(adds)
+		}
+	}
+	if stateDone {
+		return nil
+	}
+
+	stateSchema := StateSchema(stateSource)
+	var upserts [][]any
+	for i, c := range keys {
+		if verdicts[i] != Insert && verdicts[i] != Replace {
+			continue
+		}
+		row := Conform(c.Row, from, stateSource)
+		row = append(row, c.SourceTS, nullIfEmpty(c.ChangeType), c.Position, c.Order)
+		upserts = append(upserts, row)
+	}
+	if len(upserts) == 0 && len(touched) == 0 && stateMD == nil {
+		return nil // nothing changes: no commit (a re-run finds nothing to do either)
+	}
+	var removes []delta.Remove
+	var adds []delta.Add
+	md := stateSnap.Metadata()
+	keyPos := make([]int, len(keyNames))
+	for i, k := range keyNames {
+		keyPos[i] = stateSchema.Index(k)
+	}
+	files := stateSnap.Files()
+	slices.SortFunc(files, func(a, b delta.Add) int { return cmpStr(a.Path, b.Path) })
+	for _, f := range files {
+		if !touched[f.Path] {
+			continue
+		}
+		// Copy the file's rows except the keys this batch replaces or
+		// deletes, streaming: memory holds a row group, not the file.
+		w := newRolling(ctx, t.State, delta.WriteOptions{Schema: stateSchema}, opts.TargetFileBytes)
+		k := make([]any, len(keyPos))
+		err := delta.ReadFile(ctx, t.State, md, f, delta.ReadOptions{}, func(row []any) error {
+			row = Conform(row, stateSnap.Schema(), stateSchema)
+			for i, p := range keyPos {
+				k[i] = row[p]
+			}
+			if dropKeys[KeyText(k)] {
+				return nil
+			}
+			return w.Write(row)
+		})
+		if err != nil {
+			w.Abort()
+			return fmt.Errorf("rewrite %s: %w", f.Path, err)
+		}
+		a, err := w.Close()
+		if err != nil {
+			return fmt.Errorf("rewrite %s: %w", f.Path, err)
+		}
+		adds = append(adds, a...)
+		removes = append(removes, f.Remove(now.UnixMilli(), true))
+		res.FilesRewritten++
+	}
+	if len(upserts) > 0 {
+		a, err := writeRows(ctx, t.State, stateSchema, upserts, opts.TargetFileBytes)
+		if err != nil {
+			return err
+		}
+		adds = append(adds, a...)
+	}
+	tx := stateSnap.NewTransaction(delta.Operation{Name: "MERGE", Parameters: map[string]string{
+		"predicate": fmt.Sprintf(`["dsdelta latest-by-%s per key %v"]`, ColOrder, keyNames), "matchedPredicates": `[{"actionType":"update"},{"actionType":"delete"}]`, "notMatchedPredicates": `[{"actionType":"insert"}]`,
+	}})
+	for _, c := range candidates {
+		tx.ReadFiles(c.Path)
+	}
+	tx.Remove(removes...)
+	tx.Add(adds...)
+	tx.SetTxn(AppID(t.ID), seq)
+	if stateMD != nil {
+		tx.SetMetadata(*stateMD)
+	}
+	tx.SetMetrics(map[string]string{
+		"numSourceRows":             strconv.FormatInt(res.Events, 10),
+		"numTargetRowsInserted":     strconv.FormatInt(res.Inserted, 10),
+		"numTargetRowsUpdated":      strconv.FormatInt(res.Updated, 10),
+		"numTargetRowsDeleted":      strconv.FormatInt(res.Deleted, 10),
+		"numTargetRowsSkippedStale": strconv.FormatInt(res.Stale, 10),
+		"numTargetFilesAdded":       strconv.Itoa(len(adds)),
+		"numTargetFilesRemoved":     strconv.Itoa(len(removes)),
+		"numTargetBytesAdded":       strconv.FormatInt(sumSize(adds), 10),
+	})
+	snap, err := tx.Commit(ctx)
+	if err != nil {
+		return fmt.Errorf("state commit: %w", err)
+	}
+	res.StateVersion = snap.Version()
+	res.FilesAdded += len(adds)
+	return nil
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// prune keeps the files whose statistics for the first key column can hold
+// one of the keys (sorted by key). Files without usable stats are kept.
+func prune(files []delta.Add, col string, typ value.Type, keys []Change) []delta.Add {
+	var out []delta.Add
+	for _, f := range files {
+		st, err := delta.ParseStats(f.Stats)
+		if err != nil {
+			out = append(out, f)
+			continue
+		}
+		if st.NumRecords == 0 && f.Stats != "" {
+			continue
+		}
+		lo, hi, ok := st.MinMax(col, typ)
+		if !ok {
+			out = append(out, f)
+			continue
+		}
+		// First key >= lo, then check it is <= hi.
+		i := sort.Search(len(keys), func(i int) bool { return value.Compare(keys[i].Key[0], lo) >= 0 })
+		if i < len(keys) && value.Compare(keys[i].Key[0], hi) <= 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// lookup reads the key columns and the order of candidate files and reports
+// every row whose key is in found.
+func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, found map[string]*stored, hit func(*stored, []byte, string)) error {
+	cols := append(append([]string(nil), keyNames...), ColOrder)
+	md := snap.Metadata()
+	key := make([]any, len(keyNames))
+	for _, f := range files {
+		err := delta.ReadFile(ctx, snap.Store(), md, f, delta.ReadOptions{Columns: cols}, func(row []any) error {
+			copy(key, row[:len(keyNames)])
+			s, ok := found[KeyText(key)]
+			if !ok {
+				return nil
+			}
+			order, _ := row[len(keyNames)].([]byte)
+			hit(s, order, f.Path)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rolling writes rows into data files rolled at a target size, so memory
+// stays bounded by one row group whatever the number of rows.
+type rolling struct {
+	ctx    context.Context
+	store  objstore.Store
+	opts   delta.WriteOptions
+	target int64
+	w      *delta.FileWriter
+	adds   []delta.Add
+	rows   int64
+}
+
+func newRolling(ctx context.Context, store objstore.Store, opts delta.WriteOptions, target int64) *rolling {
+	opts.DataChange = true
+	return &rolling{ctx: ctx, store: store, opts: opts, target: target}
+}
+
+func (r *rolling) Write(row []any) error {
+	if r.w == nil {
+		w, err := delta.NewFileWriter(r.ctx, r.store, r.opts)
+		if err != nil {
+			return err
+		}
+		r.w = w
+	}
+	if err := r.w.Write(row); err != nil {
+		return err
+	}
+	r.rows++
+	if r.w.BytesWritten() >= r.target {
+		return r.roll()
+	}
+	return nil
+}
+
+func (r *rolling) roll() error {
+	if r.w == nil {
+		return nil
+	}
+	a, err := r.w.Close(r.ctx)
+	r.w = nil
+	if err != nil {
+		return err
+	}
+	r.adds = append(r.adds, a)
+	return nil
+}
+
+// Close finishes the open file and returns every add.
+func (r *rolling) Close() ([]delta.Add, error) {
+	if err := r.roll(); err != nil {
+		return nil, err
+	}
+	return r.adds, nil
+}
+
+// Abort discards the open file (already closed ones are orphans that
+// vacuum removes).
+func (r *rolling) Abort() {
+	if r.w != nil {
+		r.w.Abort()
+		r.w = nil
+	}
+}
+
+func writeRows(ctx context.Context, store objstore.Store, schema value.StructType, rows [][]any, target int64) ([]delta.Add, error) {
+	w := newRolling(ctx, store, delta.WriteOptions{Schema: schema}, target)
+	for _, row := range rows {
+		if err := w.Write(row); err != nil {
+			w.Abort()
+			return nil, err
+		}
+	}
+	return w.Close()
+}

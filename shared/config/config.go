@@ -1,0 +1,260 @@
+// Package config holds dsdelta's configuration: defaults, loading from a
+// YAML or JSON file (YAML is a superset, so one parser reads both) and from
+// DSDELTA_* environment variables, and validation with errors that name the
+// offending setting.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// SchemaMode is how a table follows source schema changes.
+type SchemaMode string
+
+// Schema modes.
+const (
+	// SchemaMerge adds new columns as nullable and keeps dropped ones (null
+	// from then on); a type change quarantines the file.
+	SchemaMerge SchemaMode = "merge"
+	// SchemaOverwrite makes the table take the new schema; the current state
+	// is rewritten.
+	SchemaOverwrite SchemaMode = "overwrite"
+)
+
+// Config is the whole configuration. Zero values mean "default".
+type Config struct {
+	// Include and Exclude are glob patterns (path.Match syntax, e.g.
+	// "shop.*") over table ids "<db>.<table>". A table is processed when it
+	// matches an include pattern (or there are none) and no exclude pattern.
+	Include []string `yaml:"include" json:"include"`
+	Exclude []string `yaml:"exclude" json:"exclude"`
+	// Defaults apply to every table; Tables override them per table id.
+	Defaults TableConfig            `yaml:"defaults" json:"defaults"`
+	Tables   map[string]TableConfig `yaml:"tables" json:"tables"`
+	// Batch limits for one merge batch.
+	BatchMaxFiles int   `yaml:"batch_max_files" json:"batch_max_files"`
+	BatchMaxBytes int64 `yaml:"batch_max_bytes" json:"batch_max_bytes"`
+	// Extensions of data files to stage; others are skipped.
+	Extensions []string `yaml:"extensions" json:"extensions"`
+}
+
+// TableConfig is per-table behaviour.
+type TableConfig struct {
+	// PrimaryKey overrides source_metadata.primary_keys.
+	PrimaryKey []string `yaml:"primary_key" json:"primary_key"`
+	// IgnoreColumns are dropped from both tables.
+	IgnoreColumns []string   `yaml:"ignore_columns" json:"ignore_columns"`
+	SchemaMode    SchemaMode `yaml:"schema_mode" json:"schema_mode"`
+	// TombstoneRetention keeps deleted keys this long (default 7 days).
+	TombstoneRetention Duration `yaml:"tombstone_retention" json:"tombstone_retention"`
+	// TargetFileBytes is the size data files are written up to (128 MiB).
+	TargetFileBytes int64 `yaml:"target_file_bytes" json:"target_file_bytes"`
+	// PartitionColumns of the current-state table (default none); the
+	// history table is partitioned by source date.
+	PartitionColumns []string `yaml:"partition_columns" json:"partition_columns"`
+}
+
+// Duration reads "168h", "7d" or "1w" (days and weeks are common for
+// retention settings and unknown to time.ParseDuration).
+type Duration time.Duration
+
+// UnmarshalYAML accepts a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ParseDuration parses a Go duration or a whole number of days ("7d") or
+// weeks ("2w").
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			var v int
+			if _, err := fmt.Sscanf(n, "%d", &v); err == nil && fmt.Sprint(v) == n {
+				return time.Duration(v) * unit, nil
+			}
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q (use e.g. 36h, 7d, 2w)", s)
+	}
+	return d, nil
+}
+
+// Defaults.
+const (
+	DefaultTombstoneRetention = 7 * 24 * time.Hour
+	DefaultTargetFileBytes    = 128 << 20
+	DefaultBatchMaxFiles      = 500
+	DefaultBatchMaxBytes      = 256 << 20
+)
+
+// DefaultExtensions are the Datastream data file extensions.
+var DefaultExtensions = []string{".avro", ".jsonl", ".jsonl.gz", ".json", ".json.gz"}
+
+// Load reads a configuration file (YAML or JSON). Unknown keys are errors,
+// so a typo does not silently fall back to a default.
+func Load(file string) (Config, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", file, err)
+	}
+	return c, nil
+}
+
+// Parse parses configuration text and validates it.
+func Parse(b []byte) (Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	// An empty document decodes as io.EOF: the zero configuration.
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, err
+	}
+	return c, c.Validate()
+}
+
+// Validate checks every setting and names the first bad one.
+func (c Config) Validate() error {
+	for _, p := range append(append([]string(nil), c.Include...), c.Exclude...) {
+		if _, err := path.Match(p, "x.y"); err != nil {
+			return fmt.Errorf("include/exclude pattern %q: %w", p, err)
+		}
+	}
+	if c.BatchMaxFiles < 0 || c.BatchMaxBytes < 0 {
+		return errors.New("batch_max_files and batch_max_bytes must not be negative")
+	}
+	if err := c.Defaults.validate("defaults"); err != nil {
+		return err
+	}
+	for id, t := range c.Tables {
+		if strings.Count(id, ".") != 1 {
+			return fmt.Errorf("tables: %q is not a table id <db>.<table>", id)
+		}
+		if err := t.validate("tables." + id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t TableConfig) validate(where string) error {
+	switch t.SchemaMode {
+	case "", SchemaMerge, SchemaOverwrite:
+	default:
+		return fmt.Errorf("%s.schema_mode: %q is not merge or overwrite", where, t.SchemaMode)
+	}
+	if t.TombstoneRetention < 0 {
+		return fmt.Errorf("%s.tombstone_retention must not be negative", where)
+	}
+	if t.TargetFileBytes < 0 || (t.TargetFileBytes > 0 && t.TargetFileBytes < 1<<20) {
+		return fmt.Errorf("%s.target_file_bytes must be at least 1 MiB", where)
+	}
+	for _, k := range t.PrimaryKey {
+		if k == "" {
+			return fmt.Errorf("%s.primary_key has an empty column name", where)
+		}
+	}
+	return nil
+}
+
+// Selected reports whether a table id passes the include/exclude patterns.
+func (c Config) Selected(tableID string) bool {
+	match := func(ps []string) bool {
+		for _, p := range ps {
+			if ok, _ := path.Match(p, tableID); ok {
+				return true
+			}
+		}
+		return false
+	}
+	if len(c.Include) > 0 && !match(c.Include) {
+		return false
+	}
+	return !match(c.Exclude)
+}
+
+// Table returns the effective settings of a table: its own over the
+// defaults over built-in defaults.
+func (c Config) Table(tableID string) TableConfig {
+	t := c.Defaults
+	if o, ok := c.Tables[tableID]; ok {
+		if len(o.PrimaryKey) > 0 {
+			t.PrimaryKey = o.PrimaryKey
+		}
+		if len(o.IgnoreColumns) > 0 {
+			t.IgnoreColumns = o.IgnoreColumns
+		}
+		if o.SchemaMode != "" {
+			t.SchemaMode = o.SchemaMode
+		}
+		if o.TombstoneRetention != 0 {
+			t.TombstoneRetention = o.TombstoneRetention
+		}
+		if o.TargetFileBytes != 0 {
+			t.TargetFileBytes = o.TargetFileBytes
+		}
+		if len(o.PartitionColumns) > 0 {
+			t.PartitionColumns = o.PartitionColumns
+		}
+	}
+	if t.SchemaMode == "" {
+		t.SchemaMode = SchemaMerge
+	}
+	if t.TombstoneRetention == 0 {
+		t.TombstoneRetention = Duration(DefaultTombstoneRetention)
+	}
+	if t.TargetFileBytes == 0 {
+		t.TargetFileBytes = DefaultTargetFileBytes
+	}
+	return t
+}
+
+// MaxFiles and MaxBytes are the effective batch limits.
+func (c Config) MaxFiles() int {
+	if c.BatchMaxFiles > 0 {
+		return c.BatchMaxFiles
+	}
+	return DefaultBatchMaxFiles
+}
+
+// MaxBytes is the effective byte limit of a batch.
+func (c Config) MaxBytes() int64 {
+	if c.BatchMaxBytes > 0 {
+		return c.BatchMaxBytes
+	}
+	return DefaultBatchMaxBytes
+}
+
+// IsDataFile reports whether an object name has a data file extension.
+func (c Config) IsDataFile(name string) bool {
+	exts := c.Extensions
+	if len(exts) == 0 {
+		exts = DefaultExtensions
+	}
+	for _, e := range exts {
+		if strings.HasSuffix(name, e) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,79 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	t.Run("a full YAML file sets every field and per-table values override defaults", func(t *testing.T) {
+		c, err := Parse([]byte(`
+include: ["shop.*", "HR.*"]
+exclude: ["shop.audit_*"]
+batch_max_files: 20
+defaults:
+  tombstone_retention: 14d
+  target_file_bytes: 67108864
+tables:
+  shop.customers:
+    primary_key: [id]
+    ignore_columns: [password_hash]
+    schema_mode: overwrite
+    tombstone_retention: 36h
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cu := c.Table("shop.customers")
+		if cu.SchemaMode != SchemaOverwrite || time.Duration(cu.TombstoneRetention) != 36*time.Hour || cu.TargetFileBytes != 64<<20 || cu.PrimaryKey[0] != "id" {
+			t.Fatalf("customers: %+v", cu)
+		}
+		other := c.Table("shop.orders")
+		if other.SchemaMode != SchemaMerge || time.Duration(other.TombstoneRetention) != 14*24*time.Hour {
+			t.Fatalf("orders: %+v", other)
+		}
+		if !c.Selected("shop.orders") || c.Selected("shop.audit_log") || c.Selected("crm.x") {
+			t.Fatal("include/exclude")
+		}
+		if c.MaxFiles() != 20 || c.MaxBytes() != DefaultBatchMaxBytes {
+			t.Fatal("batch limits")
+		}
+	})
+	t.Run("JSON is accepted too", func(t *testing.T) {
+		c, err := Parse([]byte(`{"tables":{"a.b":{"primary_key":["k1","k2"]}}}`))
+		if err != nil || len(c.Table("a.b").PrimaryKey) != 2 {
+			t.Fatal(c, err)
+		}
+	})
+	t.Run("an empty file is the default configuration", func(t *testing.T) {
+		c, err := Parse(nil)
+		if err != nil || !c.Selected("any.table") || c.Table("a.b").TargetFileBytes != DefaultTargetFileBytes {
+			t.Fatal(c, err)
+		}
+	})
+	for _, bad := range []struct{ doc, want string }{
+		{"tables:\n  a.b:\n    schema_mode: replace\n", "schema_mode"},
+		{"defaults:\n  tombstone_retention: soon\n", "invalid duration"},
+		{"tabels: {}\n", "tabels"},
+		{"tables:\n  nodot:\n    primary_key: [id]\n", "not a table id"},
+		{"include: ['[']\n", "pattern"},
+		{"defaults:\n  target_file_bytes: 100\n", "at least 1 MiB"},
+	} {
+		t.Run("rejects "+bad.want, func(t *testing.T) {
+			_, err := Parse([]byte(bad.doc))
+			if err == nil || !strings.Contains(err.Error(), bad.want) {
+				t.Fatalf("err = %v, want mention of %q", err, bad.want)
+			}
+		})
+	}
+}
+
+func TestIsDataFile(t *testing.T) {
+	var c Config
+	for name, want := range map[string]bool{"a/b.avro": true, "a/b.jsonl.gz": true, "a/b.jsonl": true, "a/b.avsc": false, "a/": false, "x.parquet": false} {
+		if c.IsDataFile(name) != want {
+			t.Errorf("IsDataFile(%q) = %v", name, !want)
+		}
+	}
+}

@@ -1,0 +1,262 @@
+// Package coord coordinates the pipeline's work on each table: a lease with a
+// fencing token so that one merge runs per table at a time, a registry of
+// staged files (idempotent per source object), merge batches with sequence
+// numbers, and per-table status.
+//
+// Two backends implement Coordinator: Firestore (NewFirestore) for the cloud,
+// and Local (NewLocal) over an objstore.Store for the embedded mode, storing
+// JSON documents under _dsdelta/coord/ in the lake. One conformance suite
+// (package coordtest) runs against both so the embedded mode cannot drift
+// from the cloud mode.
+//
+// # Exactly once
+//
+// A source object is identified by (bucket, name, generation); RegisterFile
+// is idempotent on that identity, so a re-delivered notification is a no-op.
+// NextBatch forms a batch under the lease and records it (with its sequence
+// number and files) before the merge starts any work; until CompleteBatch
+// closes it, every NextBatch returns the same open batch — same seq, same
+// files — so a crashed or timed-out merge resumes exactly the batch it was
+// doing. The merge stamps every Delta commit of the batch with
+// txn{appId: "dsdelta/<table>", version: seq} and skips a table whose
+// snapshot already holds that version; CompleteBatch is called only after all
+// commits succeeded and marks the files merged. Records of merged files must
+// be kept (Options.Retention) longer than notifications can be re-delivered,
+// or a very late duplicate would be registered and merged again.
+//
+// A file in an open batch may be quarantined by the merge (for example for an
+// incompatible schema change); the open batch keeps the file, returned with
+// State quarantined. The merge processes only the files of a batch whose
+// State is batched; because the state is stored, a resumed merge skips the
+// same files and commits the same content.
+//
+// # Lease
+//
+// A lease is held by a holder (a unique id per worker) until it expires,
+// is renewed or released. Every acquisition gets a fencing token that is
+// strictly greater than every token handed out before for the table, and a
+// lease holds only while its token is the current one and it has not
+// expired: an expired lease is lost even when nobody took it over yet.
+// NextBatch and CompleteBatch check the token in the same atomic step that
+// writes, so a holder whose lease was lost cannot form or close batches.
+// The lease is for efficiency; Delta correctness rests on put-if-absent
+// commits and txn versions, so a stale holder can waste work but not corrupt
+// a table. Expiry is judged with the coordinator's clock (Options.Now), so
+// TTLs must be large against clock skew between workers.
+//
+// # No lost wake-ups
+//
+// A merge that releases a table must check Pending afterwards (or re-publish
+// a wake-up): a file registered after the merge's last NextBatch but before
+// the release would otherwise wait for the next notification.
+package coord
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"time"
+)
+
+// Sentinel errors callers branch on with errors.Is.
+var (
+	// ErrLeaseHeld is returned by Acquire when another holder has a live lease.
+	ErrLeaseHeld = errors.New("lease held by another holder")
+	// ErrLeaseLost is returned when a lease expired or was taken over.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrNoWork is returned by NextBatch when no staged file is pending.
+	ErrNoWork = errors.New("no pending files")
+	// ErrNotFound is returned when a table, file or batch is unknown.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalidState is returned for a change the record's state forbids,
+	// such as quarantining a file that was already merged.
+	ErrInvalidState = errors.New("invalid state change")
+)
+
+// DefaultRetention is how long records of merged files and done batches are
+// kept by default: as long as Pub/Sub may re-deliver a notification.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// MaxBatchFiles bounds the files of one batch, whatever NextBatch is asked
+// for, so that forming or completing a batch fits in one Firestore
+// transaction.
+const MaxBatchFiles = 400
+
+// FileState is the life-cycle state of a registered file.
+type FileState string
+
+// File states. A file goes staged → batched → merged, or to quarantined.
+const (
+	StateStaged      FileState = "staged"      // staged, waiting for a batch
+	StateBatched     FileState = "batched"     // in an open batch
+	StateMerged      FileState = "merged"      // its batch completed
+	StateQuarantined FileState = "quarantined" // permanently bad until replayed
+)
+
+// FileRecord is the registry entry of one source file.
+type FileRecord struct {
+	ID         string    `firestore:"id" json:"id"`                       // FileID(Bucket, Name, Generation)
+	Table      string    `firestore:"table" json:"table"`                 // table id "<db>.<table>"
+	Bucket     string    `firestore:"bucket" json:"bucket"`               // source bucket
+	Name       string    `firestore:"name" json:"name"`                   // source object name
+	Generation int64     `firestore:"generation" json:"generation"`       // source object generation
+	Size       int64     `firestore:"size" json:"size"`                   // bytes of the staged file (source bytes when not staged)
+	StagedPath string    `firestore:"stagedPath" json:"stagedPath"`       // lake-relative path of the staged parquet file
+	Events     int64     `firestore:"events" json:"events"`               // change events in the file
+	State      FileState `firestore:"state" json:"state"`                 // set by the coordinator
+	Reason     string    `firestore:"reason" json:"reason,omitempty"`     // why the file is quarantined
+	Record     string    `firestore:"record" json:"record,omitempty"`     // where in the file the problem is (record number)
+	ArrivalSeq int64     `firestore:"arrivalSeq" json:"arrivalSeq"`       // per-table arrival order, set by the coordinator
+	BatchSeq   int64     `firestore:"batchSeq" json:"batchSeq,omitempty"` // the batch that took the file, 0 before
+	// MinSourceTime and MaxSourceTime bound the source timestamps of the
+	// file's events; CompleteBatch advances the table's last applied source
+	// time to the largest MaxSourceTime of the batch.
+	MinSourceTime time.Time `firestore:"minSourceTime,omitempty" json:"minSourceTime,omitzero"`
+	MaxSourceTime time.Time `firestore:"maxSourceTime,omitempty" json:"maxSourceTime,omitzero"`
+	// StagedAt is when the coordinator registered the file.
+	StagedAt time.Time `firestore:"stagedAt,omitempty" json:"stagedAt,omitzero"`
+	// DoneAt is when the file was merged; zero before. Expire selects on it.
+	DoneAt time.Time `firestore:"doneAt,omitempty" json:"doneAt,omitzero"`
+	// ExpireAt is when the record may be deleted (a Firestore TTL policy
+	// reads it); zero, and absent from the document, until the file is
+	// merged, so that staged and quarantined records never expire.
+	ExpireAt time.Time `firestore:"expireAt,omitempty" json:"expireAt,omitzero"`
+}
+
+// FileID is the registry id of a source object: a hash of bucket, name and
+// generation, because names contain '/' and can be long.
+func FileID(bucket, name string, generation int64) string {
+	h := sha256.New()
+	h.Write([]byte(bucket))
+	h.Write([]byte{0})
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.FormatInt(generation, 10)))
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Lease is a held table lease.
+type Lease struct {
+	Table   string
+	Holder  string
+	Token   int64     // fencing token, strictly increasing per table
+	Expires time.Time // the lease is lost after this instant unless renewed
+}
+
+// Batch is a set of staged files merged together under one sequence number.
+type Batch struct {
+	Table   string
+	Seq     int64        // strictly increasing per table, starting at 1
+	Files   []FileRecord // in arrival order, with their current state
+	Created time.Time
+}
+
+// Bytes returns the total Size of the batch's files.
+func (b Batch) Bytes() int64 {
+	var n int64
+	for _, f := range b.Files {
+		n += f.Size
+	}
+	return n
+}
+
+// BatchStats is what a merge reports when it completes a batch.
+type BatchStats struct {
+	StateVersion   int64     // version of the current-state table after the batch
+	HistoryVersion int64     // version of the history table after the batch
+	CommittedAt    time.Time // commit time; the coordinator's clock when zero
+	Events         int64     // events read
+	Inserted       int64     // keys inserted
+	Updated        int64     // keys replaced
+	Deleted        int64     // keys deleted
+	Stale          int64     // events ignored as older than the stored state
+}
+
+// TableStatus is the coordination view of one table.
+type TableStatus struct {
+	Table string
+	// LastSourceTime is the largest source timestamp of a merged file: the
+	// table is current up to here. Lag is now minus LastSourceTime.
+	LastSourceTime time.Time
+	LastCommitTime time.Time // when the last batch committed
+	Pending        int64     // staged files not yet in a batch
+	Quarantined    int64     // files quarantined and not replayed
+	StateVersion   int64     // current-state table version after the last batch
+	HistoryVersion int64     // history table version after the last batch
+	LastBatchSeq   int64     // last batch sequence number handed out
+	OpenBatchSeq   int64     // the batch in progress, 0 when none
+	LastArrivalSeq int64     // last arrival sequence number handed out
+	// Cumulative counters over completed batches.
+	Batches  int64
+	Files    int64
+	Events   int64
+	Inserted int64
+	Updated  int64
+	Deleted  int64
+	Stale    int64
+	// LeaseHolder and LeaseExpires describe a live lease; empty when free.
+	LeaseHolder  string
+	LeaseExpires time.Time
+}
+
+// Coordinator is the table lease, staged-file registry, batches and status.
+// Implementations are safe for concurrent use, also from several processes
+// sharing the same backing store.
+type Coordinator interface {
+	// Acquire takes the table's lease for ttl. It returns ErrLeaseHeld when
+	// another holder has a live lease; an expired lease is taken over. The
+	// same holder acquiring again gets a new token (its old Lease is lost).
+	Acquire(ctx context.Context, table, holder string, ttl time.Duration) (Lease, error)
+	// Renew extends a held lease to now+ttl, or returns ErrLeaseLost.
+	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// Release gives the lease up. It returns ErrLeaseLost, changing nothing,
+	// when the lease was taken over meanwhile.
+	Release(ctx context.Context, l Lease) error
+	// CheckLease returns nil while the lease holds, ErrLeaseLost otherwise.
+	CheckLease(ctx context.Context, l Lease) error
+
+	// RegisterFile records a staged file as pending. It is idempotent per
+	// file id: a file already known is returned unchanged with created
+	// false. A quarantined file is staged again (a replay after a fix), with
+	// a new arrival number, and created true. The coordinator sets ID,
+	// State, ArrivalSeq, StagedAt and clears BatchSeq, Reason and Record.
+	RegisterFile(ctx context.Context, f FileRecord) (rec FileRecord, created bool, err error)
+	// Quarantine records a permanently bad file with the reason (f.Record
+	// says where in the file). A staged or batched file leaves the work
+	// queue; a merged file cannot be quarantined (ErrInvalidState).
+	Quarantine(ctx context.Context, f FileRecord, reason string) (FileRecord, error)
+	// File returns the record of a file id, or ErrNotFound.
+	File(ctx context.Context, id string) (FileRecord, error)
+	// Pending returns staged files not yet in a batch, in arrival order, at
+	// most limit (all when limit <= 0).
+	Pending(ctx context.Context, table string, limit int) ([]FileRecord, error)
+	// ListFiles returns a table's files in a state (all states when state is
+	// empty), in arrival order.
+	ListFiles(ctx context.Context, table string, state FileState) ([]FileRecord, error)
+
+	// NextBatch returns the table's open batch unchanged if there is one;
+	// otherwise it takes pending files in arrival order, up to maxFiles
+	// (capped at MaxBatchFiles) and maxBytes (but at least one file), gives
+	// them the next sequence number and records the batch. It returns
+	// ErrNoWork when nothing is pending and ErrLeaseLost when l does not
+	// hold.
+	NextBatch(ctx context.Context, l Lease, table string, maxFiles int, maxBytes int64) (Batch, error)
+	// CompleteBatch marks the batch's files merged (except quarantined
+	// ones), closes the batch and updates the table status. Completing a
+	// batch that is already done is a no-op. It returns ErrLeaseLost when l
+	// does not hold.
+	CompleteBatch(ctx context.Context, l Lease, b Batch, stats BatchStats) error
+
+	// Tables returns the status of every table with registered files, by
+	// table id.
+	Tables(ctx context.Context) ([]TableStatus, error)
+	// Status returns one table's status, or ErrNotFound.
+	Status(ctx context.Context, table string) (TableStatus, error)
+
+	// Expire deletes records of files merged before the cutoff and done
+	// batches completed before it, except each table's latest batch. It
+	// returns how many records it deleted.
+	Expire(ctx context.Context, before time.Time) (int, error)
+}

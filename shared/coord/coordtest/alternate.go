@@ -1,0 +1,81 @@
+package coordtest
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/coord"
+)
+
+// Alternate returns a Coordinator that sends each call to the next of cs in
+// turn. Over several instances sharing one store it plays several processes
+// working on the same tables, call by call.
+func Alternate(cs ...coord.Coordinator) coord.Coordinator {
+	return &alternate{cs: cs}
+}
+
+type alternate struct {
+	cs   []coord.Coordinator
+	next atomic.Uint64
+}
+
+func (a *alternate) pick() coord.Coordinator {
+	return a.cs[(a.next.Add(1)-1)%uint64(len(a.cs))]
+}
+
+func (a *alternate) Acquire(ctx context.Context, table, holder string, ttl time.Duration) (coord.Lease, error) {
+	return a.pick().Acquire(ctx, table, holder, ttl)
+}
+
+func (a *alternate) Renew(ctx context.Context, l coord.Lease, ttl time.Duration) (coord.Lease, error) {
+	return a.pick().Renew(ctx, l, ttl)
+}
+
+func (a *alternate) Release(ctx context.Context, l coord.Lease) error {
+	return a.pick().Release(ctx, l)
+}
+
+func (a *alternate) CheckLease(ctx context.Context, l coord.Lease) error {
+	return a.pick().CheckLease(ctx, l)
+}
+
+func (a *alternate) RegisterFile(ctx context.Context, f coord.FileRecord) (coord.FileRecord, bool, error) {
+	return a.pick().RegisterFile(ctx, f)
+}
+
+func (a *alternate) Quarantine(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error) {
+	return a.pick().Quarantine(ctx, f, reason)
+}
+
+func (a *alternate) File(ctx context.Context, id string) (coord.FileRecord, error) {
+	return a.pick().File(ctx, id)
+}
+
+func (a *alternate) Pending(ctx context.Context, table string, limit int) ([]coord.FileRecord, error) {
+	return a.pick().Pending(ctx, table, limit)
+}
+
+func (a *alternate) ListFiles(ctx context.Context, table string, state coord.FileState) ([]coord.FileRecord, error) {
+	return a.pick().ListFiles(ctx, table, state)
+}
+
+func (a *alternate) NextBatch(ctx context.Context, l coord.Lease, table string, maxFiles int, maxBytes int64) (coord.Batch, error) {
+	return a.pick().NextBatch(ctx, l, table, maxFiles, maxBytes)
+}
+
+func (a *alternate) CompleteBatch(ctx context.Context, l coord.Lease, b coord.Batch, stats coord.BatchStats) error {
+	return a.pick().CompleteBatch(ctx, l, b, stats)
+}
+
+func (a *alternate) Tables(ctx context.Context) ([]coord.TableStatus, error) {
+	return a.pick().Tables(ctx)
+}
+
+func (a *alternate) Status(ctx context.Context, table string) (coord.TableStatus, error) {
+	return a.pick().Status(ctx, table)
+}
+
+func (a *alternate) Expire(ctx context.Context, before time.Time) (int, error) {
+	return a.pick().Expire(ctx, before)
+}

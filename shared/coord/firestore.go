@@ -1,0 +1,637 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Firestore collections, each prefixed with FirestoreOptions.Prefix:
+//
+//	dsdelta_leases/{table}            lease: holder, token, expires
+//	dsdelta_tables/{table}            counters, open batch, status
+//	dsdelta_files/{FileID}            one FileRecord per source object
+//	dsdelta_batches/{table}__{seq:020d} batch records
+//
+// Every change touching several documents runs in one transaction, and the
+// lease token is checked in the transaction that writes.
+//
+// Composite indexes the queries need in a real database (the emulator needs
+// none), as firestore.indexes.json entries:
+//
+//	{"collectionGroup": "dsdelta_files", "queryScope": "COLLECTION", "fields": [
+//	  {"fieldPath": "table", "order": "ASCENDING"},
+//	  {"fieldPath": "state", "order": "ASCENDING"},
+//	  {"fieldPath": "arrivalSeq", "order": "ASCENDING"}]}
+//	{"collectionGroup": "dsdelta_files", "queryScope": "COLLECTION", "fields": [
+//	  {"fieldPath": "table", "order": "ASCENDING"},
+//	  {"fieldPath": "arrivalSeq", "order": "ASCENDING"}]}
+//
+// Expire filters on doneAt alone, served by the automatic single-field
+// index. TTL policies on the expireAt field of dsdelta_files and
+// dsdelta_batches delete records the same way Expire does; expireAt is absent
+// until a file is merged or a batch is done.
+const (
+	collLeases  = "dsdelta_leases"
+	collTables  = "dsdelta_tables"
+	collFiles   = "dsdelta_files"
+	collBatches = "dsdelta_batches"
+)
+
+// FirestoreOptions configures NewFirestore.
+type FirestoreOptions struct {
+	// Prefix is prepended to every collection name, so that tests or several
+	// deployments can share a database.
+	Prefix string
+	// Now is the clock that judges lease expiry; time.Now when nil.
+	Now func() time.Time
+	// Retention sets ExpireAt of merged files and done batches;
+	// DefaultRetention when zero.
+	Retention time.Duration
+	// MaxAttempts bounds transaction retries under contention; 30 when zero.
+	MaxAttempts int
+}
+
+// Firestore is the Coordinator on Cloud Firestore (native mode).
+type Firestore struct {
+	client                         *firestore.Client
+	leases, tables, files, batches *firestore.CollectionRef
+	now                            func() time.Time
+	retention                      time.Duration
+	attempts                       int
+}
+
+var _ Coordinator = (*Firestore)(nil)
+
+// NewFirestore returns a Coordinator over client. The client stays owned by
+// the caller.
+func NewFirestore(ctx context.Context, client *firestore.Client, opts FirestoreOptions) (*Firestore, error) {
+	if client == nil {
+		return nil, errors.New("new firestore coordinator: nil client")
+	}
+	f := &Firestore{
+		client:    client,
+		leases:    client.Collection(opts.Prefix + collLeases),
+		tables:    client.Collection(opts.Prefix + collTables),
+		files:     client.Collection(opts.Prefix + collFiles),
+		batches:   client.Collection(opts.Prefix + collBatches),
+		now:       opts.Now,
+		retention: opts.Retention,
+		attempts:  opts.MaxAttempts,
+	}
+	if f.now == nil {
+		f.now = time.Now
+	}
+	if f.retention <= 0 {
+		f.retention = DefaultRetention
+	}
+	if f.attempts <= 0 {
+		f.attempts = 30
+	}
+	return f, nil
+}
+
+// run runs fn in a transaction with the configured retry budget.
+func (f *Firestore) run(ctx context.Context, fn func(context.Context, *firestore.Transaction) error) error {
+	return f.client.RunTransaction(ctx, fn, firestore.MaxAttempts(f.attempts))
+}
+
+// getDoc reads a document into dst inside tx; it reports whether it exists.
+func getDoc(tx *firestore.Transaction, ref *firestore.DocumentRef, dst any) (bool, error) {
+	snap, err := tx.Get(ref)
+	if status.Code(err) == codes.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", ref.Path, err)
+	}
+	if err := snap.DataTo(dst); err != nil {
+		return false, fmt.Errorf("decode %s: %w", ref.Path, err)
+	}
+	return true, nil
+}
+
+// Acquire implements Coordinator.
+func (f *Firestore) Acquire(ctx context.Context, table, holder string, ttl time.Duration) (Lease, error) {
+	if err := validateTable(table); err != nil {
+		return Lease{}, err
+	}
+	if err := validateAcquire(holder, ttl); err != nil {
+		return Lease{}, err
+	}
+	var l Lease
+	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		ref := f.leases.Doc(table)
+		var cur leaseDoc
+		if _, err := getDoc(tx, ref, &cur); err != nil {
+			return err
+		}
+		next, lease, err := cur.acquire(table, holder, ttl, f.now())
+		if err != nil {
+			return err
+		}
+		l = lease
+		return tx.Set(ref, next)
+	})
+	if err != nil {
+		return Lease{}, fmt.Errorf("acquire lease on %s for %s: %w", table, holder, err)
+	}
+	return l, nil
+}
+
+// Renew implements Coordinator.
+func (f *Firestore) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	if err := validateTTL(ttl); err != nil {
+		return Lease{}, err
+	}
+	if err := validateLease(l); err != nil {
+		return Lease{}, err
+	}
+	var out Lease
+	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		ref := f.leases.Doc(l.Table)
+		var cur leaseDoc
+		if _, err := getDoc(tx, ref, &cur); err != nil {
+			return err
+		}
+		next, lease, err := cur.renew(l, ttl, f.now())
+		if err != nil {
+			return err
+		}
+		out = lease
+		return tx.Set(ref, next)
+	})
+	if err != nil {
+		return Lease{}, fmt.Errorf("renew: %w", err)
+	}
+	return out, nil
+}
+
+// Release implements Coordinator.
+func (f *Firestore) Release(ctx context.Context, l Lease) error {
+	if err := validateLease(l); err != nil {
+		return err
+	}
+	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		ref := f.leases.Doc(l.Table)
+		var cur leaseDoc
+		if _, err := getDoc(tx, ref, &cur); err != nil {
+			return err
+		}
+		next, err := cur.release(l)
+		if err != nil {
+			return err
+		}
+		return tx.Set(ref, next)
+	})
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	return nil
+}
+
+// CheckLease implements Coordinator.
+func (f *Firestore) CheckLease(ctx context.Context, l Lease) error {
+	if err := validateLease(l); err != nil {
+		return err
+	}
+	var cur leaseDoc
+	snap, err := f.leases.Doc(l.Table).Get(ctx)
+	switch {
+	case status.Code(err) == codes.NotFound:
+	case err != nil:
+		return fmt.Errorf("check lease on %s: %w", l.Table, err)
+	default:
+		if err := snap.DataTo(&cur); err != nil {
+			return fmt.Errorf("check lease on %s: decode: %w", l.Table, err)
+		}
+	}
+	return cur.check(l, f.now())
+}
+
+// checkLeaseTx checks l inside tx, so that the writes of tx are fenced.
+func (f *Firestore) checkLeaseTx(tx *firestore.Transaction, l Lease, table string) error {
+	if l.Table != table {
+		return fmt.Errorf("lease on %s used for %s: %w", l.Table, table, ErrLeaseLost)
+	}
+	var cur leaseDoc
+	if _, err := getDoc(tx, f.leases.Doc(table), &cur); err != nil {
+		return err
+	}
+	return cur.check(l, f.now())
+}
+
+// RegisterFile implements Coordinator.
+func (f *Firestore) RegisterFile(ctx context.Context, in FileRecord) (FileRecord, bool, error) {
+	if err := validateFile(in); err != nil {
+		return FileRecord{}, false, fmt.Errorf("register file: %w", err)
+	}
+	id := FileID(in.Bucket, in.Name, in.Generation)
+	var rec FileRecord
+	var created bool
+	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		created = false
+		fref, tref := f.files.Doc(id), f.tables.Doc(in.Table)
+		var cur FileRecord
+		exists, err := getDoc(tx, fref, &cur)
+		if err != nil {
+			return err
+		}
+		if exists && cur.State != StateQuarantined {
+			rec = cur
+			return nil
+		}
+		t := tableDoc{Table: in.Table}
+		if _, err := getDoc(tx, tref, &t); err != nil {
+			return err
+		}
+		if exists {
+			t.Quarantined--
+		}
+		t.LastArrivalSeq++
+		t.Pending++
+		rec = newRecord(in, t.LastArrivalSeq, f.now())
+		created = true
+		if err := tx.Set(fref, rec); err != nil {
+			return err
+		}
+		return tx.Set(tref, t)
+	})
+	if err != nil {
+		return FileRecord{}, false, fmt.Errorf("register %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
+	}
+	return rec, created, nil
+}
+
+// Quarantine implements Coordinator.
+func (f *Firestore) Quarantine(ctx context.Context, in FileRecord, reason string) (FileRecord, error) {
+	if err := validateFile(in); err != nil {
+		return FileRecord{}, fmt.Errorf("quarantine file: %w", err)
+	}
+	id := FileID(in.Bucket, in.Name, in.Generation)
+	var rec FileRecord
+	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		fref := f.files.Doc(id)
+		var cur FileRecord
+		exists, err := getDoc(tx, fref, &cur)
+		if err != nil {
+			return err
+		}
+		if exists {
+			// The file stays with the table it was registered for.
+			in.Table = cur.Table
+		}
+		tref := f.tables.Doc(in.Table)
+		t := tableDoc{Table: in.Table}
+		if _, err := getDoc(tx, tref, &t); err != nil {
+			return err
+		}
+		var arrival int64
+		if !exists {
+			t.LastArrivalSeq++
+			arrival = t.LastArrivalSeq
+		}
+		rec, err = quarantined(cur, exists, in, reason, arrival, f.now())
+		if err != nil {
+			return err
+		}
+		if !exists || cur.State != StateQuarantined {
+			t.Quarantined++
+		}
+		if exists && cur.State == StateStaged {
+			t.Pending--
+		}
+		if err := tx.Set(fref, rec); err != nil {
+			return err
+		}
+		return tx.Set(tref, t)
+	})
+	if err != nil {
+		return FileRecord{}, fmt.Errorf("quarantine %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
+	}
+	return rec, nil
+}
+
+// File implements Coordinator.
+func (f *Firestore) File(ctx context.Context, id string) (FileRecord, error) {
+	if err := validateID(id); err != nil {
+		return FileRecord{}, err
+	}
+	snap, err := f.files.Doc(id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return FileRecord{}, fmt.Errorf("file %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return FileRecord{}, fmt.Errorf("read file %s: %w", id, err)
+	}
+	var rec FileRecord
+	if err := snap.DataTo(&rec); err != nil {
+		return FileRecord{}, fmt.Errorf("decode file %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// pendingQuery selects a table's staged files in arrival order.
+func (f *Firestore) pendingQuery(table string, limit int) firestore.Query {
+	q := f.files.Where("table", "==", table).Where("state", "==", string(StateStaged)).OrderBy("arrivalSeq", firestore.Asc)
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	return q
+}
+
+// readFiles decodes every document of it.
+func readFiles(it *firestore.DocumentIterator) ([]FileRecord, error) {
+	defer it.Stop()
+	var out []FileRecord
+	for {
+		snap, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var rec FileRecord
+		if err := snap.DataTo(&rec); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", snap.Ref.Path, err)
+		}
+		out = append(out, rec)
+	}
+}
+
+// Pending implements Coordinator.
+func (f *Firestore) Pending(ctx context.Context, table string, limit int) ([]FileRecord, error) {
+	out, err := readFiles(f.pendingQuery(table, limit).Documents(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("list pending files of %s: %w", table, err)
+	}
+	return out, nil
+}
+
+// ListFiles implements Coordinator.
+func (f *Firestore) ListFiles(ctx context.Context, table string, state FileState) ([]FileRecord, error) {
+	q := f.files.Where("table", "==", table)
+	if state != "" {
+		q = q.Where("state", "==", string(state))
+	}
+	out, err := readFiles(q.OrderBy("arrivalSeq", firestore.Asc).Documents(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("list files of %s: %w", table, err)
+	}
+	return out, nil
+}
+
+// batchRef names a batch record; zero-padding keeps them in seq order.
+func (f *Firestore) batchRef(table string, seq int64) *firestore.DocumentRef {
+	return f.batches.Doc(fmt.Sprintf("%s__%020d", table, seq))
+}
+
+// filesTx reads the records of ids inside tx, in the order of ids.
+func (f *Firestore) filesTx(tx *firestore.Transaction, ids []string) ([]FileRecord, error) {
+	refs := make([]*firestore.DocumentRef, len(ids))
+	for i, id := range ids {
+		refs[i] = f.files.Doc(id)
+	}
+	snaps, err := tx.GetAll(refs)
+	if err != nil {
+		return nil, fmt.Errorf("read batch files: %w", err)
+	}
+	out := make([]FileRecord, 0, len(snaps))
+	for _, snap := range snaps {
+		if !snap.Exists() {
+			return nil, fmt.Errorf("batch file %s: %w", snap.Ref.ID, ErrNotFound)
+		}
+		var rec FileRecord
+		if err := snap.DataTo(&rec); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", snap.Ref.Path, err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// NextBatch implements Coordinator.
+func (f *Firestore) NextBatch(ctx context.Context, l Lease, table string, maxFiles int, maxBytes int64) (Batch, error) {
+	if err := validateTable(table); err != nil {
+		return Batch{}, err
+	}
+	var b Batch
+	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if err := f.checkLeaseTx(tx, l, table); err != nil {
+			return err
+		}
+		tref := f.tables.Doc(table)
+		var t tableDoc
+		exists, err := getDoc(tx, tref, &t)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return ErrNoWork
+		}
+		if t.OpenBatchSeq != 0 {
+			files, err := f.filesTx(tx, t.OpenFiles)
+			if err != nil {
+				return err
+			}
+			b = Batch{Table: table, Seq: t.OpenBatchSeq, Files: files, Created: t.OpenCreated}
+			return nil
+		}
+		pending, err := readFiles(tx.Documents(f.pendingQuery(table, batchLimit(maxFiles))))
+		if err != nil {
+			return fmt.Errorf("list pending files: %w", err)
+		}
+		files := selectBatch(pending, maxFiles, maxBytes)
+		if len(files) == 0 {
+			return ErrNoWork
+		}
+		now := f.now()
+		b = t.openBatch(files, now)
+		t.Pending -= int64(len(files))
+		for _, rec := range b.Files {
+			if err := tx.Set(f.files.Doc(rec.ID), rec); err != nil {
+				return err
+			}
+		}
+		bd := batchDoc{Table: table, Seq: b.Seq, FileIDs: t.OpenFiles, State: batchOpen, Created: now, Files: int64(len(files))}
+		if err := tx.Set(f.batchRef(table, b.Seq), bd); err != nil {
+			return err
+		}
+		return tx.Set(tref, t)
+	})
+	if err != nil {
+		return Batch{}, fmt.Errorf("next batch of %s: %w", table, err)
+	}
+	return b, nil
+}
+
+// CompleteBatch implements Coordinator.
+func (f *Firestore) CompleteBatch(ctx context.Context, l Lease, b Batch, stats BatchStats) error {
+	if err := validateTable(b.Table); err != nil {
+		return err
+	}
+	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if err := f.checkLeaseTx(tx, l, b.Table); err != nil {
+			return err
+		}
+		tref := f.tables.Doc(b.Table)
+		var t tableDoc
+		exists, err := getDoc(tx, tref, &t)
+		if err != nil {
+			return err
+		}
+		if !exists || b.Seq <= 0 || b.Seq > t.LastBatchSeq {
+			return fmt.Errorf("batch %d: %w", b.Seq, ErrNotFound)
+		}
+		if t.OpenBatchSeq != b.Seq {
+			return nil // done already: a retried completion
+		}
+		files, err := f.filesTx(tx, t.OpenFiles)
+		if err != nil {
+			return err
+		}
+		done := t.completeBatch(files, stats, f.now(), f.retention)
+		for _, rec := range files {
+			if err := tx.Set(f.files.Doc(rec.ID), rec); err != nil {
+				return err
+			}
+		}
+		if err := tx.Set(f.batchRef(b.Table, b.Seq), done); err != nil {
+			return err
+		}
+		return tx.Set(tref, t)
+	})
+	if err != nil {
+		return fmt.Errorf("complete batch %d of %s: %w", b.Seq, b.Table, err)
+	}
+	return nil
+}
+
+// Status implements Coordinator.
+func (f *Firestore) Status(ctx context.Context, table string) (TableStatus, error) {
+	if err := validateTable(table); err != nil {
+		return TableStatus{}, err
+	}
+	snaps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{f.tables.Doc(table), f.leases.Doc(table)})
+	if err != nil {
+		return TableStatus{}, fmt.Errorf("status of %s: %w", table, err)
+	}
+	if !snaps[0].Exists() {
+		return TableStatus{}, fmt.Errorf("status of %s: %w", table, ErrNotFound)
+	}
+	return f.statusOf(snaps[0], snaps[1])
+}
+
+// statusOf decodes a table document and its lease document.
+func (f *Firestore) statusOf(tsnap, lsnap *firestore.DocumentSnapshot) (TableStatus, error) {
+	var t tableDoc
+	if err := tsnap.DataTo(&t); err != nil {
+		return TableStatus{}, fmt.Errorf("decode %s: %w", tsnap.Ref.Path, err)
+	}
+	var ld leaseDoc
+	if lsnap.Exists() {
+		if err := lsnap.DataTo(&ld); err != nil {
+			return TableStatus{}, fmt.Errorf("decode %s: %w", lsnap.Ref.Path, err)
+		}
+	}
+	return withLease(t.status(), ld, f.now()), nil
+}
+
+// Tables implements Coordinator.
+func (f *Firestore) Tables(ctx context.Context) ([]TableStatus, error) {
+	tsnaps, err := f.tables.OrderBy(firestore.DocumentID, firestore.Asc).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	if len(tsnaps) == 0 {
+		return nil, nil
+	}
+	refs := make([]*firestore.DocumentRef, len(tsnaps))
+	for i, s := range tsnaps {
+		refs[i] = f.leases.Doc(s.Ref.ID)
+	}
+	lsnaps, err := f.client.GetAll(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("list tables: read leases: %w", err)
+	}
+	out := make([]TableStatus, len(tsnaps))
+	for i := range tsnaps {
+		if out[i], err = f.statusOf(tsnaps[i], lsnaps[i]); err != nil {
+			return nil, fmt.Errorf("list tables: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// Expire implements Coordinator.
+func (f *Firestore) Expire(ctx context.Context, before time.Time) (int, error) {
+	tables, err := f.tables.Documents(ctx).GetAll()
+	if err != nil {
+		return 0, fmt.Errorf("expire: list tables: %w", err)
+	}
+	lastSeq := map[string]int64{}
+	for _, s := range tables {
+		var t tableDoc
+		if err := s.DataTo(&t); err != nil {
+			return 0, fmt.Errorf("expire: decode %s: %w", s.Ref.Path, err)
+		}
+		lastSeq[s.Ref.ID] = t.LastBatchSeq
+	}
+	var refs []*firestore.DocumentRef
+	// Only merged files and done batches have doneAt.
+	files, err := f.files.Where("doneAt", "<", before).Select().Documents(ctx).GetAll()
+	if err != nil {
+		return 0, fmt.Errorf("expire: list merged files: %w", err)
+	}
+	for _, s := range files {
+		refs = append(refs, s.Ref)
+	}
+	batches, err := f.batches.Where("doneAt", "<", before).Select("table", "seq").Documents(ctx).GetAll()
+	if err != nil {
+		return 0, fmt.Errorf("expire: list done batches: %w", err)
+	}
+	for _, s := range batches {
+		var bd batchDoc
+		if err := s.DataTo(&bd); err != nil {
+			return 0, fmt.Errorf("expire: decode %s: %w", s.Ref.Path, err)
+		}
+		if bd.Seq == lastSeq[bd.Table] {
+			continue // keep each table's latest batch for inspection
+		}
+		refs = append(refs, s.Ref)
+	}
+	if len(refs) == 0 {
+		return 0, nil
+	}
+	bw := f.client.BulkWriter(ctx)
+	jobs := make([]*firestore.BulkWriterJob, 0, len(refs))
+	for _, ref := range refs {
+		job, err := bw.Delete(ref)
+		if err != nil {
+			bw.End()
+			return 0, fmt.Errorf("expire: delete %s: %w", ref.Path, err)
+		}
+		jobs = append(jobs, job)
+	}
+	bw.End()
+	n := 0
+	var errs []error
+	for i, job := range jobs {
+		if _, err := job.Results(); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", refs[i].Path, err))
+			continue
+		}
+		n++
+	}
+	if len(errs) > 0 {
+		return n, fmt.Errorf("expire: %w", errors.Join(errs...))
+	}
+	return n, nil
+}

@@ -1,0 +1,852 @@
+package coord
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/objstore"
+)
+
+// The local backend keeps JSON documents in an objstore.Store, normally the
+// lake, under Root (default "_dsdelta/coord"):
+//
+//	tables/<table>.json                      tableDoc with the lease: counters, open batch, status
+//	files/<table>/<FileID>.json              one FileRecord per source object
+//	pending/<table>/<arrival:020d>_<FileID>  empty marker per staged file, listed in arrival order
+//	batches/<table>/<seq:020d>.json          batch records
+//
+// There are no multi-object transactions, so every change is a sequence of
+// single-object compare-and-swap writes (put-if-absent, or IfGenerationMatch
+// on the generation read) ordered so that a crash between any two leaves
+// a state the next call repairs or ignores:
+//
+//   - The lease lives in the table document: checking the fencing token and
+//     opening or closing a batch are one compare-and-swap, as atomic as the
+//     Firestore transaction.
+//   - Forming a batch commits by writing the open batch (seq and file ids)
+//     into the table document; marking the files batched and deleting their
+//     markers follow, and NextBatch redoes them when it resumes the batch.
+//   - Completing a batch marks the files merged first and then closes the
+//     batch in the table document, so a closed batch never has unmerged
+//     files; a crash in between leaves the batch open and it is resumed.
+//   - Registration writes the pending marker before the file record; a
+//     marker whose record is missing or says otherwise is ignored and
+//     eventually deleted. The file record's put-if-absent decides which of
+//     concurrent deliveries created the file.
+//
+// Counts of pending and quarantined files are computed from the records
+// rather than kept as counters that a crash could skew. Two registrations
+// racing in different processes may become visible out of arrival order;
+// batches still take files in arrival order among those visible, and the
+// merge's ordering keys make the order of batches irrelevant to the result.
+
+// LocalOptions configures NewLocal.
+type LocalOptions struct {
+	// Root is the prefix of the coordination documents in the store;
+	// "_dsdelta/coord" when empty.
+	Root string
+	// Now is the clock that judges lease expiry; time.Now when nil.
+	Now func() time.Time
+	// Retention sets ExpireAt of merged files and done batches;
+	// DefaultRetention when zero.
+	Retention time.Duration
+}
+
+// Local is the Coordinator over an objstore.Store, safe for several
+// processes sharing the store as long as its conditional writes are atomic
+// (objstore's local-directory, memory and GCS backends are).
+type Local struct {
+	store     objstore.Store
+	root      string
+	now       func() time.Time
+	retention time.Duration
+}
+
+var _ Coordinator = (*Local)(nil)
+
+// NewLocal returns a Coordinator keeping its documents in store.
+func NewLocal(store objstore.Store, opts LocalOptions) (*Local, error) {
+	if store == nil {
+		return nil, errors.New("new local coordinator: nil store")
+	}
+	l := &Local{store: store, root: strings.Trim(opts.Root, "/"), now: opts.Now, retention: opts.Retention}
+	if l.root == "" {
+		l.root = "_dsdelta/coord"
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.retention <= 0 {
+		l.retention = DefaultRetention
+	}
+	return l, nil
+}
+
+// errConflict reports that a compare-and-swap lost a race; callers retry.
+var errConflict = errors.New("concurrent update")
+
+// maxAttempts bounds compare-and-swap retries; each retry waits a little, so
+// this is seconds of continuous contention.
+const maxAttempts = 2000
+
+func (l *Local) tableName(table string) string { return l.root + "/tables/" + table + ".json" }
+func (l *Local) fileName(table, id string) string {
+	return l.root + "/files/" + table + "/" + id + ".json"
+}
+func (l *Local) markerPrefix(table string) string { return l.root + "/pending/" + table + "/" }
+func (l *Local) markerName(table string, arrival int64, id string) string {
+	return fmt.Sprintf("%s%020d_%s", l.markerPrefix(table), arrival, id)
+}
+func (l *Local) batchName(table string, seq int64) string {
+	return fmt.Sprintf("%s/batches/%s/%020d.json", l.root, table, seq)
+}
+
+// read decodes the object name into dst and returns its generation, or 0
+// when it does not exist. The generation is read before and after the
+// content so that the content is known to be that generation's.
+func (l *Local) read(ctx context.Context, name string, dst any) (int64, error) {
+	for range maxAttempts {
+		before, err := l.store.Stat(ctx, name)
+		if errors.Is(err, objstore.ErrNotExist) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", name, err)
+		}
+		data, err := l.readAll(ctx, name)
+		if errors.Is(err, objstore.ErrNotExist) {
+			continue // deleted meanwhile; look again
+		}
+		if err != nil {
+			return 0, err
+		}
+		after, err := l.store.Stat(ctx, name)
+		if err != nil && !errors.Is(err, objstore.ErrNotExist) {
+			return 0, fmt.Errorf("read %s: %w", name, err)
+		}
+		if err != nil || after.Generation != before.Generation {
+			continue // replaced while we read it
+		}
+		if err := json.Unmarshal(data, dst); err != nil {
+			return 0, fmt.Errorf("decode %s: %w", name, err)
+		}
+		return before.Generation, nil
+	}
+	return 0, fmt.Errorf("read %s: changing too fast: %w", name, errConflict)
+}
+
+func (l *Local) readAll(ctx context.Context, name string) ([]byte, error) {
+	r, err := l.store.NewReader(ctx, name, 0, -1)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return data, nil
+}
+
+// write stores v as name if the object's generation is still gen (absent
+// when gen is 0); it returns errConflict when it is not.
+func (l *Local) write(ctx context.Context, name string, v any, gen int64) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", name, err)
+	}
+	opts := objstore.WriteOptions{ContentType: "application/json"}
+	if gen == 0 {
+		opts.IfAbsent = true
+	} else {
+		opts.IfGenerationMatch = gen
+	}
+	_, err = l.store.Write(ctx, name, bytes.NewReader(data), opts)
+	if errors.Is(err, objstore.ErrExists) || errors.Is(err, objstore.ErrPrecondition) {
+		return fmt.Errorf("write %s: %w", name, errConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// put stores v as name unconditionally (records nobody updates concurrently).
+func (l *Local) put(ctx context.Context, name string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", name, err)
+	}
+	if _, err := l.store.Write(ctx, name, bytes.NewReader(data), objstore.WriteOptions{ContentType: "application/json"}); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// remove deletes name; an object already gone is fine.
+func (l *Local) remove(ctx context.Context, name string) error {
+	if err := l.store.Delete(ctx, name); err != nil && !errors.Is(err, objstore.ErrNotExist) {
+		return fmt.Errorf("delete %s: %w", name, err)
+	}
+	return nil
+}
+
+// backoff waits a short random time after a lost compare-and-swap.
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(rand.IntN(1+min(attempt, 20))) * 500 * time.Microsecond
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// retry runs fn until it does not return errConflict.
+func retry(ctx context.Context, fn func() error) error {
+	for attempt := range maxAttempts {
+		err := fn()
+		if !errors.Is(err, errConflict) {
+			return err
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("gave up after %d attempts: %w", maxAttempts, errConflict)
+}
+
+// updateTable applies fn to the table document and writes it back by
+// compare-and-swap, retrying on conflicts. fn must not write anything itself
+// (it may run several times); returning an error stops without writing.
+func (l *Local) updateTable(ctx context.Context, table string, fn func(t *tableDoc, exists bool) error) error {
+	name := l.tableName(table)
+	return retry(ctx, func() error {
+		t := tableDoc{Table: table}
+		gen, err := l.read(ctx, name, &t)
+		if err != nil {
+			return err
+		}
+		if err := fn(&t, gen != 0); err != nil {
+			return err
+		}
+		return l.write(ctx, name, &t, gen)
+	})
+}
+
+// readTable reads a table document; exists is false when there is none.
+func (l *Local) readTable(ctx context.Context, table string) (t tableDoc, gen int64, err error) {
+	t.Table = table
+	gen, err = l.read(ctx, l.tableName(table), &t)
+	return t, gen, err
+}
+
+// Acquire implements Coordinator.
+func (l *Local) Acquire(ctx context.Context, table, holder string, ttl time.Duration) (Lease, error) {
+	if err := validateTable(table); err != nil {
+		return Lease{}, err
+	}
+	if err := validateAcquire(holder, ttl); err != nil {
+		return Lease{}, err
+	}
+	var out Lease
+	err := l.updateTable(ctx, table, func(t *tableDoc, _ bool) error {
+		next, lease, err := t.Lease.acquire(table, holder, ttl, l.now())
+		t.Lease, out = next, lease
+		return err
+	})
+	if err != nil {
+		return Lease{}, fmt.Errorf("acquire lease on %s for %s: %w", table, holder, err)
+	}
+	return out, nil
+}
+
+// Renew implements Coordinator.
+func (l *Local) Renew(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error) {
+	if err := validateTTL(ttl); err != nil {
+		return Lease{}, err
+	}
+	if err := validateTable(lease.Table); err != nil {
+		return Lease{}, err
+	}
+	var out Lease
+	err := l.updateTable(ctx, lease.Table, func(t *tableDoc, _ bool) error {
+		next, renewed, err := t.Lease.renew(lease, ttl, l.now())
+		t.Lease, out = next, renewed
+		return err
+	})
+	if err != nil {
+		return Lease{}, fmt.Errorf("renew: %w", err)
+	}
+	return out, nil
+}
+
+// Release implements Coordinator.
+func (l *Local) Release(ctx context.Context, lease Lease) error {
+	if err := validateTable(lease.Table); err != nil {
+		return err
+	}
+	err := l.updateTable(ctx, lease.Table, func(t *tableDoc, _ bool) error {
+		next, err := t.Lease.release(lease)
+		t.Lease = next
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	return nil
+}
+
+// CheckLease implements Coordinator.
+func (l *Local) CheckLease(ctx context.Context, lease Lease) error {
+	if err := validateTable(lease.Table); err != nil {
+		return err
+	}
+	t, _, err := l.readTable(ctx, lease.Table)
+	if err != nil {
+		return fmt.Errorf("check lease on %s: %w", lease.Table, err)
+	}
+	return t.Lease.check(lease, l.now())
+}
+
+// reserveArrival hands out the table's next arrival number.
+func (l *Local) reserveArrival(ctx context.Context, table string) (int64, error) {
+	var seq int64
+	err := l.updateTable(ctx, table, func(t *tableDoc, _ bool) error {
+		t.LastArrivalSeq++
+		seq = t.LastArrivalSeq
+		return nil
+	})
+	return seq, err
+}
+
+// RegisterFile implements Coordinator.
+func (l *Local) RegisterFile(ctx context.Context, in FileRecord) (FileRecord, bool, error) {
+	if err := validateFile(in); err != nil {
+		return FileRecord{}, false, fmt.Errorf("register file: %w", err)
+	}
+	id := FileID(in.Bucket, in.Name, in.Generation)
+	name := l.fileName(in.Table, id)
+	var rec FileRecord
+	var created bool
+	err := retry(ctx, func() error {
+		var cur FileRecord
+		gen, err := l.read(ctx, name, &cur)
+		if err != nil {
+			return err
+		}
+		if gen != 0 && cur.State != StateQuarantined {
+			rec, created = cur, false
+			return nil
+		}
+		seq, err := l.reserveArrival(ctx, in.Table)
+		if err != nil {
+			return err
+		}
+		next := newRecord(in, seq, l.now())
+		marker := l.markerName(in.Table, seq, id)
+		if err := l.write(ctx, marker, struct{}{}, 0); err != nil {
+			return err // a fresh arrival number cannot have a marker: no conflict
+		}
+		if err := l.write(ctx, name, &next, gen); err != nil {
+			if rmErr := l.remove(ctx, marker); rmErr != nil {
+				return errors.Join(err, rmErr)
+			}
+			return err // errConflict: somebody else registered it; look again
+		}
+		rec, created = next, true
+		return nil
+	})
+	if err != nil {
+		return FileRecord{}, false, fmt.Errorf("register %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
+	}
+	return rec, created, nil
+}
+
+// Quarantine implements Coordinator.
+func (l *Local) Quarantine(ctx context.Context, in FileRecord, reason string) (FileRecord, error) {
+	if err := validateFile(in); err != nil {
+		return FileRecord{}, fmt.Errorf("quarantine file: %w", err)
+	}
+	id := FileID(in.Bucket, in.Name, in.Generation)
+	name := l.fileName(in.Table, id)
+	var rec FileRecord
+	err := retry(ctx, func() error {
+		var cur FileRecord
+		gen, err := l.read(ctx, name, &cur)
+		if err != nil {
+			return err
+		}
+		var arrival int64
+		if gen == 0 {
+			if arrival, err = l.reserveArrival(ctx, in.Table); err != nil {
+				return err
+			}
+		}
+		next, err := quarantined(cur, gen != 0, in, reason, arrival, l.now())
+		if err != nil {
+			return err
+		}
+		if err := l.write(ctx, name, &next, gen); err != nil {
+			return err
+		}
+		rec = next
+		if gen != 0 && cur.State == StateStaged {
+			// The marker is stale now; Pending would skip it anyway.
+			return l.remove(ctx, l.markerName(cur.Table, cur.ArrivalSeq, id))
+		}
+		return nil
+	})
+	if err != nil {
+		return FileRecord{}, fmt.Errorf("quarantine %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
+	}
+	return rec, nil
+}
+
+// tableIDs lists the tables that have a table document.
+func (l *Local) tableIDs(ctx context.Context) ([]string, error) {
+	prefix := l.root + "/tables/"
+	var out []string
+	err := l.store.List(ctx, prefix, "", func(info objstore.Info) error {
+		rest := strings.TrimPrefix(info.Name, prefix)
+		if table, ok := strings.CutSuffix(rest, ".json"); ok && !strings.Contains(table, "/") {
+			out = append(out, table)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	return out, nil
+}
+
+// File implements Coordinator. Records are kept per table, so the tables
+// are probed in turn; there are few.
+func (l *Local) File(ctx context.Context, id string) (FileRecord, error) {
+	if err := validateID(id); err != nil {
+		return FileRecord{}, err
+	}
+	tables, err := l.tableIDs(ctx)
+	if err != nil {
+		return FileRecord{}, fmt.Errorf("file %s: %w", id, err)
+	}
+	for _, table := range tables {
+		var rec FileRecord
+		gen, err := l.read(ctx, l.fileName(table, id), &rec)
+		if err != nil {
+			return FileRecord{}, fmt.Errorf("file %s: %w", id, err)
+		}
+		if gen != 0 {
+			return rec, nil
+		}
+	}
+	return FileRecord{}, fmt.Errorf("file %s: %w", id, ErrNotFound)
+}
+
+// pending lists up to limit staged files of table t in arrival order,
+// skipping files of t's open batch, and deletes markers that can never
+// become valid again.
+func (l *Local) pending(ctx context.Context, t *tableDoc, limit int) ([]FileRecord, error) {
+	prefix := l.markerPrefix(t.Table)
+	var markers []objstore.Info
+	if err := l.store.List(ctx, prefix, "", func(info objstore.Info) error {
+		markers = append(markers, info)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	var out []FileRecord
+	for _, m := range markers {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		seqText, id, ok := strings.Cut(strings.TrimPrefix(m.Name, prefix), "_")
+		seq, err := strconv.ParseInt(seqText, 10, 64)
+		if !ok || err != nil {
+			continue // not ours
+		}
+		var rec FileRecord
+		gen, err := l.read(ctx, l.fileName(t.Table, id), &rec)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case gen == 0:
+			// A registration in flight, or one that crashed: Expire cleans up.
+		case rec.ArrivalSeq != seq || rec.State != StateStaged:
+			// The file moved on; its arrival number never comes back.
+			if err := l.remove(ctx, m.Name); err != nil {
+				return nil, err
+			}
+		case slices.Contains(t.OpenFiles, id):
+			// Batched by a NextBatch that has not marked it yet.
+		default:
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+// Pending implements Coordinator.
+func (l *Local) Pending(ctx context.Context, table string, limit int) ([]FileRecord, error) {
+	if err := validateTable(table); err != nil {
+		return nil, err
+	}
+	t, _, err := l.readTable(ctx, table)
+	if err != nil {
+		return nil, fmt.Errorf("list pending files of %s: %w", table, err)
+	}
+	out, err := l.pending(ctx, &t, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list pending files of %s: %w", table, err)
+	}
+	return out, nil
+}
+
+// ListFiles implements Coordinator.
+func (l *Local) ListFiles(ctx context.Context, table string, state FileState) ([]FileRecord, error) {
+	if err := validateTable(table); err != nil {
+		return nil, err
+	}
+	prefix := l.root + "/files/" + table + "/"
+	var names []string
+	if err := l.store.List(ctx, prefix, "", func(info objstore.Info) error {
+		names = append(names, info.Name)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("list files of %s: %w", table, err)
+	}
+	var out []FileRecord
+	for _, name := range names {
+		var rec FileRecord
+		gen, err := l.read(ctx, name, &rec)
+		if err != nil {
+			return nil, fmt.Errorf("list files of %s: %w", table, err)
+		}
+		if gen != 0 && (state == "" || rec.State == state) {
+			out = append(out, rec)
+		}
+	}
+	slices.SortFunc(out, func(a, b FileRecord) int { return compareInt(a.ArrivalSeq, b.ArrivalSeq) })
+	return out, nil
+}
+
+func compareInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// openFiles reads the records of t's open batch and finishes opening it:
+// files still staged are marked batched and their markers deleted. It is
+// idempotent, so a resumed batch repairs what a crash left undone.
+func (l *Local) openFiles(ctx context.Context, t *tableDoc) ([]FileRecord, error) {
+	out := make([]FileRecord, 0, len(t.OpenFiles))
+	for _, id := range t.OpenFiles {
+		name := l.fileName(t.Table, id)
+		var rec FileRecord
+		err := retry(ctx, func() error {
+			gen, err := l.read(ctx, name, &rec)
+			if err != nil {
+				return err
+			}
+			if gen == 0 {
+				return fmt.Errorf("batch %d file %s: %w", t.OpenBatchSeq, id, ErrNotFound)
+			}
+			if rec.State != StateStaged || rec.ArrivalSeq > t.OpenArrival {
+				return nil // moved on, or registered again after leaving the batch
+			}
+			marker := l.markerName(t.Table, rec.ArrivalSeq, id)
+			rec.State, rec.BatchSeq = StateBatched, t.OpenBatchSeq
+			if err := l.write(ctx, name, &rec, gen); err != nil {
+				return err
+			}
+			return l.remove(ctx, marker)
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// NextBatch implements Coordinator.
+func (l *Local) NextBatch(ctx context.Context, lease Lease, table string, maxFiles int, maxBytes int64) (Batch, error) {
+	if err := validateTable(table); err != nil {
+		return Batch{}, err
+	}
+	var b Batch
+	err := retry(ctx, func() error {
+		t, gen, err := l.readTable(ctx, table)
+		if err != nil {
+			return err
+		}
+		if lease.Table != table {
+			return fmt.Errorf("lease on %s used for %s: %w", lease.Table, table, ErrLeaseLost)
+		}
+		if err := t.Lease.check(lease, l.now()); err != nil {
+			return err
+		}
+		if t.OpenBatchSeq == 0 {
+			pending, err := l.pending(ctx, &t, batchLimit(maxFiles))
+			if err != nil {
+				return err
+			}
+			files := selectBatch(pending, maxFiles, maxBytes)
+			if len(files) == 0 {
+				return ErrNoWork
+			}
+			now := l.now()
+			t.openBatch(files, now)
+			if err := l.write(ctx, l.tableName(table), &t, gen); err != nil {
+				return err // lost a race: look again, lease check included
+			}
+			// The batch is committed; its record is for inspection.
+			bd := batchDoc{Table: table, Seq: t.OpenBatchSeq, FileIDs: t.OpenFiles, State: batchOpen, Created: now, Files: int64(len(files))}
+			if err := l.put(ctx, l.batchName(table, t.OpenBatchSeq), bd); err != nil {
+				return err
+			}
+		}
+		files, err := l.openFiles(ctx, &t)
+		if err != nil {
+			return err
+		}
+		b = Batch{Table: table, Seq: t.OpenBatchSeq, Files: files, Created: t.OpenCreated}
+		return nil
+	})
+	if err != nil {
+		return Batch{}, fmt.Errorf("next batch of %s: %w", table, err)
+	}
+	return b, nil
+}
+
+// CompleteBatch implements Coordinator.
+func (l *Local) CompleteBatch(ctx context.Context, lease Lease, b Batch, stats BatchStats) error {
+	if err := validateTable(b.Table); err != nil {
+		return err
+	}
+	err := retry(ctx, func() error {
+		t, gen, err := l.readTable(ctx, b.Table)
+		if err != nil {
+			return err
+		}
+		if lease.Table != b.Table {
+			return fmt.Errorf("lease on %s used for %s: %w", lease.Table, b.Table, ErrLeaseLost)
+		}
+		if err := t.Lease.check(lease, l.now()); err != nil {
+			return err
+		}
+		if b.Seq <= 0 || b.Seq > t.LastBatchSeq {
+			return fmt.Errorf("batch %d: %w", b.Seq, ErrNotFound)
+		}
+		if t.OpenBatchSeq != b.Seq {
+			return nil // done already: a retried completion
+		}
+		now := l.now()
+		// Mark the files merged before closing the batch, so a closed batch
+		// never has files left behind.
+		files := make([]FileRecord, 0, len(t.OpenFiles))
+		for _, id := range t.OpenFiles {
+			rec, err := l.markMerged(ctx, b.Table, id, b.Seq, now)
+			if err != nil {
+				return err
+			}
+			files = append(files, rec)
+		}
+		done := t.completeBatch(files, stats, now, l.retention)
+		if err := l.write(ctx, l.tableName(b.Table), &t, gen); err != nil {
+			return err
+		}
+		return l.put(ctx, l.batchName(b.Table, b.Seq), done)
+	})
+	if err != nil {
+		return fmt.Errorf("complete batch %d of %s: %w", b.Seq, b.Table, err)
+	}
+	return nil
+}
+
+// markMerged marks one file of batch seq merged, unless it was quarantined,
+// and returns its record.
+func (l *Local) markMerged(ctx context.Context, table, id string, seq int64, now time.Time) (FileRecord, error) {
+	name := l.fileName(table, id)
+	var rec FileRecord
+	err := retry(ctx, func() error {
+		gen, err := l.read(ctx, name, &rec)
+		if err != nil {
+			return err
+		}
+		if gen == 0 {
+			return fmt.Errorf("batch %d file %s: %w", seq, id, ErrNotFound)
+		}
+		before := rec.State
+		if !mergeFile(&rec, seq, now, l.retention) || before == StateMerged {
+			return nil
+		}
+		if err := l.write(ctx, name, &rec, gen); err != nil {
+			return err
+		}
+		return nil
+	})
+	return rec, err
+}
+
+// status returns a table's status with counts from its records, or
+// ErrNotFound for a table without files.
+func (l *Local) status(ctx context.Context, table string) (TableStatus, error) {
+	t, gen, err := l.readTable(ctx, table)
+	if err != nil {
+		return TableStatus{}, err
+	}
+	if gen == 0 || t.LastArrivalSeq == 0 {
+		return TableStatus{}, ErrNotFound
+	}
+	files, err := l.ListFiles(ctx, table, "")
+	if err != nil {
+		return TableStatus{}, err
+	}
+	s := t.status()
+	s.Pending, s.Quarantined = 0, 0
+	for _, f := range files {
+		switch {
+		case f.State == StateQuarantined:
+			s.Quarantined++
+		case f.State == StateStaged && !slices.Contains(t.OpenFiles, f.ID):
+			s.Pending++
+		}
+	}
+	return withLease(s, t.Lease, l.now()), nil
+}
+
+// Status implements Coordinator.
+func (l *Local) Status(ctx context.Context, table string) (TableStatus, error) {
+	if err := validateTable(table); err != nil {
+		return TableStatus{}, err
+	}
+	s, err := l.status(ctx, table)
+	if err != nil {
+		return TableStatus{}, fmt.Errorf("status of %s: %w", table, err)
+	}
+	return s, nil
+}
+
+// Tables implements Coordinator.
+func (l *Local) Tables(ctx context.Context) ([]TableStatus, error) {
+	tables, err := l.tableIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []TableStatus
+	for _, table := range tables {
+		s, err := l.status(ctx, table)
+		if errors.Is(err, ErrNotFound) {
+			continue // a lease but no files yet
+		}
+		if err != nil {
+			return nil, fmt.Errorf("status of %s: %w", table, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Expire implements Coordinator. It also deletes pending markers left by
+// registrations that crashed before the cutoff.
+func (l *Local) Expire(ctx context.Context, before time.Time) (int, error) {
+	tables, err := l.tableIDs(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("expire: %w", err)
+	}
+	n := 0
+	for _, table := range tables {
+		m, err := l.expireTable(ctx, table, before)
+		n += m
+		if err != nil {
+			return n, fmt.Errorf("expire %s: %w", table, err)
+		}
+	}
+	return n, nil
+}
+
+func (l *Local) expireTable(ctx context.Context, table string, before time.Time) (int, error) {
+	t, _, err := l.readTable(ctx, table)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var batches []string
+	if err := l.store.List(ctx, l.root+"/batches/"+table+"/", "", func(info objstore.Info) error {
+		batches = append(batches, info.Name)
+		return nil
+	}); err != nil {
+		return n, fmt.Errorf("list batches: %w", err)
+	}
+	for _, name := range batches {
+		var bd batchDoc
+		gen, err := l.read(ctx, name, &bd)
+		if err != nil {
+			return n, err
+		}
+		if gen == 0 || bd.State != batchDone || !bd.DoneAt.Before(before) || bd.Seq == t.LastBatchSeq {
+			continue
+		}
+		if err := l.remove(ctx, name); err != nil {
+			return n, err
+		}
+		n++
+	}
+	files, err := l.ListFiles(ctx, table, StateMerged)
+	if err != nil {
+		return n, err
+	}
+	// A merged record never changes again, so deleting it races with nothing.
+	for _, f := range files {
+		if !f.DoneAt.Before(before) {
+			continue
+		}
+		if err := l.remove(ctx, l.fileName(table, f.ID)); err != nil {
+			return n, err
+		}
+		n++
+	}
+	prefix := l.markerPrefix(table)
+	var orphans []string
+	if err := l.store.List(ctx, prefix, "", func(info objstore.Info) error {
+		if info.Updated.Before(before) {
+			orphans = append(orphans, info.Name)
+		}
+		return nil
+	}); err != nil {
+		return n, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	// Markers this old belong to files that moved on, or to registrations
+	// that crashed before writing the record.
+	for _, name := range orphans {
+		seqText, id, _ := strings.Cut(strings.TrimPrefix(name, prefix), "_")
+		var rec FileRecord
+		gen, err := l.read(ctx, l.fileName(table, id), &rec)
+		if err != nil {
+			return n, err
+		}
+		if gen != 0 && rec.State == StateStaged && strconv.FormatInt(rec.ArrivalSeq, 10) == strings.TrimLeft(seqText, "0") {
+			continue // a file staged long ago and still waiting
+		}
+		if err := l.remove(ctx, name); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

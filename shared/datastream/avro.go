@@ -1,0 +1,1069 @@
+package datastream
+
+import (
+	"bufio"
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"sync"
+
+	"github.com/dsdelta/dsdelta/shared/value"
+	"github.com/hamba/avro/v2"
+	"github.com/hamba/avro/v2/ocf"
+)
+
+// avroDecoder reads an Avro object container file. The container framing
+// (header, blocks, sync markers, codecs) is read here rather than by
+// ocf.Decoder for two reasons: errors must name the block, and a hostile
+// block size must not allocate before the bytes exist. Schemas are parsed by
+// hamba/avro (with a fresh name cache per file, so named types of one file
+// never leak into another) and snappy blocks are decoded by its ocf codec.
+// The type mapping is in the package documentation (doc.go).
+type avroDecoder struct {
+	d       *Reader
+	br      *bufio.Reader
+	sync    [16]byte
+	codec   string
+	fields  []topField
+	payload []payloadCol
+	schema  value.StructType
+	mysql   bool
+
+	// typeNodes counts deltaType calls: a schema whose mapped type tree
+	// grows beyond maxTypeNodes (shared named types expanding
+	// exponentially) is refused.
+	typeNodes int
+
+	block     int64
+	remaining int64      // records left in the current block
+	buf       *binReader // current block
+	record    int64
+	blockBuf  bytes.Buffer
+}
+
+// topField is one field of the event record, decoded by name.
+type topField struct {
+	name   string
+	schema avro.Schema
+}
+
+type payloadCol struct {
+	name   string
+	schema avro.Schema
+	typ    value.Type
+}
+
+func (d *Reader) startAvro(br *bufio.Reader) error {
+	ad := &avroDecoder{d: d, br: br}
+	if err := ad.readHeader(); err != nil {
+		return err
+	}
+	d.next = ad.next
+	return nil
+}
+
+// AvroSchemaCache keeps parsed Avro schemas across files, keyed by the
+// schema text: Datastream repeats one schema in every file of a table, and
+// parsing it is a large part of decoding a small file. It is safe for
+// concurrent use; the zero value is ready. A nil *AvroSchemaCache parses
+// every time.
+type AvroSchemaCache struct {
+	mu      sync.Mutex
+	schemas map[string]avro.Schema
+}
+
+// maxCachedSchemas bounds the cache; beyond it the cache starts over.
+const maxCachedSchemas = 1024
+
+func (c *AvroSchemaCache) parse(text []byte) (s avro.Schema, err error) {
+	defer func() {
+		// hamba's parser is not ours to audit; a malformed header must be
+		// a bad file, not a crash.
+		if p := recover(); p != nil {
+			s, err = nil, fmt.Errorf("schema parser failed: %v", p)
+		}
+	}()
+	if c == nil {
+		// A fresh hamba cache per file: named types of one file must not
+		// resolve references in another.
+		return avro.ParseBytesWithCache(text, "", &avro.SchemaCache{})
+	}
+	c.mu.Lock()
+	s, ok := c.schemas[string(text)]
+	c.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err = avro.ParseBytesWithCache(text, "", &avro.SchemaCache{})
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.schemas == nil || len(c.schemas) >= maxCachedSchemas {
+		c.schemas = map[string]avro.Schema{}
+	}
+	c.schemas[string(text)] = s
+	c.mu.Unlock()
+	return s, nil
+}
+
+func (ad *avroDecoder) headerErr(reason string, err error) error {
+	return ad.d.fileErr("Avro header: "+reason, err)
+}
+
+func (ad *avroDecoder) readHeader() error {
+	var magic [4]byte
+	if _, err := io.ReadFull(ad.br, magic[:]); err != nil {
+		return ad.headerErr("read magic", err)
+	}
+	meta := map[string][]byte{}
+	for {
+		count, err := readVarint(ad.br)
+		if err != nil {
+			return ad.headerErr("read metadata", err)
+		}
+		if count == 0 {
+			break
+		}
+		if count < 0 {
+			count = -count
+			if _, err := readVarint(ad.br); err != nil {
+				return ad.headerErr("read metadata", err)
+			}
+		}
+		if count > 1<<16 {
+			return ad.headerErr(fmt.Sprintf("%d metadata entries", count), nil)
+		}
+		for range count {
+			k, err := readStreamBytes(ad.br, 1<<10)
+			if err != nil {
+				return ad.headerErr("read metadata key", err)
+			}
+			v, err := readStreamBytes(ad.br, 64<<20)
+			if err != nil {
+				return ad.headerErr("read metadata "+strconv.Quote(string(k)), err)
+			}
+			meta[string(k)] = v
+		}
+	}
+	if _, err := io.ReadFull(ad.br, ad.sync[:]); err != nil {
+		return ad.headerErr("read sync marker", err)
+	}
+	ad.codec = string(meta["avro.codec"])
+	switch ad.codec {
+	case "", "null", "deflate", "snappy":
+	default:
+		return ad.headerErr(fmt.Sprintf("unsupported codec %q", ad.codec), nil)
+	}
+	sch, err := ad.d.opts.AvroSchemas.parse(meta["avro.schema"])
+	if err != nil {
+		return ad.headerErr("parse schema", err)
+	}
+	rec, ok := sch.(*avro.RecordSchema)
+	if !ok {
+		return ad.headerErr("schema is not a record", nil)
+	}
+	hasPayload := false
+	for _, f := range rec.Fields() {
+		ad.fields = append(ad.fields, topField{name: f.Name(), schema: f.Type()})
+		switch f.Name() {
+		case "payload":
+			hasPayload = true
+		case "source_metadata":
+			if sm, ok := unwrapNull(f.Type()).(*avro.RecordSchema); ok {
+				for _, mf := range sm.Fields() {
+					switch mf.Name() {
+					case "log_file", "log_position", "binlog_file", "binlog_position":
+						ad.mysql = true
+					}
+				}
+			}
+		}
+	}
+	if ad.d.opts.Source != Unknown {
+		ad.mysql = ad.d.opts.Source == MySQL
+	}
+	if !hasPayload {
+		return ad.headerErr("event record has no payload field", nil)
+	}
+	for _, f := range ad.fields {
+		if f.name != "payload" {
+			continue
+		}
+		pr, ok := unwrapNull(f.schema).(*avro.RecordSchema)
+		if !ok {
+			return ad.headerErr("payload is not a record", nil)
+		}
+		for _, pf := range pr.Fields() {
+			t, err := ad.deltaType(pf.Type(), 0)
+			if err != nil {
+				return ad.headerErr("payload field "+pf.Name(), err)
+			}
+			ad.payload = append(ad.payload, payloadCol{name: pf.Name(), schema: pf.Type(), typ: t})
+			ad.schema.Fields = append(ad.schema.Fields, value.Field{Name: pf.Name(), Type: t, Nullable: true})
+		}
+	}
+	return nil
+}
+
+// payloadSchemaFromAvro maps the payload record of an Avro event schema (the
+// schema file written beside JSON data) to a Delta schema.
+func payloadSchemaFromAvro(schemaJSON []byte) (value.StructType, error) {
+	sch, err := avro.ParseBytesWithCache(schemaJSON, "", &avro.SchemaCache{})
+	if err != nil {
+		return value.StructType{}, err
+	}
+	rec, ok := sch.(*avro.RecordSchema)
+	if !ok {
+		return value.StructType{}, errors.New("schema is not a record")
+	}
+	ad := &avroDecoder{}
+	for _, f := range rec.Fields() {
+		if f.Name() == "source_metadata" {
+			if sm, ok := unwrapNull(f.Type()).(*avro.RecordSchema); ok {
+				for _, mf := range sm.Fields() {
+					if mf.Name() == "log_file" || mf.Name() == "binlog_file" {
+						ad.mysql = true
+					}
+				}
+			}
+		}
+	}
+	target := rec
+	for _, f := range rec.Fields() {
+		if f.Name() == "payload" {
+			pr, ok := unwrapNull(f.Type()).(*avro.RecordSchema)
+			if !ok {
+				return value.StructType{}, errors.New("payload is not a record")
+			}
+			target = pr
+		}
+	}
+	var st value.StructType
+	for _, pf := range target.Fields() {
+		t, err := ad.deltaType(pf.Type(), 0)
+		if err != nil {
+			return value.StructType{}, fmt.Errorf("field %s: %w", pf.Name(), err)
+		}
+		st.Fields = append(st.Fields, value.Field{Name: pf.Name(), Type: t, Nullable: true})
+	}
+	return st, nil
+}
+
+func (ad *avroDecoder) blockErr(reason string, err error) error {
+	return &RecordError{File: ad.d.name, Block: ad.block, Reason: reason, Kind: ErrBadFile, Err: err}
+}
+
+// readBlock loads the next block; it returns io.EOF after the last one.
+func (ad *avroDecoder) readBlock() error {
+	if _, err := ad.br.Peek(1); errors.Is(err, io.EOF) {
+		return io.EOF
+	}
+	ad.block++
+	count, err := readVarint(ad.br)
+	if err != nil {
+		return ad.blockErr("read block count", err)
+	}
+	size, err := readVarint(ad.br)
+	if err != nil {
+		return ad.blockErr("read block size", err)
+	}
+	if count < 0 || size < 0 || size > ad.d.opts.MaxBlockBytes {
+		return ad.blockErr(fmt.Sprintf("invalid block header (%d records, %d bytes)", count, size), nil)
+	}
+	// CopyN grows the buffer as bytes arrive, so a lying size cannot
+	// allocate more than the file holds.
+	ad.blockBuf.Reset()
+	if _, err := io.CopyN(&ad.blockBuf, ad.br, size); err != nil {
+		return ad.blockErr("read block data", err)
+	}
+	var sync [16]byte
+	if _, err := io.ReadFull(ad.br, sync[:]); err != nil {
+		return ad.blockErr("read sync marker", err)
+	}
+	if sync != ad.sync {
+		return ad.blockErr("sync marker does not match the header", nil)
+	}
+	data := ad.blockBuf.Bytes()
+	switch ad.codec {
+	case "deflate":
+		fr := flate.NewReader(bytes.NewReader(data))
+		out, err := io.ReadAll(io.LimitReader(fr, ad.d.opts.MaxBlockBytes+1))
+		_ = fr.Close()
+		if err != nil {
+			return ad.blockErr("inflate block", err)
+		}
+		if int64(len(out)) > ad.d.opts.MaxBlockBytes {
+			return ad.blockErr("inflated block exceeds the block size limit", nil)
+		}
+		data = out
+	case "snappy":
+		if len(data) < 5 {
+			return ad.blockErr("snappy block too short", nil)
+		}
+		n, k := binary.Uvarint(data[:len(data)-4])
+		if k <= 0 || n > uint64(ad.d.opts.MaxBlockBytes) {
+			return ad.blockErr("snappy block length invalid or beyond the block size limit", nil)
+		}
+		out, err := (&ocf.SnappyCodec{}).Decode(data)
+		if err != nil {
+			return ad.blockErr("decode snappy block", err)
+		}
+		data = out
+	}
+	if count > int64(len(data))+1 && count > 0 {
+		// Every Datastream record takes at least one byte.
+		return ad.blockErr(fmt.Sprintf("block claims %d records in %d bytes", count, len(data)), nil)
+	}
+	ad.buf = &binReader{b: data}
+	ad.remaining = count
+	return nil
+}
+
+func (ad *avroDecoder) next() (Event, error) {
+	for ad.remaining == 0 {
+		if ad.buf != nil && ad.buf.off != len(ad.buf.b) {
+			return Event{}, ad.blockErr(fmt.Sprintf("%d bytes left after the block's records", len(ad.buf.b)-ad.buf.off), nil)
+		}
+		if err := ad.readBlock(); err != nil {
+			return Event{}, err
+		}
+	}
+	ad.remaining--
+	ad.record++
+	ev, err := ad.decodeRecord()
+	if err != nil {
+		re := &RecordError{File: ad.d.name, Block: ad.block, Record: ad.record, Kind: ErrBadRecord}
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			re.Field, re.Reason, re.Err = fe.field, fe.reason, fe.err
+		} else {
+			re.Reason, re.Err = "decode record", err
+		}
+		return Event{}, re
+	}
+	return ev, nil
+}
+
+func (ad *avroDecoder) decodeRecord() (ev Event, err error) {
+	defer func() {
+		// Last resort: validation should have caught everything.
+		if p := recover(); p != nil {
+			err = fieldErr("", "internal error decoding record", fmt.Errorf("%v", p))
+		}
+	}()
+	r := ad.buf
+	var re rawEvent
+	re.schema = ad.schema
+	hasSourceTS := false
+	for _, f := range ad.fields {
+		switch f.name {
+		case "payload":
+			row, err := ad.readPayload(r, f.schema)
+			if err != nil {
+				return ev, prefixField("payload", err)
+			}
+			re.row = row
+		case "read_timestamp", "source_timestamp":
+			ts, present, err := readEnvelopeTime(r, f.schema)
+			if err != nil {
+				return ev, prefixField(f.name, err)
+			}
+			if f.name == "read_timestamp" {
+				re.readTS = ts
+			} else {
+				re.sourceTS, hasSourceTS = ts, present
+			}
+		case "uuid", "object", "read_method", "stream_name", "schema_key":
+			v, err := readGeneric(r, f.schema, 0)
+			if err != nil {
+				return ev, prefixField(f.name, err)
+			}
+			s, ok := v.(string)
+			if v != nil && !ok {
+				return ev, fieldErr(f.name, "is not a string", nil)
+			}
+			switch f.name {
+			case "uuid":
+				re.uuid = s
+			case "object":
+				re.object = s
+			case "read_method":
+				re.readMethod = s
+			case "stream_name":
+				re.streamName = s
+			case "schema_key":
+				re.schemaKey = s
+			}
+		case "source_metadata":
+			v, err := readGeneric(r, f.schema, 0)
+			if err != nil {
+				return ev, prefixField(f.name, err)
+			}
+			m, ok := v.(map[string]any)
+			if !ok {
+				return ev, fieldErr(f.name, "is not a record", nil)
+			}
+			re.meta = m
+		default:
+			// sort_keys and fields of newer Datastream versions: read past.
+			if _, err := readGeneric(r, f.schema, 0); err != nil {
+				return ev, prefixField(f.name, err)
+			}
+		}
+	}
+	if re.meta == nil {
+		return ev, fieldErr("source_metadata", "missing", nil)
+	}
+	if !hasSourceTS {
+		return ev, fieldErr("source_timestamp", "missing", nil)
+	}
+	return ad.d.build(&re, ad.record)
+}
+
+func (ad *avroDecoder) readPayload(r *binReader, s avro.Schema) ([]any, error) {
+	idx, err := r.unionIndex(s)
+	if err != nil {
+		return nil, err
+	}
+	if idx < 0 {
+		return nil, fieldErr("", "payload is null", nil)
+	}
+	row := make([]any, len(ad.payload))
+	for i, c := range ad.payload {
+		v, err := ad.readTyped(r, c.schema, c.typ, 0)
+		if err != nil {
+			return nil, prefixField(c.name, err)
+		}
+		row[i] = v
+	}
+	return row, nil
+}
+
+// readEnvelopeTime reads read_timestamp/source_timestamp: a long of
+// milliseconds (or microseconds when so annotated), possibly nullable.
+func readEnvelopeTime(r *binReader, s avro.Schema) (value.Micros, bool, error) {
+	inner := unwrapNull(s)
+	if _, isUnion := s.(*avro.UnionSchema); isUnion {
+		idx, err := r.unionIndex(s)
+		if err != nil {
+			return 0, false, err
+		}
+		if idx < 0 {
+			return 0, false, nil
+		}
+	}
+	if inner.Type() != avro.Long {
+		return 0, false, fieldErr("", "is not a long", nil)
+	}
+	n, err := r.long()
+	if err != nil {
+		return 0, false, err
+	}
+	if logicalOf(inner) == string(avro.TimestampMicros) {
+		return value.Micros(n), true, nil
+	}
+	if n > maxMillis || n < -maxMillis {
+		return 0, false, fieldErr("", "milliseconds out of range", nil)
+	}
+	return value.Micros(n * 1000), true, nil
+}
+
+// unwrapNull returns T for a union of null and T, else s itself.
+func unwrapNull(s avro.Schema) avro.Schema {
+	if u, ok := s.(*avro.UnionSchema); ok {
+		ts := u.Types()
+		if len(ts) == 2 {
+			if ts[0].Type() == avro.Null {
+				return ts[1]
+			}
+			if ts[1].Type() == avro.Null {
+				return ts[0]
+			}
+		}
+	}
+	if ref, ok := s.(*avro.RefSchema); ok {
+		return ref.Schema()
+	}
+	return s
+}
+
+// logicalOf returns the logical type name, known to hamba or not ("number",
+// "json", "varchar", "time-interval-micros").
+func logicalOf(s avro.Schema) string {
+	if l, ok := s.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
+		return string(l.Logical().Type())
+	}
+	if p, ok := s.(interface{ Prop(string) any }); ok {
+		if v, ok := p.Prop("logicalType").(string); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+const (
+	maxDepth     = 32
+	maxTypeNodes = 100_000
+)
+
+func isMultiArray(r *avro.RecordSchema) bool {
+	fs := r.Fields()
+	if len(fs) != 2 {
+		return false
+	}
+	names := map[string]bool{fs[0].Name(): true, fs[1].Name(): true}
+	return names["nestedArray"] && names["elementValue"]
+}
+
+func recordKind(r *avro.RecordSchema) string {
+	fs := r.Fields()
+	if isMultiArray(r) {
+		return "multiarray"
+	}
+	if len(fs) == 2 {
+		a, b := fs[0].Name(), fs[1].Name()
+		if a == "date" && b == "time" {
+			return "datetime"
+		}
+		if a == "timestamp" && b == "offset" {
+			return "timestampTz"
+		}
+	}
+	return "struct"
+}
+
+// deltaType maps an Avro schema to a Delta type (table in the comment on
+// avroDecoder).
+func (ad *avroDecoder) deltaType(s avro.Schema, depth int) (value.Type, error) {
+	if depth > maxDepth {
+		return nil, errors.New("schema nested too deeply")
+	}
+	ad.typeNodes++
+	if ad.typeNodes > maxTypeNodes {
+		return nil, errors.New("schema has too many nested fields")
+	}
+	switch x := s.(type) {
+	case *avro.RefSchema:
+		return ad.deltaType(x.Schema(), depth+1)
+	case *avro.UnionSchema:
+		inner := unwrapNull(x)
+		if inner == s {
+			return value.String, nil
+		}
+		return ad.deltaType(inner, depth+1)
+	case *avro.RecordSchema:
+		switch recordKind(x) {
+		case "multiarray":
+			for _, f := range x.Fields() {
+				if f.Name() == "elementValue" {
+					et, err := ad.deltaType(f.Type(), depth+1)
+					if err != nil {
+						return nil, err
+					}
+					return value.ArrayType{Element: et, ContainsNull: true}, nil
+				}
+			}
+		case "datetime":
+			return value.TimestampNTZ, nil
+		case "timestampTz":
+			return value.Timestamp, nil
+		}
+		var st value.StructType
+		for _, f := range x.Fields() {
+			t, err := ad.deltaType(f.Type(), depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("field %s: %w", f.Name(), err)
+			}
+			st.Fields = append(st.Fields, value.Field{Name: f.Name(), Type: t, Nullable: true})
+		}
+		return st, nil
+	case *avro.ArraySchema:
+		et, err := ad.deltaType(x.Items(), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		return value.ArrayType{Element: et, ContainsNull: true}, nil
+	case *avro.MapSchema:
+		vt, err := ad.deltaType(x.Values(), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		return value.MapType{Key: value.String, Value: vt, ValueContainsNull: true}, nil
+	case *avro.EnumSchema:
+		return value.String, nil
+	case *avro.FixedSchema:
+		if dt, ok := decimalOf(x); ok {
+			return dt, nil
+		}
+		return value.Binary, nil
+	case *avro.PrimitiveSchema:
+		lt := logicalOf(x)
+		switch x.Type() {
+		case avro.Null:
+			return value.String, nil
+		case avro.Boolean:
+			return value.Boolean, nil
+		case avro.Int:
+			switch lt {
+			case string(avro.Date):
+				return value.Date, nil
+			case string(avro.TimeMillis):
+				return value.Long, nil
+			}
+			return value.Integer, nil
+		case avro.Long:
+			switch lt {
+			case string(avro.TimestampMillis), string(avro.TimestampMicros):
+				return value.Timestamp, nil
+			case string(avro.LocalTimestampMillis), string(avro.LocalTimestampMicros):
+				return value.TimestampNTZ, nil
+			}
+			return value.Long, nil
+		case avro.Float:
+			return value.Float, nil
+		case avro.Double:
+			return value.Double, nil
+		case avro.String:
+			if lt == "number" && ad.mysql {
+				return value.DecimalType{Precision: 20, Scale: 0}, nil
+			}
+			return value.String, nil
+		case avro.Bytes:
+			if dt, ok := decimalOf(x); ok {
+				return dt, nil
+			}
+			if lt == string(avro.Decimal) {
+				return value.String, nil
+			}
+			return value.Binary, nil
+		}
+	}
+	return nil, fmt.Errorf("unsupported Avro type %s", s.Type())
+}
+
+// decimalOf returns the Delta decimal of a decimal logical type that fits
+// Delta's 38 digits.
+func decimalOf(s avro.LogicalTypeSchema) (value.DecimalType, bool) {
+	dl, ok := s.Logical().(*avro.DecimalLogicalSchema)
+	if !ok || dl == nil {
+		return value.DecimalType{}, false
+	}
+	p, sc := dl.Precision(), dl.Scale()
+	if p < 1 || p > maxDecimalDigits || sc < 0 || sc > p {
+		return value.DecimalType{}, false
+	}
+	return value.DecimalType{Precision: p, Scale: sc}, true
+}
+
+// readTyped reads one value of schema s as the Go value of Delta type t.
+func (ad *avroDecoder) readTyped(r *binReader, s avro.Schema, t value.Type, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, errors.New("value nested too deeply")
+	}
+	if err := r.step(); err != nil {
+		return nil, err
+	}
+	switch x := s.(type) {
+	case *avro.RefSchema:
+		return ad.readTyped(r, x.Schema(), t, depth+1)
+	case *avro.UnionSchema:
+		idx, err := r.unionIndex(x)
+		if err != nil {
+			return nil, err
+		}
+		if idx < 0 {
+			return nil, nil
+		}
+		member := x.Types()[idx]
+		if unwrapNull(x) == s {
+			// A union of several types: render the member as text.
+			v, err := readGeneric(r, member, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			return genericText(v), nil
+		}
+		return ad.readTyped(r, member, t, depth+1)
+	case *avro.RecordSchema:
+		switch recordKind(x) {
+		case "multiarray":
+			return ad.readMultiArray(r, x, t, depth)
+		case "datetime":
+			return readDatetime(r, x)
+		case "timestampTz":
+			return readTimestampTz(r, x)
+		}
+		st, _ := t.(value.StructType)
+		out := make([]any, len(x.Fields()))
+		for i, f := range x.Fields() {
+			var ft value.Type
+			if i < len(st.Fields) {
+				ft = st.Fields[i].Type
+			}
+			v, err := ad.readTyped(r, f.Type(), ft, depth+1)
+			if err != nil {
+				return nil, prefixField(f.Name(), err)
+			}
+			out[i] = v
+		}
+		return out, nil
+	case *avro.ArraySchema:
+		at, _ := t.(value.ArrayType)
+		out := []any{}
+		err := r.blocks(func() error {
+			v, err := ad.readTyped(r, x.Items(), at.Element, depth+1)
+			out = append(out, v)
+			return err
+		})
+		return out, err
+	case *avro.MapSchema:
+		mt, _ := t.(value.MapType)
+		var out []value.MapEntry
+		err := r.blocks(func() error {
+			k, err := r.str()
+			if err != nil {
+				return err
+			}
+			v, err := ad.readTyped(r, x.Values(), mt.Value, depth+1)
+			out = append(out, value.MapEntry{Key: k, Value: v})
+			return err
+		})
+		return out, err
+	case *avro.EnumSchema:
+		i, err := r.int()
+		if err != nil {
+			return nil, err
+		}
+		syms := x.Symbols()
+		if i < 0 || int(i) >= len(syms) {
+			return nil, fieldErr("", fmt.Sprintf("enum index %d out of range", i), nil)
+		}
+		return syms[i], nil
+	case *avro.FixedSchema:
+		b, err := r.fixed(x.Size())
+		if err != nil {
+			return nil, err
+		}
+		if dt, ok := t.(value.DecimalType); ok {
+			return value.Decimal{Unscaled: bigTwoComplement(b), Scale: dt.Scale}, nil
+		}
+		return bytes.Clone(b), nil
+	case *avro.PrimitiveSchema:
+		return ad.readPrimitive(r, x, t)
+	}
+	return nil, fmt.Errorf("unsupported Avro type %s", s.Type())
+}
+
+func (ad *avroDecoder) readPrimitive(r *binReader, x *avro.PrimitiveSchema, t value.Type) (any, error) {
+	lt := logicalOf(x)
+	switch x.Type() {
+	case avro.Null:
+		return nil, nil
+	case avro.Boolean:
+		return r.bool()
+	case avro.Int:
+		n, err := r.int()
+		if err != nil {
+			return nil, err
+		}
+		switch lt {
+		case string(avro.Date):
+			return value.Days(n), nil
+		case string(avro.TimeMillis):
+			return int64(n) * 1000, nil
+		}
+		return n, nil
+	case avro.Long:
+		n, err := r.long()
+		if err != nil {
+			return nil, err
+		}
+		switch lt {
+		case string(avro.TimestampMillis), string(avro.LocalTimestampMillis):
+			if n > maxMillis || n < -maxMillis {
+				return nil, fieldErr("", "milliseconds out of range", nil)
+			}
+			n *= 1000
+		}
+		switch t {
+		case value.Timestamp:
+			return value.Micros(n), nil
+		case value.TimestampNTZ:
+			return value.LocalMicros(n), nil
+		}
+		return n, nil
+	case avro.Float:
+		return r.float()
+	case avro.Double:
+		return r.double()
+	case avro.String:
+		s, err := r.str()
+		if err != nil {
+			return nil, err
+		}
+		if dt, ok := t.(value.DecimalType); ok {
+			d, err := toDecimal(s, dt)
+			if err != nil {
+				return nil, fieldErr("", "invalid number", err)
+			}
+			return d, nil
+		}
+		return s, nil
+	case avro.Bytes:
+		b, err := r.bytes()
+		if err != nil {
+			return nil, err
+		}
+		if dt, ok := t.(value.DecimalType); ok {
+			return value.Decimal{Unscaled: bigTwoComplement(b), Scale: dt.Scale}, nil
+		}
+		if t == value.String {
+			// A decimal too wide for Delta: keep every digit as text.
+			if dl, ok := x.Logical().(*avro.DecimalLogicalSchema); ok && dl != nil {
+				return value.Decimal{Unscaled: bigTwoComplement(b), Scale: dl.Scale()}.String(), nil
+			}
+		}
+		return bytes.Clone(b), nil
+	}
+	return nil, fmt.Errorf("unsupported Avro type %s", x.Type())
+}
+
+// readMultiArray reads a PostgreSQL array record: its nestedArray holds the
+// elements, each a record whose elementValue is the element.
+func (ad *avroDecoder) readMultiArray(r *binReader, x *avro.RecordSchema, t value.Type, depth int) (any, error) {
+	at, _ := t.(value.ArrayType)
+	var out []any
+	var top any
+	for _, f := range x.Fields() {
+		switch f.Name() {
+		case "nestedArray":
+			idx, err := r.unionIndex(f.Type())
+			if err != nil {
+				return nil, prefixField("nestedArray", err)
+			}
+			if idx < 0 {
+				continue
+			}
+			arr, ok := unwrapNull(f.Type()).(*avro.ArraySchema)
+			if !ok {
+				return nil, fieldErr("nestedArray", "is not an array", nil)
+			}
+			out = []any{}
+			err = r.blocks(func() error {
+				el, ok := unwrapNull(arr.Items()).(*avro.RecordSchema)
+				if !ok {
+					return fieldErr("nestedArray", "element is not a record", nil)
+				}
+				v, nested, err := ad.readArrayElement(r, el, at.Element, depth+1)
+				if err != nil {
+					return err
+				}
+				if nested {
+					return fieldErr("nestedArray", "multi-dimensional PostgreSQL arrays are not supported", nil)
+				}
+				out = append(out, v)
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		case "elementValue":
+			v, err := ad.readTyped(r, f.Type(), at.Element, depth+1)
+			if err != nil {
+				return nil, prefixField("elementValue", err)
+			}
+			top = v
+		}
+	}
+	if out == nil && top != nil {
+		// A scalar where an array was declared: keep it as a one-element
+		// array rather than lose it.
+		return []any{top}, nil
+	}
+	if out == nil {
+		return nil, nil
+	}
+	return out, nil
+}
+
+func (ad *avroDecoder) readArrayElement(r *binReader, x *avro.RecordSchema, et value.Type, depth int) (any, bool, error) {
+	var v any
+	nested := false
+	for _, f := range x.Fields() {
+		switch f.Name() {
+		case "nestedArray":
+			g, err := readGeneric(r, f.Type(), depth+1)
+			if err != nil {
+				return nil, false, err
+			}
+			nested = g != nil
+		default:
+			x, err := ad.readTyped(r, f.Type(), et, depth+1)
+			if err != nil {
+				return nil, false, err
+			}
+			v = x
+		}
+	}
+	return v, nested, nil
+}
+
+func readDatetime(r *binReader, x *avro.RecordSchema) (any, error) {
+	var days, micros int64
+	for _, f := range x.Fields() {
+		v, err := readGeneric(r, f.Type(), 0)
+		if err != nil {
+			return nil, prefixField(f.Name(), err)
+		}
+		n, ok := intOf(v)
+		if !ok {
+			return nil, fieldErr(f.Name(), "is not an integer", nil)
+		}
+		if f.Name() == "date" {
+			days = n
+		} else {
+			micros = n
+			if logicalOf(unwrapNull(f.Type())) == string(avro.TimeMillis) {
+				micros *= 1000
+			}
+		}
+	}
+	if days > math.MaxInt32 || days < math.MinInt32 {
+		return nil, fieldErr("date", "out of range", nil)
+	}
+	return value.LocalMicros(days*86_400_000_000 + micros), nil
+}
+
+func readTimestampTz(r *binReader, x *avro.RecordSchema) (any, error) {
+	var ts int64
+	for _, f := range x.Fields() {
+		v, err := readGeneric(r, f.Type(), 0)
+		if err != nil {
+			return nil, prefixField(f.Name(), err)
+		}
+		if f.Name() == "timestamp" {
+			n, ok := intOf(v)
+			if !ok {
+				return nil, fieldErr(f.Name(), "is not an integer", nil)
+			}
+			if logicalOf(unwrapNull(f.Type())) == string(avro.TimestampMillis) {
+				n *= 1000
+			}
+			ts = n
+		}
+	}
+	return value.Micros(ts), nil
+}
+
+func intOf(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int32:
+		return int64(n), true
+	}
+	return 0, false
+}
+
+// readGeneric reads any Avro value as plain Go: nil, bool, int32, int64,
+// float32, float64, string, []byte, []any, map[string]any (records and maps).
+// Logical types are not interpreted.
+func readGeneric(r *binReader, s avro.Schema, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, errors.New("value nested too deeply")
+	}
+	if err := r.step(); err != nil {
+		return nil, err
+	}
+	switch x := s.(type) {
+	case *avro.RefSchema:
+		return readGeneric(r, x.Schema(), depth+1)
+	case *avro.UnionSchema:
+		idx, err := r.unionIndex(x)
+		if err != nil || idx < 0 {
+			return nil, err
+		}
+		return readGeneric(r, x.Types()[idx], depth+1)
+	case *avro.RecordSchema:
+		out := make(map[string]any, len(x.Fields()))
+		for _, f := range x.Fields() {
+			v, err := readGeneric(r, f.Type(), depth+1)
+			if err != nil {
+				return nil, prefixField(f.Name(), err)
+			}
+			out[f.Name()] = v
+		}
+		return out, nil
+	case *avro.ArraySchema:
+		out := []any{}
+		err := r.blocks(func() error {
+			v, err := readGeneric(r, x.Items(), depth+1)
+			out = append(out, v)
+			return err
+		})
+		return out, err
+	case *avro.MapSchema:
+		out := map[string]any{}
+		err := r.blocks(func() error {
+			k, err := r.str()
+			if err != nil {
+				return err
+			}
+			v, err := readGeneric(r, x.Values(), depth+1)
+			out[k] = v
+			return err
+		})
+		return out, err
+	case *avro.EnumSchema:
+		i, err := r.int()
+		if err != nil {
+			return nil, err
+		}
+		if i < 0 || int(i) >= len(x.Symbols()) {
+			return nil, fieldErr("", fmt.Sprintf("enum index %d out of range", i), nil)
+		}
+		return x.Symbols()[i], nil
+	case *avro.FixedSchema:
+		b, err := r.fixed(x.Size())
+		return bytes.Clone(b), err
+	case *avro.PrimitiveSchema:
+		switch x.Type() {
+		case avro.Null:
+			return nil, nil
+		case avro.Boolean:
+			return r.bool()
+		case avro.Int:
+			return r.int()
+		case avro.Long:
+			return r.long()
+		case avro.Float:
+			return r.float()
+		case avro.Double:
+			return r.double()
+		case avro.String:
+			return r.str()
+		case avro.Bytes:
+			b, err := r.bytes()
+			return bytes.Clone(b), err
+		}
+	}
+	return nil, fmt.Errorf("unsupported Avro type %s", s.Type())
+}
+
+func genericText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return fmt.Sprint(v)
+}

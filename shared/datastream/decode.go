@@ -1,0 +1,457 @@
+package datastream
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// Format is the encoding of a Datastream file.
+type Format string
+
+// The formats Decode reads.
+const (
+	// FormatAuto detects the format: the Avro magic "Obj\x01" means Avro,
+	// the gzip magic means gzip-compressed JSON, anything else is JSON.
+	FormatAuto Format = ""
+	// FormatJSONL is JSON lines (plain or gzip), or a JSON array of events.
+	FormatJSONL Format = "jsonl"
+	// FormatAvro is an Avro object container file.
+	FormatAvro Format = "avro"
+)
+
+// DefaultMaxBlockBytes bounds one Avro block, compressed or not. Datastream
+// caps an event at 100 MB and rotates files long before this.
+const DefaultMaxBlockBytes = 512 << 20
+
+// Options configure Decode. The zero value detects everything.
+type Options struct {
+	// Format forces a format; FormatAuto detects it from the content.
+	Format Format
+	// File identifies the source object in each event's metadata. When
+	// File.Name is empty, the name passed to Decode is used.
+	File SourceFile
+	// Source forces the source kind instead of detecting it from
+	// read_method and the source_metadata fields.
+	Source Source
+	// PrimaryKeys overrides primary_keys per table id ("db.table"); an
+	// entry with no columns makes the table history-only.
+	PrimaryKeys map[string][]string
+	// Schemas gives the known schema of a table id, used to type JSON
+	// payload values (see the package documentation of JSON typing).
+	Schemas map[string]value.StructType
+	// AvroSchema is the Avro schema of the events (the schema file
+	// Datastream can write beside JSON data); its payload record types JSON
+	// values when Schemas has no entry for the table.
+	AvroSchema []byte
+	// Logger receives warnings (unknown source kinds); nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// AvroSchemas, when set, caches parsed Avro schemas across the files
+	// decoded with it.
+	AvroSchemas *AvroSchemaCache
+	// MaxBlockBytes bounds one Avro block; 0 means DefaultMaxBlockBytes.
+	MaxBlockBytes int64
+}
+
+// Reader streams the events of one file. It is not safe for concurrent use.
+type Reader struct {
+	ctx    context.Context
+	name   string
+	opts   Options
+	format Format
+	file   SourceFile
+	log    *slog.Logger
+	closer io.Closer
+	next   func() (Event, error)
+	err    error        // sticky
+	json   *jsonDecoder // set when decoding JSON, for tests
+
+	warnedUnknown bool
+}
+
+// Decode starts decoding the Datastream file read from r; name is used in
+// errors and, unless opts.File says otherwise, in event metadata. Call Next
+// until it returns io.EOF. Errors match ErrBadFile or ErrBadRecord and are
+// *RecordError values that name the file, the record and the field; a decode
+// error is final (Next keeps returning it).
+func Decode(ctx context.Context, r io.Reader, name string, opts Options) (*Reader, error) {
+	d := &Reader{ctx: ctx, name: name, opts: opts, file: opts.File, log: opts.Logger}
+	if d.file.Name == "" {
+		d.file.Name = name
+	}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	if d.opts.MaxBlockBytes <= 0 {
+		d.opts.MaxBlockBytes = DefaultMaxBlockBytes
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	magic, err := br.Peek(4)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("decode %s: %w", name, err)
+	}
+	isAvro := bytes.Equal(magic, []byte("Obj\x01"))
+	isGzip := len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b
+	switch {
+	case opts.Format == FormatAvro || (opts.Format == FormatAuto && isAvro):
+		if !isAvro {
+			return nil, d.fileErr("not an Avro object container file (no Obj\\x01 magic)", nil)
+		}
+		d.format = FormatAvro
+		if err := d.startAvro(br); err != nil {
+			return nil, err
+		}
+	case opts.Format == FormatJSONL || opts.Format == FormatAuto:
+		d.format = FormatJSONL
+		var src io.Reader = br
+		if isGzip {
+			gz, err := gzip.NewReader(br)
+			if err != nil {
+				return nil, d.fileErr("open gzip stream", err)
+			}
+			d.closer = gz
+			src = gz
+		}
+		if err := d.startJSON(src); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("decode %s: unknown format %q", name, opts.Format)
+	}
+	return d, nil
+}
+
+// Format is the detected format of the file.
+func (d *Reader) Format() Format { return d.format }
+
+// Next returns the next event, or io.EOF after the last one.
+func (d *Reader) Next() (Event, error) {
+	if d.err != nil {
+		return Event{}, d.err
+	}
+	if err := d.ctx.Err(); err != nil {
+		return Event{}, err
+	}
+	ev, err := d.next()
+	if err != nil {
+		d.err = err
+	}
+	return ev, err
+}
+
+// Close releases the decompressor, if any. It does not close the io.Reader
+// given to Decode.
+func (d *Reader) Close() error {
+	if d.closer != nil {
+		return d.closer.Close()
+	}
+	return nil
+}
+
+// All decodes every event of r and calls fn for each, in file order; it
+// stops at the first error from decoding or from fn.
+func All(ctx context.Context, r io.Reader, name string, opts Options, fn func(Event) error) error {
+	d, err := Decode(ctx, r, name, opts)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	for {
+		ev, err := d.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+}
+
+func (d *Reader) fileErr(reason string, err error) *RecordError {
+	return &RecordError{File: d.name, Reason: reason, Kind: ErrBadFile, Err: err}
+}
+
+// rawEvent is a record with its envelope fields read but not yet
+// normalised; both decoders produce it.
+type rawEvent struct {
+	uuid, object, readMethod, streamName, schemaKey string
+	readTS, sourceTS                                value.Micros
+	// meta is source_metadata: values are string, int64, int32, bool, nil,
+	// json.Number (JSON) or []any.
+	meta   map[string]any
+	schema value.StructType
+	row    []any
+}
+
+// build normalises a raw record into an Event. Errors are *fieldError.
+func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
+	has := func(k string) bool { v, ok := raw.meta[k]; return ok && v != nil }
+	src := d.opts.Source
+	if src == Unknown {
+		src = detectSource(raw.readMethod, has)
+	}
+	if src == Unknown && !d.warnedUnknown {
+		d.warnedUnknown = true
+		d.log.Warn("unknown Datastream source; events order by source timestamp only",
+			"file", d.name, "read_method", raw.readMethod)
+	}
+	ev := Event{
+		SourceTimestamp: raw.sourceTS,
+		ReadMethod:      readMethodOf(raw.readMethod),
+		Schema:          raw.schema,
+		Row:             raw.row,
+	}
+	m := &ev.Meta
+	m.UUID, m.Object, m.ReadMethod, m.StreamName, m.SchemaKey = raw.uuid, raw.object, raw.readMethod, raw.streamName, raw.schemaKey
+	m.ReadTimestamp, m.SourceTimestamp = raw.readTS, raw.sourceTS
+	m.Source, m.File, m.Record = src, d.file, record
+
+	var err error
+	if m.ChangeType, err = metaString(raw.meta, "change_type"); err != nil {
+		return ev, err
+	}
+	m.ChangeType = strings.ToUpper(strings.TrimSpace(m.ChangeType))
+	ev.ChangeType = m.ChangeType
+	if m.IsDeleted, err = metaBool(raw.meta, "is_deleted"); err != nil {
+		return ev, err
+	}
+	ev.Op = OpUpsert
+	if IsDelete(m.IsDeleted, m.ChangeType) {
+		ev.Op = OpDelete
+	}
+
+	// Table identity.
+	dbField := "schema"
+	if src == MySQL || (src == Unknown && !has("schema")) {
+		dbField = "database"
+	}
+	db, err := metaString(raw.meta, dbField)
+	if err != nil {
+		return ev, err
+	}
+	tbl, err := metaString(raw.meta, "table")
+	if err != nil {
+		return ev, err
+	}
+	if err := validatePart(db); err != nil {
+		return ev, fieldErr("source_metadata."+dbField, "invalid table identity", err)
+	}
+	if err := validatePart(tbl); err != nil {
+		return ev, fieldErr("source_metadata.table", "invalid table identity", err)
+	}
+	ev.Table = TableID{Database: db, Table: tbl}
+
+	// Position.
+	p := &m.Position
+	switch src {
+	case MySQL:
+		fileKey, posKey := "log_file", "log_position"
+		if !has(fileKey) && has("binlog_file") {
+			fileKey = "binlog_file"
+		}
+		if !has(posKey) && has("binlog_position") {
+			posKey = "binlog_position"
+		}
+		if p.LogFile, err = metaString(raw.meta, fileKey); err != nil {
+			return ev, err
+		}
+		if p.LogPosition, err = metaInt(raw.meta, posKey); err != nil {
+			return ev, err
+		}
+	case Oracle:
+		if p.SCN, err = metaInt(raw.meta, "scn"); err != nil {
+			return ev, err
+		}
+		if p.RSID, err = metaString(raw.meta, "rs_id"); err != nil {
+			return ev, err
+		}
+		if p.SSN, err = metaInt(raw.meta, "ssn"); err != nil {
+			return ev, err
+		}
+		if p.RowID, err = metaString(raw.meta, "row_id"); err != nil {
+			return ev, err
+		}
+		if p.LogFile, err = metaString(raw.meta, "log_file"); err != nil {
+			return ev, err
+		}
+	case PostgreSQL, SQLServer:
+		if p.LSN, err = metaString(raw.meta, "lsn"); err != nil {
+			return ev, err
+		}
+	}
+	if p.TxID, err = metaText(raw.meta, "tx_id"); err != nil {
+		return ev, err
+	}
+	ev.Order, err = BuildOrder(src, ev.ReadMethod, *p, m.ChangeType, raw.sourceTS)
+	if err != nil {
+		var pe *positionError
+		if errors.As(err, &pe) {
+			return ev, fieldErr("source_metadata."+pe.field, pe.reason, nil)
+		}
+		return ev, err
+	}
+
+	// Key.
+	keys, override := d.opts.PrimaryKeys[ev.Table.String()]
+	if !override {
+		if keys, err = metaStrings(raw.meta, "primary_keys"); err != nil {
+			return ev, err
+		}
+		if len(keys) == 0 {
+			// SQL Server tables keyed by a unique index.
+			if keys, err = metaStrings(raw.meta, "replication_index"); err != nil {
+				return ev, err
+			}
+		}
+	}
+	if len(keys) == 0 {
+		ev.HistoryOnly = true
+		return ev, nil
+	}
+	ev.KeyNames = make([]string, len(keys))
+	ev.KeyValues = make([]any, len(keys))
+	for i, k := range keys {
+		j := columnIndex(raw.schema, k)
+		if j < 0 {
+			return ev, fieldErr("source_metadata.primary_keys", fmt.Sprintf("key column %q is not in the payload", k), nil)
+		}
+		ev.KeyNames[i] = raw.schema.Fields[j].Name
+		if j < len(raw.row) {
+			ev.KeyValues[i] = raw.row[j]
+		}
+	}
+	return ev, nil
+}
+
+// columnIndex finds a column by exact name, then case-insensitively
+// (Oracle key names may differ in case from configuration).
+func columnIndex(s value.StructType, name string) int {
+	if i := s.Index(name); i >= 0 {
+		return i
+	}
+	for i, f := range s.Fields {
+		if strings.EqualFold(f.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func metaString(meta map[string]any, k string) (string, error) {
+	switch v := meta[k].(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	default:
+		return "", fieldErr("source_metadata."+k, fmt.Sprintf("is %s, want a string", kindOf(v)), nil)
+	}
+}
+
+// metaText renders a string or integer field as text (tx_id is a long for
+// PostgreSQL and a string elsewhere).
+func metaText(meta map[string]any, k string) (string, error) {
+	switch v := meta[k].(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case int32:
+		return strconv.FormatInt(int64(v), 10), nil
+	case json.Number:
+		return v.String(), nil
+	default:
+		return "", fieldErr("source_metadata."+k, fmt.Sprintf("is %s, want a string or number", kindOf(v)), nil)
+	}
+}
+
+func metaInt(meta map[string]any, k string) (int64, error) {
+	switch v := meta[k].(type) {
+	case nil:
+		return 0, nil
+	case int64:
+		return v, nil
+	case int32:
+		return int64(v), nil
+	case json.Number:
+		n, err := strconv.ParseInt(v.String(), 10, 64)
+		if err != nil {
+			return 0, fieldErr("source_metadata."+k, fmt.Sprintf("%s is not a 64-bit integer", v), nil)
+		}
+		return n, nil
+	case string:
+		// Some writers quote 64-bit integers; an empty string is absent.
+		if v == "" {
+			return 0, nil
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return 0, fieldErr("source_metadata."+k, fmt.Sprintf("%q is not a 64-bit integer", v), nil)
+		}
+		return n, nil
+	default:
+		return 0, fieldErr("source_metadata."+k, fmt.Sprintf("is %s, want an integer", kindOf(v)), nil)
+	}
+}
+
+func metaBool(meta map[string]any, k string) (bool, error) {
+	switch v := meta[k].(type) {
+	case nil:
+		return false, nil
+	case bool:
+		return v, nil
+	default:
+		return false, fieldErr("source_metadata."+k, fmt.Sprintf("is %s, want a boolean", kindOf(v)), nil)
+	}
+}
+
+func metaStrings(meta map[string]any, k string) ([]string, error) {
+	switch v := meta[k].(type) {
+	case nil:
+		return nil, nil
+	case []any:
+		out := make([]string, 0, len(v))
+		for i, e := range v {
+			s, ok := e.(string)
+			if !ok || s == "" {
+				return nil, fieldErr(fmt.Sprintf("source_metadata.%s[%d]", k, i), "is not a column name", nil)
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	default:
+		return nil, fieldErr("source_metadata."+k, fmt.Sprintf("is %s, want an array of strings", kindOf(v)), nil)
+	}
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64, int32, json.Number:
+		return "a number"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("a %T", v)
+}

@@ -1,0 +1,377 @@
+package datastream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// jsonDecoder decodes JSON files; the typing rules are in the package
+// documentation (doc.go).
+type jsonDecoder struct {
+	d      *Reader
+	fr     *jsonFramer
+	array  bool
+	state  int // array mode: 0 before the first element, 1 after one
+	record int64
+	done   bool
+	avro   *value.StructType // payload schema from Options.AvroSchema
+}
+
+func (d *Reader) startJSON(r io.Reader) error {
+	jd := &jsonDecoder{d: d, fr: &jsonFramer{r: r}}
+	if len(d.opts.AvroSchema) > 0 {
+		st, err := payloadSchemaFromAvro(d.opts.AvroSchema)
+		if err != nil {
+			return d.fileErr("parse the Avro schema given for JSON typing", err)
+		}
+		jd.avro = &st
+	}
+	c, ok, err := jd.fr.peek()
+	if err != nil {
+		return d.fileErr("read", err)
+	}
+	if ok && c == '[' {
+		jd.array = true
+		jd.fr.advance(1)
+	}
+	d.next = jd.next
+	d.json = jd
+	return nil
+}
+
+func (jd *jsonDecoder) syntaxErr(line int64, reason string, err error) error {
+	kind := ErrBadRecord
+	if errors.Is(err, errJSONIncomplete) || errors.Is(err, io.ErrUnexpectedEOF) {
+		kind, reason = ErrBadFile, "file ends inside a JSON value"
+	} else if err != nil && !isSyntax(err) {
+		kind = ErrBadFile // the stream itself failed (gzip, I/O)
+	}
+	return &RecordError{File: jd.d.name, Line: line, Record: jd.record + 1, Reason: reason, Kind: kind, Err: err}
+}
+
+func isSyntax(err error) bool {
+	var se *jsonSyntaxError
+	return errors.As(err, &se)
+}
+
+func (jd *jsonDecoder) next() (Event, error) {
+	if jd.done {
+		return Event{}, io.EOF
+	}
+	fr := jd.fr
+	c, ok, err := fr.peek()
+	if err != nil {
+		return Event{}, jd.syntaxErr(fr.line+1, "read", err)
+	}
+	if jd.array {
+		if ok && jd.state == 1 {
+			switch c {
+			case ',':
+				fr.advance(1)
+				if c, ok, err = fr.peek(); err != nil {
+					return Event{}, jd.syntaxErr(fr.line+1, "read", err)
+				}
+			case ']':
+			default:
+				return Event{}, jd.syntaxErr(fr.line+1, "malformed JSON array", &jsonSyntaxError{"missing , or ]", 0})
+			}
+		}
+		if !ok {
+			return Event{}, jd.syntaxErr(fr.line+1, "malformed JSON array", errJSONIncomplete)
+		}
+		if c == ']' {
+			fr.advance(1)
+			jd.done = true
+			if _, more, err := fr.peek(); err != nil || more {
+				return Event{}, jd.syntaxErr(fr.line+1, "data after the JSON array", err)
+			}
+			return Event{}, io.EOF
+		}
+		jd.state = 1
+	} else if !ok {
+		jd.done = true
+		return Event{}, io.EOF
+	}
+	line := fr.line + 1
+	raw, err := fr.value()
+	if err != nil {
+		return Event{}, jd.syntaxErr(line, "read JSON value", err)
+	}
+	jd.record++
+	ev, err := jd.event(raw)
+	if err != nil {
+		re := &RecordError{File: jd.d.name, Line: line, Record: jd.record, Kind: ErrBadRecord}
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			re.Field, re.Reason, re.Err = fe.field, fe.reason, fe.err
+		} else {
+			re.Reason, re.Err = "decode event", err
+		}
+		return Event{}, re
+	}
+	return ev, nil
+}
+
+func (jd *jsonDecoder) event(raw []byte) (Event, error) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return Event{}, fieldErr("", "event is not a JSON object", nil)
+	}
+	var re rawEvent
+	var readTS, sourceTS, meta, payload []byte
+	err := eachMember(raw, func(key string, v []byte) error {
+		var dst *string
+		switch key {
+		case "uuid":
+			dst = &re.uuid
+		case "object":
+			dst = &re.object
+		case "read_method":
+			dst = &re.readMethod
+		case "stream_name":
+			dst = &re.streamName
+		case "schema_key":
+			dst = &re.schemaKey
+		case "read_timestamp":
+			readTS = v
+		case "source_timestamp":
+			sourceTS = v
+		case "source_metadata":
+			meta = v
+		case "payload":
+			payload = v
+		}
+		if dst != nil && !isNull(v) {
+			if v[0] != '"' {
+				return fieldErr(key, "want a string", nil)
+			}
+			s, err := unquote(v)
+			if err != nil {
+				return fieldErr(key, "malformed string", err)
+			}
+			*dst = s
+		}
+		return nil
+	})
+	if err != nil {
+		return Event{}, err
+	}
+	if re.readTS, err = jsonEnvelopeTime(readTS); err != nil {
+		return Event{}, fieldErr("read_timestamp", "invalid timestamp", err)
+	}
+	if isNull(sourceTS) {
+		return Event{}, fieldErr("source_timestamp", "missing", nil)
+	}
+	if re.sourceTS, err = jsonEnvelopeTime(sourceTS); err != nil {
+		return Event{}, fieldErr("source_timestamp", "invalid timestamp", err)
+	}
+	if isNull(meta) || meta[0] != '{' {
+		return Event{}, fieldErr("source_metadata", "missing or not an object", nil)
+	}
+	m, err := genericJSON(meta, 0)
+	if err != nil {
+		return Event{}, fieldErr("source_metadata", "malformed", err)
+	}
+	re.meta = m.(map[string]any)
+	known := jd.knownSchema(re.meta)
+	if isNull(payload) || payload[0] != '{' {
+		return Event{}, fieldErr("payload", "missing or not an object", nil)
+	}
+	if re.schema, re.row, err = typePayload(payload, known); err != nil {
+		return Event{}, prefixField("payload", err)
+	}
+	return jd.d.build(&re, jd.record)
+}
+
+// knownSchema picks the schema that types the payload: the configured table
+// schema, else the Avro schema file's payload, else none (inference).
+func (jd *jsonDecoder) knownSchema(meta map[string]any) *value.StructType {
+	if len(jd.d.opts.Schemas) > 0 {
+		tbl, _ := meta["table"].(string)
+		for _, k := range []string{"schema", "database"} {
+			if db, ok := meta[k].(string); ok {
+				if s, ok := jd.d.opts.Schemas[db+"."+tbl]; ok {
+					return &s
+				}
+			}
+		}
+	}
+	return jd.avro
+}
+
+// typePayload walks the payload object in key order and types each value.
+func typePayload(pl []byte, known *value.StructType) (value.StructType, []any, error) {
+	var st value.StructType
+	var row []any
+	if known != nil {
+		st.Fields = append(st.Fields, known.Fields...)
+		row = make([]any, len(st.Fields))
+	}
+	err := eachMember(pl, func(name string, v []byte) error {
+		if known != nil {
+			if i := known.Index(name); i >= 0 {
+				x, err := convertJSON(known.Fields[i].Type, v)
+				if err != nil {
+					return prefixField(name, err)
+				}
+				row[i] = x
+				return nil
+			}
+		}
+		if st.Index(name) >= 0 {
+			return fieldErr(name, "duplicate column", nil)
+		}
+		typ, x, err := inferJSON(v)
+		if err != nil {
+			return prefixField(name, err)
+		}
+		st.Fields = append(st.Fields, value.Field{Name: name, Type: typ, Nullable: true})
+		row = append(row, x)
+		return nil
+	})
+	return st, row, err
+}
+
+func isNull(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) == 0 || string(b) == "null"
+}
+
+func jsonString(b json.RawMessage, dst *string) error {
+	if isNull(b) {
+		return nil
+	}
+	return json.Unmarshal(b, dst)
+}
+
+// jsonEnvelopeTime reads read_timestamp/source_timestamp: a lenient
+// timestamp string, or a bare number of milliseconds (the Avro form).
+func jsonEnvelopeTime(b json.RawMessage) (value.Micros, error) {
+	if isNull(b) {
+		return 0, nil
+	}
+	b = bytes.TrimSpace(b)
+	if b[0] == '"' {
+		s, err := unquote(b)
+		if err != nil {
+			return 0, err
+		}
+		t, _, err := parseTimestamp(s)
+		if err != nil {
+			return 0, err
+		}
+		return value.MicrosOf(t), nil
+	}
+	n := json.Number(b)
+	ms, err := n.Int64()
+	if err != nil {
+		return 0, fmt.Errorf("%s is not integer milliseconds", n)
+	}
+	if ms > maxMillis || ms < -maxMillis {
+		return 0, fmt.Errorf("%d milliseconds is out of range", ms)
+	}
+	return value.Micros(ms * 1000), nil
+}
+
+const maxMillis = (1<<63 - 1) / 1000
+
+// jsonFramer cuts a stream into top-level JSON values, counting lines. It
+// holds the unconsumed input, which is at most one value plus one read; a
+// value returned by value is valid until the next call.
+type jsonFramer struct {
+	r    io.Reader
+	buf  []byte
+	pos  int
+	eof  bool
+	err  error
+	line int64 // newlines consumed
+}
+
+// fill reads more input, keeping buf[pos:]; it grows the buffer so that a
+// value being rescanned at least doubles the bytes available each time.
+func (f *jsonFramer) fill() bool {
+	if f.eof || f.err != nil {
+		return false
+	}
+	if f.pos > 0 {
+		n := copy(f.buf, f.buf[f.pos:])
+		f.buf = f.buf[:n]
+		f.pos = 0
+	}
+	want := max(64<<10, len(f.buf))
+	if cap(f.buf)-len(f.buf) < want {
+		nb := make([]byte, len(f.buf), len(f.buf)+want)
+		copy(nb, f.buf)
+		f.buf = nb
+	}
+	n, err := io.ReadAtLeast(f.r, f.buf[len(f.buf):cap(f.buf)], 1)
+	f.buf = f.buf[:len(f.buf)+n]
+	if errors.Is(err, io.EOF) {
+		f.eof = true
+	} else if err != nil {
+		f.err = err
+	}
+	return n > 0
+}
+
+func (f *jsonFramer) advance(n int) {
+	f.line += int64(bytes.Count(f.buf[f.pos:f.pos+n], []byte{'\n'}))
+	f.pos += n
+}
+
+// peek skips whitespace and returns the next byte; ok is false at the end
+// of the input.
+func (f *jsonFramer) peek() (c byte, ok bool, err error) {
+	for {
+		for f.pos < len(f.buf) {
+			c := f.buf[f.pos]
+			if !isSpace(c) {
+				if f.pos == 0 && c == 0xEF && len(f.buf) >= 3 && f.buf[1] == 0xBB && f.buf[2] == 0xBF && f.line == 0 {
+					f.pos += 3 // a UTF-8 byte order mark
+					continue
+				}
+				return c, true, nil
+			}
+			if c == '\n' {
+				f.line++
+			}
+			f.pos++
+		}
+		if !f.fill() {
+			return 0, false, f.err
+		}
+	}
+}
+
+// value returns the next complete JSON value.
+func (f *jsonFramer) value() ([]byte, error) {
+	for {
+		end, err := scanValue(f.buf[f.pos:], 0)
+		if err == nil {
+			v := f.buf[f.pos : f.pos+end]
+			f.advance(end)
+			return v, nil
+		}
+		if !errors.Is(err, errJSONIncomplete) {
+			return nil, err
+		}
+		if !f.fill() {
+			if f.err != nil {
+				return nil, f.err
+			}
+			if f.eof {
+				// A number at the very end is complete at end of input.
+				if end, err2 := scanValue(append(f.buf[f.pos:len(f.buf):len(f.buf)], ' '), 0); err2 == nil {
+					v := f.buf[f.pos : f.pos+end]
+					f.advance(end)
+					return v, nil
+				}
+			}
+			return nil, err
+		}
+	}
+}

@@ -1,0 +1,358 @@
+package datastream
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// maxDecimalDigits is Delta's largest decimal precision.
+const maxDecimalDigits = 38
+
+// inferJSON types a payload value without a schema (rules in json.go).
+func inferJSON(raw json.RawMessage) (value.Type, any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return value.String, nil, nil
+	}
+	switch c := raw[0]; {
+	case c == 'n':
+		return value.String, nil, nil
+	case c == 't' || c == 'f':
+		return value.Boolean, c == 't', nil
+	case c == '"':
+		s, err := unquote(raw)
+		if err != nil {
+			return nil, nil, fieldErr("", "malformed string", err)
+		}
+		return value.String, s, nil
+	case c == '{' || c == '[':
+		return value.String, compactJSON(raw), nil
+	default:
+		text := string(raw)
+		if isIntegerText(text) {
+			if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+				return value.Long, n, nil
+			}
+		}
+		d, err := parseDecimalText(text)
+		if err != nil {
+			return nil, nil, fieldErr("", "malformed number", err)
+		}
+		if d.Scale < 0 {
+			if d, err = d.Rescale(0); err != nil {
+				return value.String, text, nil
+			}
+		}
+		if d.Precision() > maxDecimalDigits || d.Scale > maxDecimalDigits {
+			return value.String, text, nil
+		}
+		return value.DecimalType{Precision: maxDecimalDigits, Scale: d.Scale}, d, nil
+	}
+}
+
+func isIntegerText(s string) bool {
+	if strings.HasPrefix(s, "-") {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// parseDecimalText parses a JSON number or decimal text exactly, including
+// an exponent ("1.5e3" → 1500 with scale 0... kept as unscaled 15, scale -2).
+func parseDecimalText(s string) (value.Decimal, error) {
+	s = strings.TrimSpace(s)
+	mant, exp := s, int64(0)
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		e, err := strconv.ParseInt(strings.TrimPrefix(s[i+1:], "+"), 10, 32)
+		if err != nil || e > 1000 || e < -1000 {
+			return value.Decimal{}, fmt.Errorf("number %q: exponent out of range", s)
+		}
+		exp = e
+	}
+	if len(mant) > 1000 {
+		return value.Decimal{}, fmt.Errorf("number %q has too many digits", s[:40]+"…")
+	}
+	d, err := value.ParseDecimal(mant)
+	if err != nil {
+		return value.Decimal{}, err
+	}
+	d.Scale -= int(exp)
+	return d, nil
+}
+
+// toDecimal converts number text to decimal(p,s) exactly or fails.
+func toDecimal(text string, dt value.DecimalType) (value.Decimal, error) {
+	d, err := parseDecimalText(text)
+	if err != nil {
+		return value.Decimal{}, err
+	}
+	if d, err = d.Rescale(dt.Scale); err != nil {
+		return value.Decimal{}, fmt.Errorf("%s does not fit %s without rounding", text, dt)
+	}
+	if d.Precision() > dt.Precision && d.Unscaled.Sign() != 0 {
+		return value.Decimal{}, fmt.Errorf("%s has more than %d digits for %s", text, dt.Precision, dt)
+	}
+	return d, nil
+}
+
+// convertJSON converts a JSON value to the Go representation of t.
+func convertJSON(t value.Type, raw json.RawMessage) (any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	c := raw[0]
+	var str string
+	isStr := c == '"'
+	if isStr {
+		var err error
+		if str, err = unquote(raw); err != nil {
+			return nil, fieldErr("", "malformed string", err)
+		}
+	}
+	isNum := c == '-' || (c >= '0' && c <= '9')
+	// numText is the number as text, whether written as a number or quoted.
+	numText := str
+	if isNum {
+		numText = string(raw)
+	}
+	mismatch := func() error {
+		return fieldErr("", fmt.Sprintf("JSON %s does not fit type %s", jsonKind(c), t), nil)
+	}
+	switch tt := t.(type) {
+	case value.Primitive:
+		switch tt {
+		case value.String:
+			switch {
+			case isStr:
+				return str, nil
+			case c == '{' || c == '[' || isNum || c == 't' || c == 'f':
+				return compactJSON(raw), nil
+			}
+		case value.Boolean:
+			switch {
+			case string(raw) == "true" || (isStr && strings.EqualFold(str, "true")):
+				return true, nil
+			case string(raw) == "false" || (isStr && strings.EqualFold(str, "false")):
+				return false, nil
+			}
+		case value.Byte, value.Short, value.Integer, value.Long:
+			if !isNum && !isStr {
+				return nil, mismatch()
+			}
+			bits := map[value.Primitive]int{value.Byte: 8, value.Short: 16, value.Integer: 32, value.Long: 64}[tt]
+			n, err := strconv.ParseInt(strings.TrimSpace(numText), 10, bits)
+			if err != nil {
+				return nil, fieldErr("", fmt.Sprintf("%q is not a %d-bit integer", numText, bits), nil)
+			}
+			switch tt {
+			case value.Byte:
+				return int8(n), nil
+			case value.Short:
+				return int16(n), nil
+			case value.Integer:
+				return int32(n), nil
+			}
+			return n, nil
+		case value.Float, value.Double:
+			if !isNum && !isStr {
+				return nil, mismatch()
+			}
+			bits := 64
+			if tt == value.Float {
+				bits = 32
+			}
+			f, err := parseFloatText(numText, bits)
+			if err != nil {
+				return nil, fieldErr("", "invalid floating-point number", err)
+			}
+			if tt == value.Float {
+				return float32(f), nil
+			}
+			return f, nil
+		case value.Binary:
+			if !isStr {
+				return nil, mismatch()
+			}
+			if b, err := base64.StdEncoding.DecodeString(str); err == nil {
+				return b, nil
+			}
+			if b, err := hex.DecodeString(str); err == nil {
+				return b, nil
+			}
+			return nil, fieldErr("", "binary value is neither base64 nor hex", nil)
+		case value.Date:
+			if isNum {
+				n, err := strconv.ParseInt(numText, 10, 32)
+				if err != nil {
+					return nil, fieldErr("", "date number is not days since 1970-01-01", nil)
+				}
+				return value.Days(n), nil
+			}
+			if !isStr {
+				return nil, mismatch()
+			}
+			tm, _, err := parseTimestamp(str)
+			if err != nil {
+				return nil, fieldErr("", "invalid date", err)
+			}
+			return value.DaysOf(tm), nil
+		case value.Timestamp, value.TimestampNTZ:
+			var us int64
+			if isNum {
+				n, err := strconv.ParseInt(numText, 10, 64)
+				if err != nil {
+					return nil, fieldErr("", "timestamp number is not integer microseconds", nil)
+				}
+				us = n
+			} else if isStr {
+				tm, _, err := parseTimestamp(str)
+				if err != nil {
+					return nil, fieldErr("", "invalid timestamp", err)
+				}
+				us = int64(value.MicrosOf(tm))
+			} else {
+				return nil, mismatch()
+			}
+			if tt == value.TimestampNTZ {
+				return value.LocalMicros(us), nil
+			}
+			return value.Micros(us), nil
+		}
+		return nil, mismatch()
+	case value.DecimalType:
+		if !isNum && !isStr {
+			return nil, mismatch()
+		}
+		d, err := toDecimal(numText, tt)
+		if err != nil {
+			return nil, fieldErr("", "invalid decimal", err)
+		}
+		return d, nil
+	case value.StructType:
+		if c != '{' {
+			return nil, mismatch()
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, fieldErr("", "malformed object", err)
+		}
+		out := make([]any, len(tt.Fields))
+		for i, f := range tt.Fields {
+			v, err := convertJSON(f.Type, obj[f.Name])
+			if err != nil {
+				return nil, prefixField(f.Name, err)
+			}
+			out[i] = v
+		}
+		return out, nil
+	case value.ArrayType:
+		if c != '[' {
+			return nil, mismatch()
+		}
+		var arr []json.RawMessage
+		if err := json.Unmarshal(raw, &arr); err != nil {
+			return nil, fieldErr("", "malformed array", err)
+		}
+		out := make([]any, len(arr))
+		for i, e := range arr {
+			v, err := convertJSON(tt.Element, e)
+			if err != nil {
+				return nil, prefixField(fmt.Sprintf("[%d]", i), err)
+			}
+			out[i] = v
+		}
+		return out, nil
+	case value.MapType:
+		if c != '{' {
+			return nil, mismatch()
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		_, _ = dec.Token()
+		var out []value.MapEntry
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, fieldErr("", "malformed object", err)
+			}
+			k, _ := kt.(string)
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				return nil, fieldErr(k, "malformed value", err)
+			}
+			kv, err := convertJSON(tt.Key, json.RawMessage(strconv.Quote(k)))
+			if err != nil {
+				return nil, prefixField(k, err)
+			}
+			vv, err := convertJSON(tt.Value, v)
+			if err != nil {
+				return nil, prefixField(k, err)
+			}
+			out = append(out, value.MapEntry{Key: kv, Value: vv})
+		}
+		return out, nil
+	}
+	return nil, mismatch()
+}
+
+func parseFloatText(s string, bits int) (float64, error) {
+	switch strings.TrimSpace(s) {
+	case "NaN":
+		return math.NaN(), nil
+	case "Infinity", "+Infinity":
+		return math.Inf(1), nil
+	case "-Infinity":
+		return math.Inf(-1), nil
+	}
+	return strconv.ParseFloat(strings.TrimSpace(s), bits)
+}
+
+func jsonKind(c byte) string {
+	switch {
+	case c == '"':
+		return "string"
+	case c == '{':
+		return "object"
+	case c == '[':
+		return "array"
+	case c == 't' || c == 'f':
+		return "boolean"
+	}
+	return "number"
+}
+
+// bigTwoComplement decodes a big-endian two's-complement integer (Avro
+// decimal bytes).
+func bigTwoComplement(b []byte) *big.Int {
+	n := new(big.Int).SetBytes(b)
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(len(b))*8))
+	}
+	return n
+}

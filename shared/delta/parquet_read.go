@@ -1,0 +1,906 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"sort"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/value"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// ErrUnknownColumn is returned when ReadOptions.Columns names a column the
+// table schema does not have.
+var ErrUnknownColumn = errors.New("unknown column")
+
+// ErrSchemaMismatch is returned when a data file's Parquet schema cannot
+// hold the table schema's type for a column.
+var ErrSchemaMismatch = errors.New("data file does not match the table schema")
+
+// ReadOptions select what ReadFile returns.
+type ReadOptions struct {
+	// Columns projects the rows onto these top-level columns (logical
+	// names), in this order; nil means every column of the table schema.
+	Columns []string
+}
+
+// ReadFile streams the logical rows of one data file of the table described
+// by md: one value per selected column, in the Go representation of package
+// value. Columns are matched by name (by physical name or field id under
+// column mapping); columns missing from the file read as null; partition
+// columns come from add.partitionValues; rows marked in the file's deletion
+// vector are skipped. It reads one row group at a time, fetching only the
+// selected columns. fn may keep the row; returning an error stops the read
+// with that error.
+func ReadFile(ctx context.Context, store objstore.Store, md Metadata, add Add, opts ReadOptions, fn func(row []any) error) error {
+	name, err := decodeAddPath(add.Path)
+	if err != nil {
+		return err
+	}
+	if err := readFile(ctx, store, name, md, add, opts, fn); err != nil {
+		return fmt.Errorf("read data file %s: %w", name, err)
+	}
+	return nil
+}
+
+func readFile(ctx context.Context, store objstore.Store, name string, md Metadata, add Add, opts ReadOptions, fn func(row []any) error) error {
+	schema, err := value.ParseSchema(md.SchemaString)
+	if err != nil {
+		return err
+	}
+	mode := ColumnMappingMode(md)
+	cols := make([]int, 0, len(schema.Fields))
+	if opts.Columns == nil {
+		for i := range schema.Fields {
+			cols = append(cols, i)
+		}
+	} else {
+		for _, c := range opts.Columns {
+			i := schema.Index(c)
+			if i < 0 {
+				return fmt.Errorf("%w %q", ErrUnknownColumn, c)
+			}
+			cols = append(cols, i)
+		}
+	}
+	isPart := map[string]bool{}
+	for _, c := range md.PartitionColumns {
+		isPart[c] = true
+	}
+
+	var deleted *roaring64.Bitmap
+	if add.DeletionVector != nil {
+		if deleted, err = loadDeletionVector(ctx, store, *add.DeletionVector); err != nil {
+			return err
+		}
+	}
+
+	size := add.Size
+	if size <= 0 {
+		info, err := store.Stat(ctx, name)
+		if err != nil {
+			return err
+		}
+		size = info.Size
+	}
+	ra := &storeReaderAt{ctx: ctx, store: store, name: name, size: size}
+	f, err := parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.OptimisticRead(true))
+	if err != nil {
+		return fmt.Errorf("open parquet: %w", err)
+	}
+	root, nleaves, err := parquetTree(f.Metadata().Schema)
+	if err != nil {
+		return err
+	}
+
+	// One assembler per output column: constants for partition columns and
+	// columns the file lacks, column readers for the rest.
+	b := &asmBuilder{mode: mode, streams: make([]*colStream, nleaves)}
+	out := make([]*asm, len(cols))
+	for k, i := range cols {
+		fld := schema.Fields[i]
+		if isPart[fld.Name] {
+			key := PhysicalName(fld, mode)
+			raw, ok := add.PartitionValues[key]
+			if !ok {
+				raw = add.PartitionValues[fld.Name]
+			}
+			v, err := ParsePartitionValue(fld.Type, raw)
+			if err != nil {
+				return fmt.Errorf("partition column %q: %w", fld.Name, err)
+			}
+			out[k] = &asm{kind: asmConst, constant: v}
+			continue
+		}
+		p := root.child(fld, mode)
+		if p == nil {
+			out[k] = &asm{kind: asmConst}
+			continue
+		}
+		a, err := b.build(fld.Type, p, false)
+		if err != nil {
+			return fmt.Errorf("column %q: %w", fld.Name, err)
+		}
+		out[k] = a
+	}
+
+	var base int64 // physical index of the row group's first row
+	for g, rg := range f.RowGroups() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := rg.NumRows()
+		if err := readRowGroup(ctx, ra, f, g, rg, b.streams, out, base, deleted, fn); err != nil {
+			return fmt.Errorf("row group %d: %w", g, err)
+		}
+		base += n
+	}
+	return nil
+}
+
+func readRowGroup(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func([]any) error) error {
+	chunks := rg.ColumnChunks()
+	meta := f.Metadata().RowGroups[g]
+	var ranges [][2]int64
+	for i, s := range streams {
+		if s == nil || i >= len(meta.Columns) {
+			continue
+		}
+		cm := meta.Columns[i].MetaData
+		start := cm.DataPageOffset
+		if cm.DictionaryPageOffset > 0 && cm.DictionaryPageOffset < start {
+			start = cm.DictionaryPageOffset
+		}
+		ranges = append(ranges, [2]int64{start, start + cm.TotalCompressedSize})
+	}
+	if err := ra.prefetch(ranges); err != nil {
+		return err
+	}
+	defer ra.release()
+	for i, s := range streams {
+		if s == nil {
+			continue
+		}
+		if i >= len(chunks) {
+			return fmt.Errorf("row group has %d column chunks, schema needs column %d", len(chunks), i)
+		}
+		s.reset(parquet.NewColumnChunkValueReader(chunks[i]))
+	}
+	defer func() {
+		for _, s := range streams {
+			if s != nil && s.r != nil {
+				s.r.Close()
+				s.r = nil
+			}
+		}
+	}()
+	n := rg.NumRows()
+	for r := range n {
+		if r%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		row := make([]any, len(out))
+		for k, a := range out {
+			v, err := a.read()
+			if err != nil {
+				return fmt.Errorf("row %d: %w", base+r, err)
+			}
+			row[k] = v
+		}
+		if deleted != nil && deleted.Contains(uint64(base+r)) {
+			continue
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pqNode is one element of a file's Parquet schema.
+type pqNode struct {
+	el       format.SchemaElement
+	name     string
+	children []*pqNode
+	leaf     int // column index; -1 for groups
+	def      int // definition level at which this node is present
+	rep      int // repetition level of this node
+}
+
+func (p *pqNode) repetition() format.FieldRepetitionType {
+	r, _ := p.el.RepetitionType.Get()
+	return r
+}
+
+func (p *pqNode) isLeaf() bool { return p.leaf >= 0 }
+
+// child finds the Parquet field holding schema field f: by field id in id
+// mode, then by (physical) name, then by name ignoring case as Spark does.
+func (p *pqNode) child(f value.Field, mode string) *pqNode {
+	if mode == ColumnMappingID {
+		if id := columnID(f); id > 0 {
+			for _, c := range p.children {
+				if int64(c.el.FieldID) == id {
+					return c
+				}
+			}
+		}
+	}
+	name := PhysicalName(f, mode)
+	for _, c := range p.children {
+		if c.name == name {
+			return c
+		}
+	}
+	for _, c := range p.children {
+		if strings.EqualFold(c.name, name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// parquetTree rebuilds the schema tree from the footer's flat element list.
+func parquetTree(els []format.SchemaElement) (*pqNode, int, error) {
+	if len(els) == 0 {
+		return nil, 0, fmt.Errorf("parquet footer has no schema")
+	}
+	pos, leaves := 0, 0
+	var build func(parentDef, parentRep int, isRoot bool) (*pqNode, error)
+	build = func(parentDef, parentRep int, isRoot bool) (*pqNode, error) {
+		if pos >= len(els) {
+			return nil, fmt.Errorf("parquet schema is truncated")
+		}
+		el := els[pos]
+		pos++
+		n := &pqNode{el: el, name: el.Name, leaf: -1, def: parentDef, rep: parentRep}
+		if !isRoot {
+			switch r, _ := el.RepetitionType.Get(); r {
+			case format.Optional:
+				n.def++
+			case format.Repeated:
+				n.def++
+				n.rep++
+			}
+		}
+		nc, _ := el.NumChildren.Get()
+		if _, typed := el.Type.Get(); typed && nc == 0 && !isRoot {
+			n.leaf = leaves
+			leaves++
+			return n, nil
+		}
+		for range nc {
+			c, err := build(n.def, n.rep, false)
+			if err != nil {
+				return nil, err
+			}
+			n.children = append(n.children, c)
+		}
+		return n, nil
+	}
+	root, err := build(0, 0, true)
+	return root, leaves, err
+}
+
+// colStream reads the values (with levels) of one leaf column chunk.
+type colStream struct {
+	r   parquet.ColumnChunkValueReader
+	buf []parquet.Value
+	pos int
+	n   int
+}
+
+func (s *colStream) reset(r parquet.ColumnChunkValueReader) {
+	s.r, s.pos, s.n = r, 0, 0
+	if s.buf == nil {
+		s.buf = make([]parquet.Value, 1024)
+	}
+}
+
+func (s *colStream) fill() error {
+	if s.pos < s.n {
+		return nil
+	}
+	n, err := s.r.ReadValues(s.buf)
+	s.pos, s.n = 0, n
+	if n > 0 {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// peek returns the next value without consuming it; ok is false at the end
+// of the chunk.
+func (s *colStream) peek() (parquet.Value, bool) {
+	if s.fill() != nil {
+		return parquet.Value{}, false
+	}
+	return s.buf[s.pos], true
+}
+
+func (s *colStream) next() (parquet.Value, error) {
+	if err := s.fill(); err != nil {
+		return parquet.Value{}, fmt.Errorf("column chunk ended early: %w", err)
+	}
+	v := s.buf[s.pos]
+	s.pos++
+	return v, nil
+}
+
+// asm assembles one value of a Delta type from Parquet leaf columns
+// (Dremel record assembly driven by repetition and definition levels).
+type asm struct {
+	kind     asmKind
+	constant any
+	// nullDef > 0 means the node is optional: it is null when the next
+	// definition level is below nullDef.
+	nullDef int
+	// list and map: the repeated group's definition and repetition levels.
+	elemDef  int
+	repLevel int
+	children []*asm
+	probe    *asm         // struct: columns read only to stay aligned
+	leaves   []*colStream // every stream below, to consume nulls
+	first    *colStream   // a stream below, to peek levels
+	// leaf
+	stream *colStream
+	maxDef int
+	conv   func(parquet.Value) (any, error)
+}
+
+type asmKind int
+
+const (
+	asmConst asmKind = iota
+	asmLeaf
+	asmStruct
+	asmList
+	asmMap
+	asmSkip // consumes a Parquet subtree whose value is not wanted
+)
+
+func (a *asm) read() (any, error) {
+	if a.kind == asmConst {
+		return a.constant, nil
+	}
+	if a.nullDef > 0 {
+		v, ok := a.first.peek()
+		if !ok {
+			return nil, fmt.Errorf("column chunk ended early: %w", io.ErrUnexpectedEOF)
+		}
+		if v.DefinitionLevel() < a.nullDef {
+			return nil, a.consumeOne()
+		}
+	}
+	switch a.kind {
+	case asmLeaf:
+		v, err := a.stream.next()
+		if err != nil {
+			return nil, err
+		}
+		if v.DefinitionLevel() < a.maxDef || v.IsNull() {
+			return nil, nil
+		}
+		return a.conv(v)
+	case asmStruct:
+		out := make([]any, len(a.children))
+		for i, c := range a.children {
+			v, err := c.read()
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		if a.probe != nil {
+			if _, err := a.probe.read(); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case asmSkip:
+		for _, c := range a.children {
+			if _, err := c.read(); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	case asmList, asmMap:
+		v, ok := a.first.peek()
+		if !ok {
+			return nil, fmt.Errorf("column chunk ended early: %w", io.ErrUnexpectedEOF)
+		}
+		if v.DefinitionLevel() < a.elemDef {
+			if err := a.consumeOne(); err != nil {
+				return nil, err
+			}
+			if a.kind == asmMap {
+				return []value.MapEntry{}, nil
+			}
+			return []any{}, nil
+		}
+		var list []any
+		var entries []value.MapEntry
+		for {
+			if a.kind == asmList {
+				e, err := a.children[0].read()
+				if err != nil {
+					return nil, err
+				}
+				list = append(list, e)
+			} else {
+				k, err := a.children[0].read()
+				if err != nil {
+					return nil, err
+				}
+				val, err := a.children[1].read()
+				if err != nil {
+					return nil, err
+				}
+				entries = append(entries, value.MapEntry{Key: k, Value: val})
+			}
+			nx, ok := a.first.peek()
+			if !ok || nx.RepetitionLevel() != a.repLevel {
+				break
+			}
+		}
+		if a.kind == asmMap {
+			return entries, nil
+		}
+		return list, nil
+	}
+	return nil, fmt.Errorf("unknown assembler")
+}
+
+// consumeOne skips the single entry every leaf below holds for a null or
+// empty value.
+func (a *asm) consumeOne() error {
+	for _, s := range a.leaves {
+		if _, err := s.next(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type asmBuilder struct {
+	mode    string
+	streams []*colStream
+}
+
+func (b *asmBuilder) stream(p *pqNode) *colStream {
+	if b.streams[p.leaf] == nil {
+		b.streams[p.leaf] = &colStream{}
+	}
+	return b.streams[p.leaf]
+}
+
+// build makes the assembler of Delta type t stored in Parquet node p;
+// asElement treats a repeated p as one element of its list.
+func (b *asmBuilder) build(t value.Type, p *pqNode, asElement bool) (*asm, error) {
+	rep := p.repetition()
+	if rep == format.Repeated && !asElement {
+		// A bare repeated field (no LIST wrapper) is a list of required
+		// elements.
+		switch tt := t.(type) {
+		case value.ArrayType:
+			el, err := b.build(tt.Element, p, true)
+			if err != nil {
+				return nil, err
+			}
+			return b.collection(asmList, p, p, []*asm{el}, false), nil
+		case value.MapType:
+			// buildMap takes a repeated node as the key_value group itself.
+		default:
+			return nil, fmt.Errorf("%w: repeated Parquet field %q for %v", ErrSchemaMismatch, p.name, t)
+		}
+	}
+	var a *asm
+	var err error
+	switch tt := t.(type) {
+	case value.StructType:
+		a, err = b.buildStruct(tt, p)
+	case value.ArrayType:
+		a, err = b.buildList(tt, p)
+	case value.MapType:
+		a, err = b.buildMap(tt, p)
+	default:
+		a, err = b.buildLeaf(t, p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rep == format.Optional && a.kind != asmList && a.kind != asmMap {
+		a.nullDef = p.def
+	}
+	return a, nil
+}
+
+func (b *asmBuilder) buildLeaf(t value.Type, p *pqNode) (*asm, error) {
+	if !p.isLeaf() {
+		return nil, fmt.Errorf("%w: Parquet group %q for %v", ErrSchemaMismatch, p.name, t)
+	}
+	conv, err := converter(t, p)
+	if err != nil {
+		return nil, err
+	}
+	s := b.stream(p)
+	return &asm{kind: asmLeaf, stream: s, maxDef: p.def, conv: conv, leaves: []*colStream{s}, first: s}, nil
+}
+
+func (b *asmBuilder) buildStruct(t value.StructType, p *pqNode) (*asm, error) {
+	if p.isLeaf() {
+		return nil, fmt.Errorf("%w: Parquet column %q for %v", ErrSchemaMismatch, p.name, t)
+	}
+	a := &asm{kind: asmStruct}
+	for _, f := range t.Fields {
+		cp := p.child(f, b.mode)
+		if cp == nil {
+			a.children = append(a.children, &asm{kind: asmConst})
+			continue
+		}
+		c, err := b.build(f.Type, cp, false)
+		if err != nil {
+			return nil, fmt.Errorf("field %q: %w", f.Name, err)
+		}
+		a.children = append(a.children, c)
+		a.leaves = append(a.leaves, c.leaves...)
+	}
+	if len(a.leaves) == 0 {
+		// None of the wanted fields is in the file: read the group's own
+		// columns anyway, to learn where it is null and to stay aligned.
+		a.probe = b.skipper(p)
+		a.leaves = a.probe.leaves
+	}
+	a.first = a.leaves[0]
+	return a, nil
+}
+
+// skipper consumes Parquet node p (as a non-repeated, required value).
+func (b *asmBuilder) skipper(p *pqNode) *asm {
+	return b.skipNode(p, true)
+}
+
+func (b *asmBuilder) skipNode(p *pqNode, asElement bool) *asm {
+	if p.repetition() == format.Repeated && !asElement {
+		el := b.skipNode(p, true)
+		return b.collection(asmList, p, p, []*asm{el}, false)
+	}
+	var a *asm
+	if p.isLeaf() {
+		s := b.stream(p)
+		a = &asm{kind: asmLeaf, stream: s, maxDef: p.def, conv: func(parquet.Value) (any, error) { return nil, nil }, leaves: []*colStream{s}, first: s}
+	} else {
+		a = &asm{kind: asmSkip}
+		for _, c := range p.children {
+			ca := b.skipNode(c, false)
+			a.children = append(a.children, ca)
+			a.leaves = append(a.leaves, ca.leaves...)
+		}
+		a.first = a.leaves[0]
+	}
+	if p.repetition() == format.Optional {
+		a.nullDef = p.def
+	}
+	return a
+}
+
+// collection makes a list or map assembler: outer is the field's node
+// (possibly the repeated node itself), repeated the repeated group.
+func (b *asmBuilder) collection(kind asmKind, outer, repeated *pqNode, children []*asm, optional bool) *asm {
+	a := &asm{kind: kind, children: children, elemDef: repeated.def, repLevel: repeated.rep}
+	for _, c := range children {
+		a.leaves = append(a.leaves, c.leaves...)
+	}
+	if len(a.leaves) > 0 {
+		a.first = a.leaves[0]
+	}
+	if optional {
+		a.nullDef = outer.def
+	}
+	return a
+}
+
+// buildList resolves the LIST encodings, including the legacy two-level
+// forms, per the Parquet backward-compatibility rules.
+func (b *asmBuilder) buildList(t value.ArrayType, p *pqNode) (*asm, error) {
+	if p.isLeaf() || len(p.children) != 1 || p.children[0].repetition() != format.Repeated {
+		return nil, fmt.Errorf("%w: Parquet field %q is not a list for %v", ErrSchemaMismatch, p.name, t)
+	}
+	r := p.children[0]
+	var el *asm
+	var err error
+	_, structElem := t.Element.(value.StructType)
+	switch {
+	case r.isLeaf(), len(r.children) > 1, r.name == "array", r.name == p.name+"_tuple",
+		// A struct element whose one field sits right in the repeated
+		// group: the group is the element (two-level), as parquet-mr infers.
+		structElem && r.children[0].isLeaf():
+		el, err = b.build(t.Element, r, true)
+	default:
+		el, err = b.build(t.Element, r.children[0], false)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("element: %w", err)
+	}
+	if len(el.leaves) == 0 {
+		return nil, fmt.Errorf("%w: list %q has no readable element column", ErrSchemaMismatch, p.name)
+	}
+	return b.collection(asmList, p, r, []*asm{el}, p.repetition() == format.Optional), nil
+}
+
+func (b *asmBuilder) buildMap(t value.MapType, p *pqNode) (*asm, error) {
+	kv := p
+	optional := false
+	if p.repetition() != format.Repeated {
+		if p.isLeaf() || len(p.children) != 1 || p.children[0].repetition() != format.Repeated {
+			return nil, fmt.Errorf("%w: Parquet field %q is not a map for %v", ErrSchemaMismatch, p.name, t)
+		}
+		kv = p.children[0]
+		optional = p.repetition() == format.Optional
+	}
+	if kv.isLeaf() || len(kv.children) != 2 {
+		return nil, fmt.Errorf("%w: map %q key_value group has no key and value", ErrSchemaMismatch, p.name)
+	}
+	k, err := b.build(t.Key, kv.children[0], false)
+	if err != nil {
+		return nil, fmt.Errorf("map key: %w", err)
+	}
+	v, err := b.build(t.Value, kv.children[1], false)
+	if err != nil {
+		return nil, fmt.Errorf("map value: %w", err)
+	}
+	return b.collection(asmMap, p, kv, []*asm{k, v}, optional), nil
+}
+
+// converter returns the conversion of a Parquet leaf's values into the Go
+// representation of Delta type t, whatever physical encoding the writer
+// chose.
+func converter(t value.Type, p *pqNode) (func(parquet.Value) (any, error), error) {
+	phys, _ := p.el.Type.Get()
+	lt := p.el.LogicalType.Value
+	ct, hasCT := p.el.ConvertedType.Get()
+	bad := func() (func(parquet.Value) (any, error), error) {
+		return nil, fmt.Errorf("%w: Parquet %v column %q cannot hold %v", ErrSchemaMismatch, phys, p.name, t)
+	}
+	isInt := phys == format.Int32 || phys == format.Int64
+	if dt, ok := t.(value.DecimalType); ok {
+		scale := 0
+		if d, ok := lt.(*format.DecimalType); ok {
+			scale = int(d.Scale)
+		} else if s, ok := p.el.Scale.Get(); ok {
+			scale = int(s)
+		}
+		var unscaled func(parquet.Value) *big.Int
+		switch phys {
+		case format.Int32:
+			unscaled = func(v parquet.Value) *big.Int { return big.NewInt(int64(v.Int32())) }
+		case format.Int64:
+			unscaled = func(v parquet.Value) *big.Int { return big.NewInt(v.Int64()) }
+		case format.ByteArray, format.FixedLenByteArray:
+			unscaled = func(v parquet.Value) *big.Int { return fromTwosComplement(v.ByteArray()) }
+		default:
+			return bad()
+		}
+		return func(v parquet.Value) (any, error) {
+			d := value.Decimal{Unscaled: unscaled(v), Scale: scale}
+			if scale != dt.Scale {
+				r, err := d.Rescale(dt.Scale)
+				if err != nil {
+					return nil, err
+				}
+				d = r
+			}
+			return d, nil
+		}, nil
+	}
+	switch t {
+	case value.Byte, value.Short, value.Integer, value.Long:
+		if !isInt {
+			return bad()
+		}
+		get := func(v parquet.Value) int64 {
+			if v.Kind() == parquet.Int32 {
+				return int64(v.Int32())
+			}
+			return v.Int64()
+		}
+		switch t {
+		case value.Byte:
+			return func(v parquet.Value) (any, error) { return int8(get(v)), nil }, nil
+		case value.Short:
+			return func(v parquet.Value) (any, error) { return int16(get(v)), nil }, nil
+		case value.Integer:
+			return func(v parquet.Value) (any, error) { return int32(get(v)), nil }, nil
+		}
+		return func(v parquet.Value) (any, error) { return get(v), nil }, nil
+	case value.Float:
+		if phys != format.Float {
+			return bad()
+		}
+		return func(v parquet.Value) (any, error) { return v.Float(), nil }, nil
+	case value.Double:
+		switch phys {
+		case format.Double:
+			return func(v parquet.Value) (any, error) { return v.Double(), nil }, nil
+		case format.Float:
+			return func(v parquet.Value) (any, error) { return float64(v.Float()), nil }, nil
+		case format.Int32:
+			return func(v parquet.Value) (any, error) { return float64(v.Int32()), nil }, nil
+		case format.Int64:
+			return func(v parquet.Value) (any, error) { return float64(v.Int64()), nil }, nil
+		}
+		return bad()
+	case value.Boolean:
+		if phys != format.Boolean {
+			return bad()
+		}
+		return func(v parquet.Value) (any, error) { return v.Boolean(), nil }, nil
+	case value.String:
+		if phys != format.ByteArray && phys != format.FixedLenByteArray {
+			return bad()
+		}
+		return func(v parquet.Value) (any, error) { return string(v.ByteArray()), nil }, nil
+	case value.Binary:
+		if phys != format.ByteArray && phys != format.FixedLenByteArray {
+			return bad()
+		}
+		return func(v parquet.Value) (any, error) { return append([]byte{}, v.ByteArray()...), nil }, nil
+	case value.Date:
+		if phys != format.Int32 {
+			return bad()
+		}
+		return func(v parquet.Value) (any, error) { return value.Days(v.Int32()), nil }, nil
+	case value.Timestamp, value.TimestampNTZ:
+		var micros func(parquet.Value) int64
+		switch phys {
+		case format.Int96:
+			micros = func(v parquet.Value) int64 { return int96Micros(v.Int96()) }
+		case format.Int64:
+			unit := int64(1) // micros per stored unit, negative = divide
+			if ts, ok := lt.(*format.TimestampType); ok {
+				switch ts.Unit.Value.(type) {
+				case *format.MilliSeconds:
+					unit = 1000
+				case *format.NanoSeconds:
+					unit = -1000
+				}
+			} else if hasCT && ct == deprecated.TimestampMillis {
+				unit = 1000
+			}
+			switch {
+			case unit > 1:
+				micros = func(v parquet.Value) int64 { return v.Int64() * unit }
+			case unit < 0:
+				micros = func(v parquet.Value) int64 { return floorDiv(v.Int64(), -unit) }
+			default:
+				micros = func(v parquet.Value) int64 { return v.Int64() }
+			}
+		default:
+			return bad()
+		}
+		if t == value.TimestampNTZ {
+			return func(v parquet.Value) (any, error) { return value.LocalMicros(micros(v)), nil }, nil
+		}
+		return func(v parquet.Value) (any, error) { return value.Micros(micros(v)), nil }, nil
+	}
+	return nil, fmt.Errorf("%w: unsupported column type %v", ErrSchemaMismatch, t)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && (a < 0) {
+		q--
+	}
+	return q
+}
+
+// int96Micros converts an INT96 timestamp (nanoseconds of the day, then the
+// Julian day number) to microseconds since the epoch.
+func int96Micros(v deprecated.Int96) int64 {
+	const julianEpoch = 2440588
+	nanos := int64(v[1])<<32 | int64(v[0])
+	day := int64(v[2])
+	return (day-julianEpoch)*86_400_000_000 + nanos/1000
+}
+
+// fromTwosComplement decodes a big-endian two's complement integer.
+func fromTwosComplement(b []byte) *big.Int {
+	u := new(big.Int).SetBytes(b)
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		u.Sub(u, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	return u
+}
+
+// storeReaderAt gives parquet-go random access to an object. Before each
+// row group the byte ranges of the wanted column chunks are fetched with a
+// few ranged reads and served from memory, so memory is bounded by a row
+// group and remote stores see few requests.
+type storeReaderAt struct {
+	ctx    context.Context
+	store  objstore.Store
+	name   string
+	size   int64
+	chunks []cachedRange
+}
+
+type cachedRange struct {
+	off  int64
+	data []byte
+}
+
+// prefetch loads the given [start, end) ranges, merging neighbours.
+func (r *storeReaderAt) prefetch(ranges [][2]int64) error {
+	r.chunks = r.chunks[:0]
+	sort.Slice(ranges, func(i, j int) bool { return ranges[i][0] < ranges[j][0] })
+	const gap = 1 << 20
+	var merged [][2]int64
+	for _, rg := range ranges {
+		if n := len(merged); n > 0 && rg[0] <= merged[n-1][1]+gap {
+			merged[n-1][1] = max(merged[n-1][1], rg[1])
+			continue
+		}
+		merged = append(merged, rg)
+	}
+	for _, rg := range merged {
+		start, end := max(rg[0], 0), min(rg[1], r.size)
+		if end <= start {
+			continue
+		}
+		buf := make([]byte, end-start)
+		if err := r.readDirect(buf, start); err != nil {
+			return err
+		}
+		r.chunks = append(r.chunks, cachedRange{off: start, data: buf})
+	}
+	return nil
+}
+
+func (r *storeReaderAt) release() { r.chunks = nil }
+
+func (r *storeReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	for _, c := range r.chunks {
+		if off >= c.off && off+int64(len(p)) <= c.off+int64(len(c.data)) {
+			return copy(p, c.data[off-c.off:]), nil
+		}
+	}
+	if off >= r.size {
+		return 0, io.EOF
+	}
+	n := len(p)
+	if off+int64(n) > r.size {
+		n = int(r.size - off)
+	}
+	if err := r.readDirect(p[:n], off); err != nil {
+		return 0, err
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (r *storeReaderAt) readDirect(p []byte, off int64) error {
+	rc, err := r.store.NewReader(r.ctx, r.name, off, int64(len(p)))
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if _, err := io.ReadFull(rc, p); err != nil {
+		return fmt.Errorf("read %d bytes at %d: %w", len(p), off, err)
+	}
+	return nil
+}

@@ -1,0 +1,744 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"reflect"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/value"
+	"github.com/google/uuid"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/encoding"
+)
+
+// Sentinel errors of the data-file writer.
+var (
+	// ErrValueType is returned when a row value is not the Go representation
+	// of its column's type (see package value), or a non-nullable column
+	// holds nil.
+	ErrValueType = errors.New("value does not match column type")
+	// ErrPartitionValue is returned when a row's partition column differs
+	// from the partition values of the file being written.
+	ErrPartitionValue = errors.New("row does not belong to the file's partition")
+	// ErrWriterClosed is returned when a closed or aborted writer is used.
+	ErrWriterClosed = errors.New("file writer is closed")
+)
+
+// Compression is a Parquet compression codec for data files.
+type Compression string
+
+// Supported codecs. The name appears in the file name as Spark writes it
+// (part-…-c000.snappy.parquet).
+const (
+	CompressionSnappy Compression = "snappy"
+	CompressionZstd   Compression = "zstd"
+	CompressionGzip   Compression = "gzip"
+	CompressionNone   Compression = "none"
+)
+
+// DefaultRowGroupBytes is the default buffered size of a row group.
+const DefaultRowGroupBytes = 64 << 20
+
+// WriteOptions configure one data file.
+type WriteOptions struct {
+	// Schema is the table schema. Rows passed to Write carry one value per
+	// field, partition columns included.
+	Schema value.StructType
+	// PartitionColumns are the table's partition columns (top-level names);
+	// they are not stored in the file.
+	PartitionColumns []string
+	// PartitionValues are this file's partition values, typed as in package
+	// value (nil = null), one per partition column. Every row's partition
+	// columns must equal them (ErrPartitionValue otherwise).
+	PartitionValues map[string]any
+	// Dir is an optional directory under the table root (no URI encoding,
+	// no trailing slash) that goes before the partition directories.
+	Dir string
+	// FileName replaces the generated "part-00000-<uuid>-c000.<codec>.parquet".
+	FileName string
+	// Compression defaults to snappy.
+	Compression Compression
+	// RowGroupBytes is the buffered (uncompressed) size at which a row group
+	// is flushed; memory use is bounded by it. Default DefaultRowGroupBytes.
+	RowGroupBytes int64
+	// StatsColumns is how many leaf columns get statistics: 0 means
+	// DefaultStatsColumns (32), -1 means all.
+	StatsColumns int
+	// DataChange is copied to the add action.
+	DataChange bool
+	// ColumnMappingMode is the table's delta.columnMapping.mode; with "name"
+	// or "id" columns, stats and partition values use physical names and
+	// Parquet fields carry the column ids.
+	ColumnMappingMode string
+}
+
+// FileWriter streams rows into one Parquet data file of a Delta table and
+// returns its add action. It buffers at most one row group in memory: the
+// file is uploaded while it is written. Call Close to finish the file or
+// Abort to discard it; a FileWriter is not safe for concurrent use.
+type FileWriter struct {
+	opts     WriteOptions
+	name     string // object name relative to the table root
+	partVals map[string]*string
+	partIdx  []int // row positions of partition columns
+	partType []value.Type
+	partSer  []*string
+	dataIdx  []int // row positions of data columns
+	root     []*wnode
+	numLeaf  int
+	leafVals [][]parquet.Value
+	batch    []parquet.Row
+	nbatch   int
+	pw       *parquet.Writer
+	pipe     *io.PipeWriter
+	done     chan writeResult
+	stats    *statsCollector
+	rows     int64
+	rgStart  int64
+	closed   bool
+	err      error
+}
+
+type writeResult struct {
+	info objstore.Info
+	err  error
+}
+
+const writeBatchRows = 128
+
+// NewFileWriter starts a data file in store, which is rooted at the table.
+func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions) (*FileWriter, error) {
+	if err := validColumnMappingMode(opts.ColumnMappingMode); err != nil {
+		return nil, fmt.Errorf("new data file: %w", err)
+	}
+	if opts.Compression == "" {
+		opts.Compression = CompressionSnappy
+	}
+	if opts.RowGroupBytes <= 0 {
+		opts.RowGroupBytes = DefaultRowGroupBytes
+	}
+	codec, suffix, err := codecOf(opts.Compression)
+	if err != nil {
+		return nil, fmt.Errorf("new data file: %w", err)
+	}
+	w := &FileWriter{opts: opts, partVals: map[string]*string{}}
+	mode := opts.ColumnMappingMode
+	isPart := map[string]bool{}
+	var partKeys []string
+	for _, c := range opts.PartitionColumns {
+		i := opts.Schema.Index(c)
+		if i < 0 {
+			return nil, fmt.Errorf("new data file: partition column %q is not in the schema", c)
+		}
+		f := opts.Schema.Fields[i]
+		v, ok := opts.PartitionValues[c]
+		if !ok {
+			return nil, fmt.Errorf("new data file: no value for partition column %q", c)
+		}
+		ser, err := FormatPartitionValue(f.Type, v)
+		if err != nil {
+			return nil, fmt.Errorf("new data file: partition column %q: %w", c, err)
+		}
+		key := PhysicalName(f, mode)
+		w.partVals[key] = ser
+		partKeys = append(partKeys, key)
+		w.partIdx = append(w.partIdx, i)
+		w.partType = append(w.partType, f.Type)
+		w.partSer = append(w.partSer, ser)
+		isPart[c] = true
+	}
+	var fields []parquet.Field
+	for i, f := range opts.Schema.Fields {
+		if isPart[f.Name] {
+			continue
+		}
+		n, node, err := w.buildNode(f, mode)
+		if err != nil {
+			return nil, fmt.Errorf("new data file: column %q: %w", f.Name, err)
+		}
+		w.dataIdx = append(w.dataIdx, i)
+		w.root = append(w.root, n)
+		fields = append(fields, &orderedField{Node: node, name: PhysicalName(f, mode)})
+	}
+	w.leafVals = make([][]parquet.Value, w.numLeaf)
+	w.batch = make([]parquet.Row, writeBatchRows)
+	w.stats = newStatsCollector(opts.Schema, w.dataIdx, opts.StatsColumns, mode)
+
+	file := opts.FileName
+	if file == "" {
+		file = "part-00000-" + uuid.NewString() + "-c000" + suffix + ".parquet"
+	}
+	dir := opts.Dir
+	if len(partKeys) > 0 {
+		pd := partitionDir(partKeys, w.partVals)
+		if dir != "" {
+			dir += "/" + pd
+		} else {
+			dir = pd
+		}
+	}
+	w.name = file
+	if dir != "" {
+		w.name = dir + "/" + file
+	}
+
+	schema := parquet.NewSchema("spark_schema", &orderedGroup{fields: fields})
+	pr, pipeW := io.Pipe()
+	w.pipe = pipeW
+	w.done = make(chan writeResult, 1)
+	go func() {
+		info, err := store.Write(ctx, w.name, pr, objstore.WriteOptions{IfAbsent: true, ContentType: "application/vnd.apache.parquet"})
+		if err != nil {
+			pr.CloseWithError(err)
+		} else {
+			pr.Close()
+		}
+		w.done <- writeResult{info, err}
+	}()
+	w.pw = parquet.NewWriter(pipeW, schema,
+		parquet.Compression(codec),
+		parquet.DataPageVersion(1),
+		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
+		parquet.CreatedBy("dsdelta", "1", ""),
+	)
+	return w, nil
+}
+
+func codecOf(c Compression) (compress.Codec, string, error) {
+	switch c {
+	case CompressionSnappy:
+		return &parquet.Snappy, ".snappy", nil
+	case CompressionZstd:
+		return &parquet.Zstd, ".zstd", nil
+	case CompressionGzip:
+		return &parquet.Gzip, ".gz", nil
+	case CompressionNone:
+		return &parquet.Uncompressed, "", nil
+	}
+	return nil, "", fmt.Errorf("unknown compression %q", c)
+}
+
+// Name returns the object name of the file relative to the table root.
+func (w *FileWriter) Name() string { return w.name }
+
+// Rows returns the number of rows written so far.
+func (w *FileWriter) Rows() int64 { return w.rows }
+
+// BytesWritten estimates the file size so far: bytes already flushed plus
+// the uncompressed size of the buffered row group, so it over-estimates
+// until Close. Use it to roll files at a target size.
+func (w *FileWriter) BytesWritten() int64 {
+	w.flushBatch()
+	return w.pw.Size()
+}
+
+// Write appends one row: one value per schema field in schema order, in the
+// Go representation of package value. The row is not retained.
+func (w *FileWriter) Write(row []any) error {
+	if w.closed {
+		return ErrWriterClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if len(row) != len(w.opts.Schema.Fields) {
+		return fmt.Errorf("write %s row %d: %d values for %d columns", w.name, w.rows, len(row), len(w.opts.Schema.Fields))
+	}
+	for k, i := range w.partIdx {
+		ser, err := FormatPartitionValue(w.partType[k], row[i])
+		if err != nil {
+			return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[i].Name, err)
+		}
+		if !equalSer(ser, w.partSer[k]) {
+			return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[i].Name, ErrPartitionValue)
+		}
+	}
+	for i := range w.leafVals {
+		w.leafVals[i] = w.leafVals[i][:0]
+	}
+	for k, n := range w.root {
+		if err := w.shred(n, row[w.dataIdx[k]], 0, 0); err != nil {
+			return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[w.dataIdx[k]].Name, err)
+		}
+	}
+	r := w.batch[w.nbatch][:0]
+	for _, vals := range w.leafVals {
+		r = append(r, vals...)
+	}
+	w.batch[w.nbatch] = r
+	w.nbatch++
+	w.stats.add(row)
+	w.rows++
+	if w.nbatch == len(w.batch) {
+		if err := w.flushBatch(); err != nil {
+			return err
+		}
+		if w.pw.Size()-w.rgStart >= w.opts.RowGroupBytes {
+			if err := w.pw.Flush(); err != nil {
+				w.err = fmt.Errorf("write %s: flush row group: %w", w.name, err)
+				return w.err
+			}
+			w.rgStart = w.pw.Size()
+		}
+	}
+	return nil
+}
+
+func equalSer(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func (w *FileWriter) flushBatch() error {
+	if w.nbatch == 0 || w.err != nil {
+		return w.err
+	}
+	if _, err := w.pw.WriteRows(w.batch[:w.nbatch]); err != nil {
+		w.err = fmt.Errorf("write %s: %w", w.name, err)
+		return w.err
+	}
+	w.nbatch = 0
+	return nil
+}
+
+// Close finishes the file and returns its add action (path URI-encoded and
+// relative to the table root, size, modification time, partition values and
+// stats).
+func (w *FileWriter) Close(ctx context.Context) (Add, error) {
+	if w.closed {
+		return Add{}, ErrWriterClosed
+	}
+	w.closed = true
+	err := w.flushBatch()
+	if err == nil {
+		if err = w.pw.Close(); err != nil {
+			err = fmt.Errorf("write %s: finish parquet: %w", w.name, err)
+		}
+	}
+	if err != nil {
+		w.pipe.CloseWithError(err)
+		<-w.done
+		return Add{}, err
+	}
+	w.pipe.Close()
+	var res writeResult
+	select {
+	case res = <-w.done:
+	case <-ctx.Done():
+		w.pipe.CloseWithError(ctx.Err())
+		<-w.done
+		return Add{}, fmt.Errorf("write %s: %w", w.name, ctx.Err())
+	}
+	if res.err != nil {
+		return Add{}, fmt.Errorf("write %s: %w", w.name, res.err)
+	}
+	mod := res.info.Updated
+	if mod.IsZero() {
+		mod = time.Now()
+	}
+	return Add{
+		Path:             encodeAddPath(w.name),
+		PartitionValues:  w.partVals,
+		Size:             res.info.Size,
+		ModificationTime: mod.UnixMilli(),
+		DataChange:       w.opts.DataChange,
+		Stats:            w.stats.json(),
+	}, nil
+}
+
+// Abort discards the file: the upload is cancelled so no object appears.
+func (w *FileWriter) Abort() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	w.pipe.CloseWithError(errors.New("file writer aborted"))
+	<-w.done
+}
+
+// wnode is one schema node of the write path: how a Go value is shredded
+// into Parquet leaf columns with repetition and definition levels.
+type wnode struct {
+	kind      wkind
+	typ       value.Type
+	optional  bool
+	children  []*wnode // struct fields; list: [element]; map: [key, value]
+	leaf      int      // column index of a leaf
+	firstLeaf int
+	endLeaf   int // one past the last leaf below
+	repLevel  int // repetition level of a list's or map's repeated group
+	conv      func(any) (parquet.Value, error)
+}
+
+type wkind int
+
+const (
+	wLeaf wkind = iota
+	wStruct
+	wList
+	wMap
+)
+
+func (w *FileWriter) buildNode(f value.Field, mode string) (*wnode, parquet.Node, error) {
+	return w.buildType(f.Type, f.Nullable, f, mode, 0)
+}
+
+// buildType creates the shredding node and the Parquet node of a type;
+// field is the schema field carrying metadata (column mapping), when any.
+func (w *FileWriter) buildType(t value.Type, nullable bool, field value.Field, mode string, rep int) (*wnode, parquet.Node, error) {
+	n := &wnode{typ: t, optional: nullable, firstLeaf: w.numLeaf}
+	var node parquet.Node
+	switch tt := t.(type) {
+	case value.StructType:
+		n.kind = wStruct
+		var fields []parquet.Field
+		for _, cf := range tt.Fields {
+			c, cn, err := w.buildType(cf.Type, cf.Nullable, cf, mode, rep)
+			if err != nil {
+				return nil, nil, fmt.Errorf("field %q: %w", cf.Name, err)
+			}
+			n.children = append(n.children, c)
+			fields = append(fields, &orderedField{Node: cn, name: PhysicalName(cf, mode)})
+		}
+		if len(fields) == 0 {
+			return nil, nil, fmt.Errorf("struct without fields")
+		}
+		node = &orderedGroup{fields: fields}
+	case value.ArrayType:
+		n.kind = wList
+		n.repLevel = rep + 1
+		c, cn, err := w.buildType(tt.Element, tt.ContainsNull, value.Field{}, mode, rep+1)
+		if err != nil {
+			return nil, nil, fmt.Errorf("array element: %w", err)
+		}
+		n.children = []*wnode{c}
+		node = parquet.List(cn)
+	case value.MapType:
+		n.kind = wMap
+		n.repLevel = rep + 1
+		k, kn, err := w.buildType(tt.Key, false, value.Field{}, mode, rep+1)
+		if err != nil {
+			return nil, nil, fmt.Errorf("map key: %w", err)
+		}
+		v, vn, err := w.buildType(tt.Value, tt.ValueContainsNull, value.Field{}, mode, rep+1)
+		if err != nil {
+			return nil, nil, fmt.Errorf("map value: %w", err)
+		}
+		n.children = []*wnode{k, v}
+		node = parquet.Map(kn, vn)
+	default:
+		n.kind = wLeaf
+		leaf, conv, err := leafNode(t)
+		if err != nil {
+			return nil, nil, err
+		}
+		n.leaf = w.numLeaf
+		w.numLeaf++
+		n.conv = conv
+		node = leaf
+	}
+	n.endLeaf = w.numLeaf
+	if nullable {
+		node = parquet.Optional(node)
+	} else {
+		node = parquet.Required(node)
+	}
+	if mode == ColumnMappingID || mode == ColumnMappingName {
+		if id := columnID(field); id > 0 {
+			node = parquet.FieldID(node, int(id))
+		}
+	}
+	return n, node, nil
+}
+
+// leafNode returns the Parquet leaf for a primitive Delta type and the
+// conversion of its Go values.
+func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), error) {
+	mismatch := func(v any) (parquet.Value, error) {
+		return parquet.Value{}, fmt.Errorf("%w: %T is not a %v value", ErrValueType, v, t)
+	}
+	if dt, ok := t.(value.DecimalType); ok {
+		if dt.Precision < 1 || dt.Precision > 38 || dt.Scale < 0 || dt.Scale > dt.Precision {
+			return nil, nil, fmt.Errorf("unsupported %v", dt)
+		}
+		limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(dt.Precision)), nil)
+		fit := func(v any) (*big.Int, error) {
+			d, ok := v.(value.Decimal)
+			if !ok || d.Unscaled == nil {
+				_, err := mismatch(v)
+				return nil, err
+			}
+			r, err := d.Rescale(dt.Scale)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrValueType, err)
+			}
+			if new(big.Int).Abs(r.Unscaled).Cmp(limit) >= 0 {
+				return nil, fmt.Errorf("%w: %s overflows %v", ErrValueType, d, dt)
+			}
+			return r.Unscaled, nil
+		}
+		switch {
+		case dt.Precision <= 9:
+			return parquet.Decimal(dt.Scale, dt.Precision, parquet.Int32Type), func(v any) (parquet.Value, error) {
+				u, err := fit(v)
+				if err != nil {
+					return parquet.Value{}, err
+				}
+				return parquet.Int32Value(int32(u.Int64())), nil
+			}, nil
+		case dt.Precision <= 18:
+			return parquet.Decimal(dt.Scale, dt.Precision, parquet.Int64Type), func(v any) (parquet.Value, error) {
+				u, err := fit(v)
+				if err != nil {
+					return parquet.Value{}, err
+				}
+				return parquet.Int64Value(u.Int64()), nil
+			}, nil
+		default:
+			size := decimalBytes(dt.Precision)
+			return parquet.Decimal(dt.Scale, dt.Precision, parquet.FixedLenByteArrayType(size)), func(v any) (parquet.Value, error) {
+				u, err := fit(v)
+				if err != nil {
+					return parquet.Value{}, err
+				}
+				return parquet.FixedLenByteArrayValue(twosComplement(u, size)), nil
+			}, nil
+		}
+	}
+	switch t {
+	case value.Boolean:
+		return parquet.Leaf(parquet.BooleanType), func(v any) (parquet.Value, error) {
+			if x, ok := v.(bool); ok {
+				return parquet.BooleanValue(x), nil
+			}
+			return mismatch(v)
+		}, nil
+	case value.Byte:
+		return parquet.Int(8), func(v any) (parquet.Value, error) {
+			if x, ok := v.(int8); ok {
+				return parquet.Int32Value(int32(x)), nil
+			}
+			return mismatch(v)
+		}, nil
+	case value.Short:
+		return parquet.Int(16), func(v any) (parquet.Value, error) {
+			if x, ok := v.(int16); ok {
+				return parquet.Int32Value(int32(x)), nil
+			}
+			return mismatch(v)
+		}, nil
+	case value.Integer:
+		return parquet.Int(32), func(v any) (parquet.Value, error) {
+			if x, ok := v.(int32); ok {
+				return parquet.Int32Value(x), nil
+			}
+			return mismatch(v)
+		}, nil
+	case value.Long:
+		return parquet.Leaf(parquet.Int64Type), func(v any) (parquet.Value, error) {
+			if x, ok := v.(int64); ok {
+				return parquet.Int64Value(x), nil
+			}
+			return mismatch(v)
+		}, nil
+	case value.Float:
+		return parquet.Leaf(parquet.FloatType), func(v any) (parquet.Value, error) {
+			if x, ok := v.(float32); ok {
+				return parquet.FloatValue(x), nil
+			}
+			return mismatch(v)
+		}, nil
+	case value.Double:
+		return parquet.Leaf(parquet.DoubleType), func(v any) (parquet.Value, error) {
+			if x, ok := v.(float64); ok {
+				return parquet.DoubleValue(x), nil
+			}
+			return mismatch(v)
+		}, nil
+	case value.String:
+		return parquet.String(), func(v any) (parquet.Value, error) {
+			if x, ok := v.(string); ok {
+				return parquet.ByteArrayValue([]byte(x)), nil
+			}
+			return mismatch(v)
+		}, nil
+	case value.Binary:
+		return parquet.Leaf(parquet.ByteArrayType), func(v any) (parquet.Value, error) {
+			if x, ok := v.([]byte); ok {
+				return parquet.ByteArrayValue(x), nil
+			}
+			return mismatch(v)
+		}, nil
+	case value.Date:
+		return parquet.Date(), func(v any) (parquet.Value, error) {
+			if x, ok := v.(value.Days); ok {
+				return parquet.Int32Value(int32(x)), nil
+			}
+			return mismatch(v)
+		}, nil
+	case value.Timestamp:
+		return parquet.TimestampAdjusted(parquet.Microsecond, true), func(v any) (parquet.Value, error) {
+			if x, ok := v.(value.Micros); ok {
+				return parquet.Int64Value(int64(x)), nil
+			}
+			return mismatch(v)
+		}, nil
+	case value.TimestampNTZ:
+		return parquet.TimestampAdjusted(parquet.Microsecond, false), func(v any) (parquet.Value, error) {
+			if x, ok := v.(value.LocalMicros); ok {
+				return parquet.Int64Value(int64(x)), nil
+			}
+			return mismatch(v)
+		}, nil
+	}
+	return nil, nil, fmt.Errorf("unsupported column type %v", t)
+}
+
+// decimalBytes is the smallest FIXED_LEN_BYTE_ARRAY length that holds every
+// unscaled value of the given precision in two's complement.
+func decimalBytes(precision int) int {
+	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil)
+	for n := 1; ; n++ {
+		max := new(big.Int).Lsh(big.NewInt(1), uint(8*n-1)) // 2^(8n-1) > 10^p - 1
+		if max.Cmp(limit) >= 0 {
+			return n
+		}
+	}
+}
+
+// twosComplement renders u big-endian in size bytes.
+func twosComplement(u *big.Int, size int) []byte {
+	out := make([]byte, size)
+	if u.Sign() >= 0 {
+		u.FillBytes(out)
+		return out
+	}
+	// -x = ^(x-1) in two's complement.
+	m := new(big.Int).Sub(new(big.Int).Neg(u), big.NewInt(1))
+	m.FillBytes(out)
+	for i := range out {
+		out[i] = ^out[i]
+	}
+	return out
+}
+
+// shred appends v's leaf values with the given repetition level r (for the
+// first value) and definition level d of the parent.
+func (w *FileWriter) shred(n *wnode, v any, r, d int) error {
+	if v == nil {
+		if !n.optional {
+			return fmt.Errorf("%w: null in non-nullable %v", ErrValueType, n.typ)
+		}
+		w.nulls(n, r, d)
+		return nil
+	}
+	if n.optional {
+		d++
+	}
+	switch n.kind {
+	case wLeaf:
+		pv, err := n.conv(v)
+		if err != nil {
+			return err
+		}
+		w.leafVals[n.leaf] = append(w.leafVals[n.leaf], pv.Level(r, d, n.leaf))
+	case wStruct:
+		fields, ok := v.([]any)
+		if !ok || len(fields) != len(n.children) {
+			return fmt.Errorf("%w: %T is not a %v value", ErrValueType, v, n.typ)
+		}
+		for i, c := range n.children {
+			if err := w.shred(c, fields[i], r, d); err != nil {
+				return fmt.Errorf("field %d: %w", i, err)
+			}
+		}
+	case wList:
+		elems, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("%w: %T is not a %v value", ErrValueType, v, n.typ)
+		}
+		if len(elems) == 0 {
+			w.nulls(n, r, d)
+			return nil
+		}
+		for i, e := range elems {
+			rr := r
+			if i > 0 {
+				rr = n.repLevel
+			}
+			if err := w.shred(n.children[0], e, rr, d+1); err != nil {
+				return fmt.Errorf("element %d: %w", i, err)
+			}
+		}
+	case wMap:
+		entries, ok := v.([]value.MapEntry)
+		if !ok {
+			return fmt.Errorf("%w: %T is not a %v value", ErrValueType, v, n.typ)
+		}
+		if len(entries) == 0 {
+			w.nulls(n, r, d)
+			return nil
+		}
+		for i, e := range entries {
+			rr := r
+			if i > 0 {
+				rr = n.repLevel
+			}
+			if err := w.shred(n.children[0], e.Key, rr, d+1); err != nil {
+				return fmt.Errorf("map key %d: %w", i, err)
+			}
+			if err := w.shred(n.children[1], e.Value, rr, d+1); err != nil {
+				return fmt.Errorf("map value %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// nulls records an absent value (null or empty collection) for every leaf
+// below n.
+func (w *FileWriter) nulls(n *wnode, r, d int) {
+	for leaf := n.firstLeaf; leaf < n.endLeaf; leaf++ {
+		w.leafVals[leaf] = append(w.leafVals[leaf], parquet.NullValue().Level(r, d, leaf))
+	}
+}
+
+// orderedGroup is a Parquet group that keeps its fields in schema order
+// (parquet.Group sorts them by name), so files list columns as the Delta
+// schema does.
+type orderedGroup struct{ fields []parquet.Field }
+
+func (g *orderedGroup) ID() int                     { return 0 }
+func (g *orderedGroup) String() string              { return g.asGroup().String() }
+func (g *orderedGroup) Type() parquet.Type          { return parquet.Group{}.Type() }
+func (g *orderedGroup) Optional() bool              { return false }
+func (g *orderedGroup) Repeated() bool              { return false }
+func (g *orderedGroup) Required() bool              { return true }
+func (g *orderedGroup) Leaf() bool                  { return false }
+func (g *orderedGroup) Fields() []parquet.Field     { return g.fields }
+func (g *orderedGroup) Encoding() encoding.Encoding { return nil }
+func (g *orderedGroup) Compression() compress.Codec { return nil }
+func (g *orderedGroup) GoType() reflect.Type        { return g.asGroup().GoType() }
+func (g *orderedGroup) asGroup() parquet.Group {
+	m := parquet.Group{}
+	for _, f := range g.fields {
+		m[f.Name()] = f
+	}
+	return m
+}
+
+type orderedField struct {
+	parquet.Node
+	name string
+}
+
+func (f *orderedField) Name() string                      { return f.name }
+func (f *orderedField) Value(reflect.Value) reflect.Value { return reflect.Value{} }

@@ -1,0 +1,232 @@
+package delta
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// Table feature names (Delta protocol, "Table Features").
+const (
+	FeatureAppendOnly          = "appendOnly"
+	FeatureInvariants          = "invariants"
+	FeatureCheckConstraints    = "checkConstraints"
+	FeatureChangeDataFeed      = "changeDataFeed"
+	FeatureGeneratedColumns    = "generatedColumns"
+	FeatureColumnMapping       = "columnMapping"
+	FeatureIdentityColumns     = "identityColumns"
+	FeatureDeletionVectors     = "deletionVectors"
+	FeatureTimestampNTZ        = "timestampNtz"
+	FeatureDomainMetadata      = "domainMetadata"
+	FeatureV2Checkpoint        = "v2Checkpoint"
+	FeatureRowTracking         = "rowTracking"
+	FeatureInCommitTimestamp   = "inCommitTimestamp"
+	FeatureVacuumProtocolCheck = "vacuumProtocolCheck"
+	FeatureTypeWidening        = "typeWidening"
+	FeatureTypeWideningPreview = "typeWidening-preview"
+)
+
+// readableFeatures are the reader features whose data this package reads
+// correctly (deletion vectors and column mapping are applied by the Parquet
+// reader side of the package). v2Checkpoint is absent: UUID-named and
+// sidecar checkpoints are not read.
+var readableFeatures = []string{
+	FeatureDeletionVectors, FeatureColumnMapping, FeatureTimestampNTZ,
+	FeatureTypeWidening, FeatureTypeWideningPreview, FeatureVacuumProtocolCheck,
+}
+
+// writableFeatures are the writer features whose obligations this package
+// honours on every commit: appendOnly (removes with dataChange refused) and
+// invariants (writes refused while any column carries one).
+var writableFeatures = []string{FeatureAppendOnly, FeatureInvariants}
+
+// vacuumSafeWriterFeatures are writer features that cannot make VACUUM
+// delete a live file when it keeps every file the snapshot references
+// (including deletion vector files). Anything else (e.g. an unknown future
+// feature) makes Vacuum refuse, as vacuumProtocolCheck demands.
+var vacuumSafeWriterFeatures = []string{
+	FeatureAppendOnly, FeatureInvariants, FeatureCheckConstraints, FeatureChangeDataFeed,
+	FeatureGeneratedColumns, FeatureColumnMapping, FeatureIdentityColumns, FeatureDeletionVectors,
+	FeatureTimestampNTZ, FeatureDomainMetadata, FeatureRowTracking, FeatureInCommitTimestamp,
+	FeatureVacuumProtocolCheck, FeatureTypeWidening, FeatureTypeWideningPreview,
+}
+
+// CheckRead returns an error wrapping ErrUnsupportedFeature, naming the
+// version or features, when this package cannot read a table with protocol p.
+func (p Protocol) CheckRead() error {
+	switch {
+	case p.MinReaderVersion < 1:
+		return fmt.Errorf("%w: invalid minReaderVersion %d", ErrUnsupportedFeature, p.MinReaderVersion)
+	case p.MinReaderVersion > 3:
+		return fmt.Errorf("%w: minReaderVersion %d (this reader supports 1 to 3)", ErrUnsupportedFeature, p.MinReaderVersion)
+	case p.MinReaderVersion < 3:
+		return nil
+	}
+	var missing []string
+	for _, f := range p.ReaderFeatures {
+		if !slices.Contains(readableFeatures, f) {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: reader feature(s) %s", ErrUnsupportedFeature, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// CheckWrite returns an error wrapping ErrUnsupportedFeature when this
+// package cannot commit to a table with protocol p and metadata md: the
+// table must be readable and need nothing beyond writer version 2 semantics
+// (appendOnly, invariants), either through minWriterVersion ≤ 2 or a writer
+// version 7 feature list limited to those features. Tables whose writer
+// version 3–6 activates no feature in md are also refused because the
+// version alone obliges writers to honour properties we do not check.
+func (p Protocol) CheckWrite(md Metadata) error {
+	if err := p.CheckRead(); err != nil {
+		return err
+	}
+	if p.MinReaderVersion == 3 && len(p.ReaderFeatures) > 0 {
+		// Every reader feature is also a writer feature; reading it is not
+		// enough to write it.
+		return fmt.Errorf("%w: writing reader feature(s) %s", ErrUnsupportedFeature, strings.Join(p.ReaderFeatures, ", "))
+	}
+	var missing []string
+	switch {
+	case p.MinWriterVersion < 1:
+		return fmt.Errorf("%w: invalid minWriterVersion %d", ErrUnsupportedFeature, p.MinWriterVersion)
+	case p.MinWriterVersion <= 2:
+	case p.MinWriterVersion == 7:
+		for _, f := range p.WriterFeatures {
+			if !slices.Contains(writableFeatures, f) {
+				missing = append(missing, f)
+			}
+		}
+	default:
+		missing = append(missing, legacyWriterFeatures(p.MinWriterVersion)...)
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("%w: writer feature(s) %s (minWriterVersion %d)", ErrUnsupportedFeature, strings.Join(missing, ", "), p.MinWriterVersion)
+	}
+	return checkMetadataWritable(md)
+}
+
+// legacyWriterFeatures lists the features a legacy writer version implies
+// beyond version 2.
+func legacyWriterFeatures(v int) []string {
+	var out []string
+	if v >= 3 {
+		out = append(out, FeatureCheckConstraints)
+	}
+	if v >= 4 {
+		out = append(out, FeatureChangeDataFeed, FeatureGeneratedColumns)
+	}
+	if v >= 5 {
+		out = append(out, FeatureColumnMapping)
+	}
+	if v >= 6 {
+		out = append(out, FeatureIdentityColumns)
+	}
+	if v > 7 {
+		out = append(out, fmt.Sprintf("writer version %d", v))
+	}
+	return out
+}
+
+// checkMetadataWritable refuses metadata that activates a feature we cannot
+// honour even when the protocol does not list it (a property set on a
+// lower-protocol table by a careless writer still binds us).
+func checkMetadataWritable(md Metadata) error {
+	var missing []string
+	for k, v := range md.Configuration {
+		switch {
+		case strings.HasPrefix(k, constraintPropertyPrefix):
+			missing = appendOnce(missing, FeatureCheckConstraints)
+		case k == PropEnableChangeDataFeed && strings.EqualFold(v, "true"):
+			missing = appendOnce(missing, FeatureChangeDataFeed)
+		case k == PropColumnMappingMode && !strings.EqualFold(v, "none") && v != "":
+			missing = appendOnce(missing, FeatureColumnMapping)
+		}
+	}
+	if md.SchemaString != "" {
+		schema, err := value.ParseSchema(md.SchemaString)
+		if err != nil {
+			return fmt.Errorf("check writable schema: %w", err)
+		}
+		walkFields(schema, func(f value.Field) {
+			for k := range f.Metadata {
+				switch {
+				case k == invariantsMetadataKey:
+					missing = appendOnce(missing, FeatureInvariants+" (column "+f.Name+")")
+				case k == generationExpressionKey:
+					missing = appendOnce(missing, FeatureGeneratedColumns)
+				case strings.HasPrefix(k, identityMetadataKeyPrefix):
+					missing = appendOnce(missing, FeatureIdentityColumns)
+				}
+			}
+			if f.Type == value.TimestampNTZ {
+				missing = appendOnce(missing, FeatureTimestampNTZ)
+			}
+		})
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("%w: table metadata needs %s", ErrUnsupportedFeature, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// CheckVacuum returns an error when vacuuming a table with protocol p could
+// delete files that a feature we do not know still needs.
+func (p Protocol) CheckVacuum() error {
+	if err := p.CheckRead(); err != nil {
+		return err
+	}
+	if p.MinWriterVersion != 7 {
+		if p.MinWriterVersion > 7 {
+			return fmt.Errorf("%w: vacuum with minWriterVersion %d", ErrUnsupportedFeature, p.MinWriterVersion)
+		}
+		return nil
+	}
+	var missing []string
+	for _, f := range p.WriterFeatures {
+		if !slices.Contains(vacuumSafeWriterFeatures, f) {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: vacuum with writer feature(s) %s", ErrUnsupportedFeature, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// walkFields calls fn for every field of st, nested structs (also inside
+// arrays and maps) included.
+func walkFields(st value.StructType, fn func(value.Field)) {
+	for _, f := range st.Fields {
+		fn(f)
+		walkType(f.Type, fn)
+	}
+}
+
+func walkType(t value.Type, fn func(value.Field)) {
+	switch x := t.(type) {
+	case value.StructType:
+		walkFields(x, fn)
+	case value.ArrayType:
+		walkType(x.Element, fn)
+	case value.MapType:
+		walkType(x.Key, fn)
+		walkType(x.Value, fn)
+	}
+}
+
+func appendOnce(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}

@@ -1,0 +1,280 @@
+// Package gcp builds the pipeline's services on Google Cloud (or its
+// emulators) from DSDELTA_* environment variables: the lake and source
+// buckets on Cloud Storage, Firestore coordination, and Pub/Sub for merge
+// wake-ups and dead letters. The client libraries honour
+// STORAGE_EMULATOR_HOST, FIRESTORE_EMULATOR_HOST and PUBSUB_EMULATOR_HOST,
+// which is how the emulator stack runs the same code.
+package gcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/storage"
+
+	"github.com/dsdelta/dsdelta/shared/config"
+	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/pipeline"
+)
+
+// Env is the functions' configuration, read from the environment.
+type Env struct {
+	Project           string        // DSDELTA_PROJECT (or GOOGLE_CLOUD_PROJECT)
+	SourceBucket      string        // DSDELTA_SOURCE_BUCKET: only objects of this bucket are staged ("" = any)
+	SourcePrefix      string        // DSDELTA_SOURCE_PREFIX: only names under this prefix
+	LakeURL           string        // DSDELTA_LAKE_URL: gs://bucket[/prefix]
+	WakeTopic         string        // DSDELTA_WAKE_TOPIC: topic id or projects/P/topics/T
+	DeadLetterTopic   string        // DSDELTA_DEAD_LETTER_TOPIC
+	FirestoreDatabase string        // DSDELTA_FIRESTORE_DATABASE (default "(default)")
+	CollectionPrefix  string        // DSDELTA_FIRESTORE_PREFIX (tests and emulators)
+	MergeBudget       time.Duration // DSDELTA_MERGE_BUDGET
+	LeaseTTL          time.Duration // DSDELTA_LEASE_TTL: table lease time to live (pipeline default when 0)
+	LogLevel          slog.Level    // DSDELTA_LOG_LEVEL
+	Config            config.Config // DSDELTA_CONFIG (inline YAML/JSON) + DSDELTA_TOMBSTONE_RETENTION
+}
+
+// EnvFromOS reads and validates the environment.
+func EnvFromOS() (Env, error) {
+	e := Env{
+		Project:           first(os.Getenv("DSDELTA_PROJECT"), os.Getenv("GOOGLE_CLOUD_PROJECT")),
+		SourceBucket:      os.Getenv("DSDELTA_SOURCE_BUCKET"),
+		SourcePrefix:      strings.Trim(os.Getenv("DSDELTA_SOURCE_PREFIX"), "/"),
+		LakeURL:           os.Getenv("DSDELTA_LAKE_URL"),
+		WakeTopic:         os.Getenv("DSDELTA_WAKE_TOPIC"),
+		DeadLetterTopic:   os.Getenv("DSDELTA_DEAD_LETTER_TOPIC"),
+		FirestoreDatabase: first(os.Getenv("DSDELTA_FIRESTORE_DATABASE"), firestore.DefaultDatabaseID),
+		CollectionPrefix:  os.Getenv("DSDELTA_FIRESTORE_PREFIX"),
+	}
+	if e.Project == "" {
+		return e, errors.New("DSDELTA_PROJECT is not set")
+	}
+	if !strings.HasPrefix(e.LakeURL, "gs://") {
+		return e, fmt.Errorf("DSDELTA_LAKE_URL %q must be gs://bucket[/prefix]", e.LakeURL)
+	}
+	if v := os.Getenv("DSDELTA_MERGE_BUDGET"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return e, fmt.Errorf("DSDELTA_MERGE_BUDGET %q is not a positive duration", v)
+		}
+		e.MergeBudget = d
+	}
+	if v := os.Getenv("DSDELTA_LEASE_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return e, fmt.Errorf("DSDELTA_LEASE_TTL %q is not a positive duration", v)
+		}
+		e.LeaseTTL = d
+	}
+	if v := os.Getenv("DSDELTA_LOG_LEVEL"); v != "" {
+		if err := e.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			return e, fmt.Errorf("DSDELTA_LOG_LEVEL %q: %w", v, err)
+		}
+	}
+	if v := os.Getenv("DSDELTA_CONFIG"); v != "" {
+		c, err := config.Parse([]byte(v))
+		if err != nil {
+			return e, fmt.Errorf("DSDELTA_CONFIG: %w", err)
+		}
+		e.Config = c
+	}
+	if v := os.Getenv("DSDELTA_TOMBSTONE_RETENTION"); v != "" && e.Config.Defaults.TombstoneRetention == 0 {
+		d, err := config.ParseDuration(v)
+		if err != nil {
+			return e, fmt.Errorf("DSDELTA_TOMBSTONE_RETENTION: %w", err)
+		}
+		e.Config.Defaults.TombstoneRetention = config.Duration(d)
+	}
+	return e, nil
+}
+
+func first(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Logger is a JSON logger with Cloud Logging's severity and message keys.
+func Logger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) > 0 {
+				return a
+			}
+			switch a.Key {
+			case slog.MessageKey:
+				a.Key = "message"
+			case slog.LevelKey:
+				a.Key = "severity"
+				if l, ok := a.Value.Any().(slog.Level); ok && l == slog.LevelWarn {
+					a.Value = slog.StringValue("WARNING")
+				}
+			case slog.TimeKey:
+				a.Key = "time"
+			}
+			return a
+		},
+	}))
+}
+
+// Services are the long-lived clients of a function instance.
+type Services struct {
+	Env        Env
+	Pipeline   *pipeline.Pipeline
+	Coord      coord.Coordinator
+	DeadLetter *pubsub.Publisher
+	Logger     *slog.Logger
+	close      func()
+}
+
+// Close releases the clients.
+func (s *Services) Close() { s.close() }
+
+// InSource reports whether an object belongs to the configured source.
+func (s *Services) InSource(bucket, name string) bool {
+	if s.Env.SourceBucket != "" && bucket != s.Env.SourceBucket {
+		return false
+	}
+	return s.Env.SourcePrefix == "" || strings.HasPrefix(name, s.Env.SourcePrefix+"/")
+}
+
+// New builds the services for env.
+func New(ctx context.Context, env Env, holder string) (*Services, error) {
+	logger := Logger(env.LogLevel)
+	gcs, err := storage.NewClient(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("storage client: %w", err)
+	}
+	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(env.LakeURL, "gs://"), "/")
+	lake := objstore.NewGCS(ctx, gcs, bucket, strings.Trim(prefix, "/"))
+	fs, err := firestore.NewClientWithDatabase(ctx, env.Project, env.FirestoreDatabase)
+	if err != nil {
+		gcs.Close()
+		return nil, fmt.Errorf("firestore client: %w", err)
+	}
+	co, err := coord.NewFirestore(ctx, fs, coord.FirestoreOptions{Prefix: env.CollectionPrefix})
+	if err != nil {
+		gcs.Close()
+		fs.Close()
+		return nil, err
+	}
+	ps, err := pubsub.NewClient(ctx, env.Project)
+	if err != nil {
+		gcs.Close()
+		fs.Close()
+		return nil, fmt.Errorf("pubsub client: %w", err)
+	}
+	var wake *pubsub.Publisher
+	var waker pipeline.Waker
+	if env.WakeTopic != "" {
+		wake = ps.Publisher(env.WakeTopic)
+		waker = pubsubWaker{wake}
+	}
+	var dead *pubsub.Publisher
+	if env.DeadLetterTopic != "" {
+		dead = ps.Publisher(env.DeadLetterTopic)
+	}
+	p := &pipeline.Pipeline{
+		Lake: lake, Sources: &gcsSources{client: gcs, stores: map[string]objstore.Store{}}, Coord: co, Waker: waker,
+		Config: env.Config, Holder: holder, MergeBudget: env.MergeBudget, LeaseTTL: env.LeaseTTL, Logger: logger,
+	}
+	return &Services{Env: env, Pipeline: p, Coord: co, DeadLetter: dead, Logger: logger, close: func() {
+		if wake != nil {
+			wake.Stop()
+		}
+		if dead != nil {
+			dead.Stop()
+		}
+		ps.Close()
+		fs.Close()
+		gcs.Close()
+	}}, nil
+}
+
+// Lazy returns a getter that builds the services once, on first use, so a
+// function instance pays for its clients on its first event only. A failed
+// build is retried on the next event.
+func Lazy(holder string) func(context.Context) (*Services, error) {
+	var mu sync.Mutex
+	var svc *Services
+	return func(ctx context.Context) (*Services, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if svc != nil {
+			return svc, nil
+		}
+		env, err := EnvFromOS()
+		if err != nil {
+			return nil, fmt.Errorf("configuration: %w", err)
+		}
+		s, err := New(context.WithoutCancel(ctx), env, holder)
+		if err != nil {
+			return nil, err
+		}
+		svc = s
+		return svc, nil
+	}
+}
+
+// gcsSources opens source buckets with one shared client.
+type gcsSources struct {
+	client *storage.Client
+	mu     sync.Mutex
+	stores map[string]objstore.Store
+}
+
+func (g *gcsSources) Bucket(ctx context.Context, bucket string) (objstore.Store, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s, ok := g.stores[bucket]; ok {
+		return s, nil
+	}
+	s := objstore.NewGCS(ctx, g.client, bucket, "")
+	g.stores[bucket] = s
+	return s, nil
+}
+
+// WakeMessage is the body of a merge wake-up.
+type WakeMessage struct {
+	Table string `json:"table"`
+}
+
+type pubsubWaker struct{ p *pubsub.Publisher }
+
+func (w pubsubWaker) Wake(ctx context.Context, table string) error {
+	b, _ := json.Marshal(WakeMessage{Table: table})
+	_, err := w.p.Publish(ctx, &pubsub.Message{Data: b, Attributes: map[string]string{"table": table}}).Get(ctx)
+	return err
+}
+
+// DeadLetter is what onfile publishes for a quarantined file.
+type DeadLetter struct {
+	Bucket     string `json:"bucket"`
+	Name       string `json:"name"`
+	Generation int64  `json:"generation"`
+	Table      string `json:"table,omitempty"`
+	Reason     string `json:"reason"`
+}
+
+// PublishDeadLetter sends a dead letter when a topic is configured.
+func (s *Services) PublishDeadLetter(ctx context.Context, d DeadLetter) error {
+	if s.DeadLetter == nil {
+		return nil
+	}
+	b, _ := json.Marshal(d)
+	_, err := s.DeadLetter.Publish(ctx, &pubsub.Message{Data: b, Attributes: map[string]string{"reason": "quarantined"}}).Get(ctx)
+	return err
+}

@@ -1,0 +1,292 @@
+// Package gcstest runs fake-gcs-server for tests that need a GCS bucket.
+//
+// A test starts one server with Start (or a TestMain with StartServer), makes
+// a client with NewClient and a fresh bucket per test with NewBucket, so
+// tests sharing a server can run in parallel. The client is pointed at the
+// server through client options, not STORAGE_EMULATOR_HOST, so nothing
+// global changes.
+//
+// The server binary must be installed:
+//
+//	go install github.com/fsouza/fake-gcs-server@v1.56.1
+//
+// Without it tests are skipped, or failed when CI=true, because CI must never
+// pass by skipping.
+//
+// Per test function (the usual way; subtests share the server):
+//
+//	host := gcstest.Start(t)
+//	client, err := gcstest.NewClient(t.Context(), host)
+//	...
+//	store := objstore.NewGCS(ctx, client, gcstest.NewBucket(t, client), "")
+//
+// Per test binary, from TestMain, with StartServer and Server.Close; a
+// TestMain cannot skip, so it should let the tests that need the server skip
+// themselves when StartServer returned ErrNotInstalled.
+package gcstest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"google.golang.org/api/option"
+)
+
+// Version is the fake-gcs-server release the tests are written against.
+const Version = "v1.56.1"
+
+// ErrNotInstalled is returned by StartServer when the binary is not found.
+var ErrNotInstalled = errors.New("fake-gcs-server not installed; run: go install github.com/fsouza/fake-gcs-server@" + Version)
+
+// Binary returns the path of fake-gcs-server, looked up on PATH and then in
+// $(go env GOPATH)/bin, or ErrNotInstalled.
+func Binary() (string, error) {
+	if p, err := exec.LookPath("fake-gcs-server"); err == nil {
+		return p, nil
+	}
+	for _, dir := range gopathBins() {
+		p := filepath.Join(dir, "fake-gcs-server")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", ErrNotInstalled
+}
+
+func gopathBins() []string {
+	var dirs []string
+	if gobin := os.Getenv("GOBIN"); gobin != "" {
+		dirs = append(dirs, gobin)
+	}
+	gopath := os.Getenv("GOPATH")
+	if gopath == "" {
+		if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+			gopath = strings.TrimSpace(string(out))
+		}
+	}
+	for p := range strings.SplitSeq(gopath, string(os.PathListSeparator)) {
+		if p != "" {
+			dirs = append(dirs, filepath.Join(p, "bin"))
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, "go", "bin"))
+	}
+	return dirs
+}
+
+// Server is a running fake-gcs-server with an in-memory backend.
+type Server struct {
+	host string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{} // closed when the process has exited
+	once sync.Once
+}
+
+// StartServer starts fake-gcs-server on a free port of 127.0.0.1 and waits
+// until it answers. It returns ErrNotInstalled when the binary is missing.
+// The caller must Close the server.
+func StartServer(ctx context.Context) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	// The free port is found by binding and releasing it, so another process
+	// can take it in between; then the server exits and we try again.
+	var lastErr error
+	for range 3 {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s, err := start(ctx, bin, port)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+func start(ctx context.Context, bin string, port int) (*Server, error) {
+	s := &Server{
+		host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		out:  &syncBuffer{},
+		done: make(chan struct{}),
+	}
+	s.cmd = exec.Command(bin,
+		"-backend", "memory",
+		"-scheme", "http",
+		"-host", "127.0.0.1",
+		"-port", strconv.Itoa(port),
+		"-log-level", "warn",
+	)
+	s.cmd.Stdout = s.out
+	s.cmd.Stderr = s.out
+	setProcAttr(s.cmd)
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	go func() {
+		_ = s.cmd.Wait()
+		close(s.done)
+	}()
+	if err := s.waitReady(ctx, 15*time.Second); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("start %s on %s: %w; output:\n%s", bin, s.host, err, s.out.String())
+	}
+	return s, nil
+}
+
+func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	url := "http://" + s.host + "/storage/v1/b"
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.done:
+			return errors.New("server exited")
+		case <-ctx.Done():
+			return fmt.Errorf("server not ready: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Host returns "127.0.0.1:port".
+func (s *Server) Host() string { return s.host }
+
+// Output returns what the server has logged so far, for failure messages.
+func (s *Server) Output() string { return s.out.String() }
+
+// Close kills the server and waits for it to exit.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	})
+}
+
+// Start starts a server for the test and stops it when the test ends. It
+// skips the test when the binary is missing, unless CI=true, which fails it.
+func Start(t testing.TB) string {
+	t.Helper()
+	s, err := StartServer(t.Context())
+	if errors.Is(err, ErrNotInstalled) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%v; CI=true requires it", err)
+		}
+		t.Skipf("%v; skipping", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s.Host()
+}
+
+// NewClient returns a storage client for the server at host ("127.0.0.1:port")
+// using the JSON API without authentication, as the emulator needs.
+func NewClient(ctx context.Context, host string) (*storage.Client, error) {
+	client, err := storage.NewClient(ctx,
+		option.WithEndpoint("http://"+host+"/storage/v1/"),
+		option.WithoutAuthentication(),
+		storage.WithJSONReads(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("new storage client for %s: %w", host, err)
+	}
+	return client, nil
+}
+
+// NewBucket creates a bucket with a unique name for the test and returns its
+// name. The name starts with a readable form of the test name.
+func NewBucket(t testing.TB, client *storage.Client) string {
+	t.Helper()
+	var random [6]byte
+	if _, err := rand.Read(random[:]); err != nil {
+		t.Fatalf("random bucket suffix: %v", err)
+	}
+	name := bucketStem(t.Name()) + "-" + hex.EncodeToString(random[:])
+	if err := client.Bucket(name).Create(t.Context(), "test-project", nil); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+	return name
+}
+
+// bucketStem turns a test name into the start of a valid bucket name:
+// lowercase letters, digits and dashes, at most 40 characters.
+func bucketStem(testName string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(testName) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			if s := b.String(); s != "" && !strings.HasSuffix(s, "-") {
+				b.WriteByte('-')
+			}
+		}
+	}
+	stem := strings.Trim(b.String(), "-")
+	if len(stem) > 40 {
+		stem = strings.TrimRight(stem[:40], "-")
+	}
+	if stem == "" {
+		stem = "test"
+	}
+	return stem
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// syncBuffer collects the server's output from its two pipes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,385 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// tmpPrefix starts the name of every temporary file Local creates. List never
+// reports such files and no object name may have a segment starting with it,
+// so a half-written object is never visible. A crash can leave temporaries
+// behind; they are invisible and safe to delete.
+const tmpPrefix = ".objstore-tmp-"
+
+// Local is a Store on a local directory. Object "a/b/c" is the file
+// <dir>/a/b/c, so the tree can be read by any other tool (Spark, DuckDB).
+//
+// Writes go to a temporary file beside the target and are renamed into place,
+// so readers see the old object or the new one. A put-if-absent write links
+// the complete temporary file to the target name with link(2), which fails
+// when the name exists: exactly one of any number of concurrent creators wins,
+// across goroutines, Local instances and processes sharing the directory.
+//
+// The generation of an object is the modification time of its file in
+// nanoseconds, which every write sets explicitly (to now, or one nanosecond
+// past the replaced file's time if the clock has not moved on), so it changes
+// on every write on filesystems that keep nanosecond timestamps (ext4, xfs,
+// tmpfs, APFS). On filesystems with coarse timestamps two writes within one
+// tick may share a generation.
+//
+// IfGenerationMatch is honoured by holding an advisory flock(2) on the current
+// file from the generation check to the rename. Every Write that replaces an
+// existing file and every Delete takes the same lock, so conditional writes
+// are atomic against all writers going through Local, in any process; a
+// program that writes into the directory by other means is not covered. On
+// systems without flock the lock is not taken and the check is best effort.
+//
+// Limitations of a filesystem: a name cannot be both an object and a
+// "directory" of other objects ("a/b" and "a/b/c" cannot coexist), only
+// regular files are listed (not symlinks), and Delete removes directories
+// left empty, up to the root.
+type Local struct {
+	root string // absolute, cleaned
+}
+
+// NewLocal returns a Store on dir, creating the directory if it is missing.
+func NewLocal(dir string) (*Local, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open local store %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("open local store %s: %w", abs, err)
+	}
+	return &Local{root: abs}, nil
+}
+
+// URL returns the absolute path of the root directory.
+func (l *Local) URL() string { return l.root }
+
+// path validates name and returns its file path.
+func (l *Local) path(name string) (string, error) {
+	if err := ValidName(name); err != nil {
+		return "", err
+	}
+	for seg := range strings.SplitSeq(name, "/") {
+		if strings.HasPrefix(seg, tmpPrefix) {
+			return "", fmt.Errorf("%w %q: segment starts with the reserved %q", ErrInvalidName, name, tmpPrefix)
+		}
+	}
+	return filepath.Join(l.root, filepath.FromSlash(name)), nil
+}
+
+// NewReader implements Store. The file is opened once, so a concurrent
+// replacement does not affect a reader already returned.
+func (l *Local) NewReader(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
+	p, err := l.path(name)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if err := checkRange(offset); err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, mapNotExist(err))
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("read %s: not a regular file: %w", p, ErrNotExist)
+	}
+	if length < 0 {
+		length = st.Size() - offset
+	}
+	return &sectionReadCloser{SectionReader: io.NewSectionReader(f, offset, max(length, 0)), f: f}, nil
+}
+
+type sectionReadCloser struct {
+	*io.SectionReader
+	f *os.File
+}
+
+func (r *sectionReadCloser) Close() error { return r.f.Close() }
+
+// Stat implements Store.
+func (l *Local) Stat(ctx context.Context, name string) (Info, error) {
+	p, err := l.path(name)
+	if err != nil {
+		return Info{}, fmt.Errorf("stat %s: %w", name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return Info{}, fmt.Errorf("stat %s: %w", p, err)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return Info{}, fmt.Errorf("stat %s: %w", p, mapNotExist(err))
+	}
+	if !st.Mode().IsRegular() {
+		return Info{}, fmt.Errorf("stat %s: not a regular file: %w", p, ErrNotExist)
+	}
+	return fileInfo(name, st), nil
+}
+
+// Write implements Store.
+func (l *Local) Write(ctx context.Context, name string, r io.Reader, opts WriteOptions) (info Info, err error) {
+	p, err := l.path(name)
+	if err != nil {
+		return Info{}, fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := checkOptions(opts); err != nil {
+		return Info{}, fmt.Errorf("write %s: %w", p, err)
+	}
+	tmp, err := l.createTemp(p)
+	if err != nil {
+		return Info{}, fmt.Errorf("write %s: %w", p, err)
+	}
+	tmpName := tmp.Name()
+	defer func() {
+		// After a successful rename the temporary name is gone; after a link
+		// it is a second name of the object. Either way it must go.
+		if rmErr := os.Remove(tmpName); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) && err == nil {
+			err = fmt.Errorf("write %s: remove temporary file: %w", p, rmErr)
+		}
+	}()
+	if _, err := io.Copy(tmp, &ctxReader{ctx: ctx, r: r}); err != nil {
+		tmp.Close()
+		return Info{}, fmt.Errorf("write %s: %w", p, err)
+	}
+	// Sync before publishing so that a crash cannot leave a visible name
+	// pointing at unwritten data (a Delta commit must never be torn).
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return Info{}, fmt.Errorf("write %s: sync: %w", p, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return Info{}, fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return Info{}, fmt.Errorf("write %s: %w", p, err)
+	}
+
+	if opts.IfAbsent {
+		st, err := stampGeneration(tmpName, time.Time{})
+		if err != nil {
+			return Info{}, fmt.Errorf("write %s: %w", p, err)
+		}
+		if err := os.Link(tmpName, p); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return Info{}, fmt.Errorf("write %s: %w", p, ErrExists)
+			}
+			return Info{}, fmt.Errorf("write %s: %w", p, err)
+		}
+		return fileInfo(name, st), nil
+	}
+
+	unlock, cur, err := lockCurrent(p)
+	if err != nil {
+		return Info{}, fmt.Errorf("write %s: %w", p, err)
+	}
+	defer unlock()
+	if opts.IfGenerationMatch > 0 {
+		if cur == nil {
+			return Info{}, fmt.Errorf("write %s (if generation %d): object does not exist: %w", p, opts.IfGenerationMatch, ErrPrecondition)
+		}
+		if g := generation(cur); g != opts.IfGenerationMatch {
+			return Info{}, fmt.Errorf("write %s (if generation %d): generation is %d: %w", p, opts.IfGenerationMatch, g, ErrPrecondition)
+		}
+	}
+	var prev time.Time
+	if cur != nil {
+		prev = cur.ModTime()
+	}
+	st, err := stampGeneration(tmpName, prev)
+	if err != nil {
+		return Info{}, fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := os.Rename(tmpName, p); err != nil {
+		return Info{}, fmt.Errorf("write %s: %w", p, err)
+	}
+	return fileInfo(name, st), nil
+}
+
+// createTemp creates a temporary file in the directory of p. A concurrent
+// Delete may remove a directory it has just found empty, between our MkdirAll
+// and our create, so a vanished directory is recreated a few times.
+func (l *Local) createTemp(p string) (*os.File, error) {
+	dir := filepath.Dir(p)
+	var err error
+	for range 5 {
+		if err = os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		var f *os.File
+		f, err = os.CreateTemp(dir, tmpPrefix+"*")
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+// stampGeneration stamps the temporary file with the time that becomes the
+// object's generation: now, or just past prev when the clock has not moved
+// past the file being replaced. It returns the file's stat, taken before the
+// file is published: rename and link keep the inode, and a stat of the
+// published name could already see a later writer's object.
+func stampGeneration(tmp string, prev time.Time) (fs.FileInfo, error) {
+	t := time.Now()
+	if !t.After(prev) {
+		t = prev.Add(time.Nanosecond)
+	}
+	if err := os.Chtimes(tmp, t, t); err != nil {
+		return nil, fmt.Errorf("set modification time: %w", err)
+	}
+	st, err := os.Stat(tmp)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// List implements Store. The directory of the prefix is walked, every
+// matching name is collected and the names are sorted: a walk visits "a/b"
+// before "a-b", but byte order puts '-' before '/'.
+func (l *Local) List(ctx context.Context, prefix, startAt string, fn func(Info) error) error {
+	if err := validPrefix(prefix); err != nil {
+		return fmt.Errorf("list %s: %w", prefix, err)
+	}
+	base := l.root
+	if dir, _, ok := cutLast(prefix, "/"); ok {
+		base = filepath.Join(l.root, filepath.FromSlash(dir))
+	}
+	var infos []Info
+	err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			// Directories removed by a concurrent Delete are simply gone,
+			// and a prefix below an object ("obj/x") has nothing under it.
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(l.root, p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		if d.IsDir() {
+			// Skip subtrees that cannot hold a name starting with prefix.
+			if p != base && !strings.HasPrefix(name+"/", prefix) && !strings.HasPrefix(prefix, name+"/") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), tmpPrefix) ||
+			!strings.HasPrefix(name, prefix) || name < startAt {
+			return nil
+		}
+		st, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		infos = append(infos, fileInfo(name, st))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list %s in %s: %w", prefix, l.root, err)
+	}
+	slices.SortFunc(infos, func(a, b Info) int { return strings.Compare(a.Name, b.Name) })
+	for _, info := range infos {
+		if err := fn(info); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Delete implements Store. It removes the parent directories the deletion
+// left empty, up to (not including) the root, so that deleted prefixes do
+// not linger as empty directories.
+func (l *Local) Delete(ctx context.Context, name string) error {
+	p, err := l.path(name)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete %s: %w", p, err)
+	}
+	unlock, cur, err := lockCurrent(p)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", p, err)
+	}
+	if cur == nil {
+		unlock()
+		return fmt.Errorf("delete %s: %w", p, ErrNotExist)
+	}
+	err = os.Remove(p)
+	unlock()
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", p, mapNotExist(err))
+	}
+	for dir := filepath.Dir(p); dir != l.root && strings.HasPrefix(dir, l.root); dir = filepath.Dir(dir) {
+		// Fails (and stops) at the first directory that is not empty.
+		if os.Remove(dir) != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// mapNotExist turns "no such file" and "a parent is not a directory" into
+// ErrNotExist: in an object store both mean the name holds no object.
+func mapNotExist(err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("%w (%w)", ErrNotExist, err)
+	}
+	return err
+}
+
+// generation is the file's modification time in nanoseconds, at least 1 so
+// that a file stamped with the epoch (reproducible builds) still has a valid
+// generation.
+func generation(st fs.FileInfo) int64 { return max(st.ModTime().UnixNano(), 1) }
+
+func fileInfo(name string, st fs.FileInfo) Info {
+	return Info{Name: name, Size: st.Size(), Generation: generation(st), Updated: st.ModTime()}
+}
+
+// ctxReader stops a long copy when the context is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

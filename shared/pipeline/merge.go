@@ -1,0 +1,280 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/cdc"
+	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// MergeResult sums what MergeTable did.
+type MergeResult struct {
+	Table       string
+	Batches     int
+	Files       int
+	Quarantined int
+	Result      cdc.Result // counters summed over batches; versions of the last
+	Busy        bool       // another holder has the lease
+	Remaining   bool       // stopped by the budget with work left (re-woken)
+}
+
+func (r *MergeResult) add(b cdc.Result) {
+	s := &r.Result
+	s.Events += b.Events
+	s.Keys += b.Keys
+	s.Inserted += b.Inserted
+	s.Updated += b.Updated
+	s.Deleted += b.Deleted
+	s.Buried += b.Buried
+	s.Stale += b.Stale
+	s.Collapsed += b.Collapsed
+	s.Redelivered += b.Redelivered
+	s.FilesRead += b.FilesRead
+	s.FilesRewritten += b.FilesRewritten
+	s.FilesAdded += b.FilesAdded
+	s.HistoryVersion, s.StateVersion, s.TombstoneVersion = b.HistoryVersion, b.StateVersion, b.TombstoneVersion
+}
+
+// MergeTable takes the table's lease and merges batches of staged files
+// until none is pending or the budget runs out. The lease is renewed while
+// work runs; losing it cancels the work before its next commit. After
+// releasing, it looks for files staged meanwhile so no wake-up is lost.
+func (p *Pipeline) MergeTable(ctx context.Context, table string) (MergeResult, error) {
+	res := MergeResult{Table: table}
+	tabs, err := p.Tables(table)
+	if err != nil {
+		return res, err
+	}
+	start := p.now()
+	log := p.log().With("table", table)
+	for {
+		more, err := p.mergeUnderLease(ctx, tabs, start, &res)
+		if errors.Is(err, coord.ErrLeaseHeld) {
+			res.Busy = true
+			log.Info("another merge holds the table", "event", "busy")
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+		if !more {
+			return res, nil
+		}
+		// Files were staged while we released: merge them now, or hand
+		// them to the next invocation when the budget is spent.
+		if p.MergeBudget > 0 && p.now().Sub(start) > p.MergeBudget/2 {
+			res.Remaining = true
+			if p.Waker != nil {
+				if err := p.Waker.Wake(ctx, table); err != nil {
+					return res, fmt.Errorf("merge %s: re-wake: %w", table, err)
+				}
+			}
+			return res, nil
+		}
+	}
+}
+
+// mergeUnderLease runs batches under one lease; more reports pending work
+// found after the release.
+func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.Tables, start time.Time, res *MergeResult) (more bool, err error) {
+	ttl := p.leaseTTL()
+	lease, err := p.Coord.Acquire(ctx, tabs.ID, p.holder(), ttl)
+	if err != nil {
+		return false, err
+	}
+	log := p.log().With("table", tabs.ID, "lease", lease.Token)
+	workCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	renewed := make(chan struct{})
+	var mu sync.Mutex // guards current, renewed in the background
+	current := lease
+	held := func() coord.Lease {
+		mu.Lock()
+		defer mu.Unlock()
+		return current
+	}
+	go func() { // renew at a third of the TTL; a lost lease stops the work
+		defer close(renewed)
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-workCtx.Done():
+				return
+			case <-t.C:
+				l, err := p.Coord.Renew(workCtx, held(), ttl)
+				if err != nil {
+					if workCtx.Err() == nil {
+						log.Warn("lease lost; stopping before the next commit", "error", err)
+						cancel(fmt.Errorf("%w: %v", coord.ErrLeaseLost, err))
+					}
+					return
+				}
+				mu.Lock()
+				current = l
+				mu.Unlock()
+			}
+		}
+	}()
+	stopRenew := func() Lease {
+		cancel(nil)
+		<-renewed
+		return held()
+	}
+	budgetLeft := func() bool {
+		return p.MergeBudget <= 0 || p.now().Sub(start) < p.MergeBudget*3/4
+	}
+	for budgetLeft() {
+		b, err := p.Coord.NextBatch(workCtx, held(), tabs.ID, p.Config.MaxFiles(), p.Config.MaxBytes())
+		if errors.Is(err, coord.ErrNoWork) {
+			break
+		}
+		if err != nil {
+			stopRenew()
+			return false, leaseErr(workCtx, fmt.Errorf("merge %s: next batch: %w", tabs.ID, err))
+		}
+		r, quarantined, err := p.applyBatch(workCtx, tabs, b)
+		if err != nil {
+			stopRenew()
+			return false, leaseErr(workCtx, fmt.Errorf("merge %s batch %d: %w", tabs.ID, b.Seq, err))
+		}
+		err = p.Coord.CompleteBatch(workCtx, held(), b, coord.BatchStats{
+			StateVersion: r.StateVersion, HistoryVersion: r.HistoryVersion, CommittedAt: p.now(),
+			Events: r.Events, Inserted: r.Inserted, Updated: r.Updated, Deleted: r.Deleted + r.Buried, Stale: r.Stale,
+		})
+		if err != nil {
+			stopRenew()
+			return false, leaseErr(workCtx, fmt.Errorf("merge %s batch %d: complete: %w", tabs.ID, b.Seq, err))
+		}
+		res.Batches++
+		res.Files += len(b.Files) - quarantined
+		res.Quarantined += quarantined
+		res.add(r)
+		log.Info("batch merged", "event", "merged", "batch", b.Seq, "files", len(b.Files), "events", r.Events,
+			"inserted", r.Inserted, "updated", r.Updated, "deleted", r.Deleted, "stale", r.Stale,
+			"state_version", r.StateVersion, "history_version", r.HistoryVersion,
+			"lag_seconds", p.now().Sub(maxSource(b)).Seconds())
+	}
+	final := stopRenew()
+	if err := p.Coord.Release(ctx, final); err != nil && !errors.Is(err, coord.ErrLeaseLost) {
+		return false, fmt.Errorf("merge %s: release: %w", tabs.ID, err)
+	}
+	pending, err := p.Coord.Pending(ctx, tabs.ID, 1)
+	if err != nil {
+		return false, fmt.Errorf("merge %s: check pending: %w", tabs.ID, err)
+	}
+	return len(pending) > 0, nil
+}
+
+// Lease is coord.Lease, named here for readability of the renew loop.
+type Lease = coord.Lease
+
+func leaseErr(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, coord.ErrLeaseLost) {
+		return fmt.Errorf("%w (%v)", cause, err)
+	}
+	return err
+}
+
+func maxSource(b coord.Batch) time.Time {
+	var t time.Time
+	for _, f := range b.Files {
+		if f.MaxSourceTime.After(t) {
+			t = f.MaxSourceTime
+		}
+	}
+	return t
+}
+
+// applyBatch reads the batch's staged files and applies them. Files whose
+// schema conflicts with the table are quarantined and left out; the
+// decision only depends on column types, which merge mode never changes, so
+// a re-run of the batch leaves out the same files.
+func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batch) (cdc.Result, int, error) {
+	current := value.StructType{}
+	if snap, err := delta.Open(tabs.State).Snapshot(ctx); err == nil {
+		current = cdc.SourceSchema(snap.Schema())
+	} else if !errors.Is(err, delta.ErrNotATable) {
+		return cdc.Result{}, 0, err
+	}
+	type staged struct {
+		rec coord.FileRecord
+		m   *manifest
+		src value.StructType
+	}
+	var files []staged
+	var key []string
+	source := current
+	quarantined := 0
+	for _, rec := range b.Files {
+		if rec.State == coord.StateQuarantined {
+			quarantined++
+			continue
+		}
+		m, err := p.readStaged(ctx, rec.StagedPath)
+		if err != nil {
+			return cdc.Result{}, 0, err
+		}
+		hs, err := value.ParseSchema(m.Schema)
+		if err != nil {
+			return cdc.Result{}, 0, fmt.Errorf("staged %s: %w", rec.StagedPath, err)
+		}
+		src := cdc.SourceSchema(hs)
+		merged, _, err := cdc.MergeSchemas(source, src)
+		if err != nil {
+			reason := fmt.Sprintf("%s: %v (table %s)", rec.Name, err, tabs.ID)
+			if _, qerr := p.Coord.Quarantine(ctx, rec, reason); qerr != nil {
+				return cdc.Result{}, 0, qerr
+			}
+			p.log().Warn("file quarantined", "event", "quarantined", "table", tabs.ID, "file", rec.Name, "batch", b.Seq, "reason", reason)
+			quarantined++
+			continue
+		}
+		source = merged
+		if len(m.Key) > 0 {
+			key = m.Key
+		}
+		files = append(files, staged{rec: rec, m: m, src: src})
+	}
+	batch := cdc.Batch{Source: source, Key: key}
+	var keyIdx []int
+	if len(key) > 0 {
+		var err error
+		if keyIdx, err = cdc.KeyIndexes(source, key); err != nil {
+			return cdc.Result{}, 0, err
+		}
+	}
+	hs := cdc.HistorySchema(source)
+	for _, f := range files {
+		fromSchema := cdc.HistorySchema(f.src)
+		md := delta.Metadata{SchemaString: f.m.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
+		err := delta.ReadFile(ctx, p.Lake, md, f.m.Add, delta.ReadOptions{}, func(row []any) error {
+			h := cdc.Conform(row, fromSchema, hs)
+			if len(key) == 0 {
+				batch.Changes = append(batch.Changes, cdc.Change{History: h})
+				return nil
+			}
+			c, err := cdc.ChangeFromHistory(h, source, keyIdx)
+			if err != nil {
+				return err
+			}
+			batch.Changes = append(batch.Changes, c)
+			return nil
+		})
+		if err != nil {
+			return cdc.Result{}, 0, fmt.Errorf("read staged %s: %w", f.rec.StagedPath, err)
+		}
+	}
+	if len(files) == 0 {
+		return cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}, quarantined, nil
+	}
+	tc := p.Config.Table(tabs.ID)
+	r, err := cdc.Apply(ctx, tabs, b.Seq, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log()})
+	return r, quarantined, err
+}

@@ -1,0 +1,119 @@
+// Package pipeline holds dsdelta's use cases — Stage a Datastream file,
+// MergeTable to apply staged files to a table's Delta tables, Maintain to
+// compact and clean up — over the object-store and coordination interfaces,
+// so the cloud functions, the CLI's embedded run and the emulator run the
+// same code.
+//
+// Lake layout (the only place table ids become paths):
+//
+//	<lake>/<db>/<table>              current state (Delta)
+//	<lake>/<db>/<table>_log          history (Delta, partitioned by source date)
+//	<lake>/<db>/<table>_tombstones   deleted keys (Delta)
+//	<lake>/_staging/<db.table>/<id>.parquet|.json   staged files
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dsdelta/dsdelta/shared/cdc"
+	"github.com/dsdelta/dsdelta/shared/config"
+	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+)
+
+// Sources opens the bucket a source file lives in. The embedded mode maps
+// the empty bucket to the local source folder.
+type Sources interface {
+	Bucket(ctx context.Context, bucket string) (objstore.Store, error)
+}
+
+// Waker is told that a table has staged work (Pub/Sub in the cloud, a
+// channel or nothing locally).
+type Waker interface {
+	Wake(ctx context.Context, table string) error
+}
+
+// Pipeline is the set of services the use cases run over.
+type Pipeline struct {
+	Lake    objstore.Store
+	Sources Sources
+	Coord   coord.Coordinator
+	Waker   Waker // nil: nobody to wake (the caller merges itself)
+	Config  config.Config
+	// Holder names this process in leases ("onfile-…", "cli-<host>-<pid>").
+	Holder string
+	// LeaseTTL is how long a lease lasts without renewal (default 2 min).
+	LeaseTTL time.Duration
+	// MergeBudget bounds one MergeTable call (0: no bound); it stops before
+	// starting a batch that would not fit and re-wakes the table.
+	MergeBudget time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time
+}
+
+func (p *Pipeline) log() *slog.Logger {
+	if p.Logger != nil {
+		return p.Logger
+	}
+	return slog.Default()
+}
+
+func (p *Pipeline) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// holder names one lease acquisition: the process's Holder plus a random
+// suffix, because a function instance serves concurrent requests and a
+// coordinator treats a second Acquire by the same holder as a takeover,
+// which would make concurrent wake-ups of one table steal each other's
+// lease mid-batch.
+func (p *Pipeline) holder() string {
+	base := p.Holder
+	if base == "" {
+		h, _ := os.Hostname()
+		base = fmt.Sprintf("%s-%d", h, os.Getpid())
+	}
+	return base + "/" + uuid.NewString()[:8]
+}
+
+func (p *Pipeline) leaseTTL() time.Duration {
+	if p.LeaseTTL > 0 {
+		return p.LeaseTTL
+	}
+	return 2 * time.Minute
+}
+
+// Tables maps a table id to its three Delta tables in the lake. It is the
+// only function that turns an id into paths; the id is validated so no part
+// can escape the lake.
+func (p *Pipeline) Tables(id string) (cdc.Tables, error) {
+	tid, err := datastream.ParseTableID(id)
+	if err != nil {
+		return cdc.Tables{}, err
+	}
+	base := tid.Database + "/" + tid.Table
+	return cdc.Tables{
+		ID:         tid.String(),
+		State:      objstore.Sub(p.Lake, base),
+		History:    objstore.Sub(p.Lake, base+"_log"),
+		Tombstones: objstore.Sub(p.Lake, base+"_tombstones"),
+	}, nil
+}
+
+// stagingDir is where a table's staged files live in the lake.
+func stagingDir(table string) string { return "_staging/" + table }
+
+// ErrPermanent marks a failure that retrying cannot fix (the file was
+// quarantined); functions acknowledge such events instead of retrying.
+var ErrPermanent = errors.New("permanent failure")

@@ -1,0 +1,273 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/cdc"
+	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// StageResult says what Stage did with a file.
+type StageResult struct {
+	File        datastream.SourceFile
+	Table       string
+	Events      int64
+	Skipped     string // why the file was ignored ("" when not)
+	Duplicate   bool   // already registered: a re-delivered notification
+	Quarantined string // why the file was quarantined ("" when not)
+}
+
+// manifest describes a staged file; it sits beside the staged Parquet file
+// so a staged file is self-describing (schema, key, source).
+type manifest struct {
+	Table       string                `json:"table"`
+	Key         []string              `json:"key,omitempty"`
+	Schema      string                `json:"schema"` // history schemaString of the rows
+	Add         delta.Add             `json:"add"`
+	Events      int64                 `json:"events"`
+	Source      datastream.SourceFile `json:"source"`
+	MinSourceTS value.Micros          `json:"min_source_ts"`
+	MaxSourceTS value.Micros          `json:"max_source_ts"`
+}
+
+// Stage decodes one Datastream file, writes its events as a staged Parquet
+// file in the lake, registers it for its table and wakes the table's merge.
+// It is idempotent per (bucket, name, generation). A permanently bad file is
+// quarantined with the reason and Stage returns a result, not an error; an
+// error means a transient failure worth retrying.
+func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageResult, error) {
+	res := StageResult{File: f}
+	if reason, skip := datastream.Skip(f); skip {
+		res.Skipped = reason
+		return res, nil
+	}
+	if !p.Config.IsDataFile(f.Name) {
+		res.Skipped = "extension not in the configured data file extensions"
+		return res, nil
+	}
+	id := coord.FileID(f.Bucket, f.Name, f.Generation)
+	if rec, err := p.Coord.File(ctx, id); err == nil && rec.State != coord.StateQuarantined {
+		res.Duplicate, res.Table, res.Events = true, rec.Table, rec.Events
+		return res, nil
+	} else if err != nil && !errors.Is(err, coord.ErrNotFound) {
+		return res, fmt.Errorf("stage %s: look up registry: %w", f.Name, err)
+	}
+	log := p.log().With("file", f.Name, "generation", f.Generation)
+
+	src, err := p.Sources.Bucket(ctx, f.Bucket)
+	if err != nil {
+		return res, fmt.Errorf("stage %s: open bucket %q: %w", f.Name, f.Bucket, err)
+	}
+	r, err := src.NewReader(ctx, f.Name, 0, -1)
+	if err != nil {
+		if errors.Is(err, objstore.ErrNotExist) {
+			res.Skipped = "object no longer exists"
+			return res, nil
+		}
+		return res, fmt.Errorf("stage %s: open: %w", f.Name, err)
+	}
+	defer r.Close()
+
+	staged, table, err := p.decode(ctx, r, f, id)
+	var tid string
+	if staged != nil {
+		tid = staged.Table
+	} else {
+		tid = table
+	}
+	if err != nil {
+		if !isPermanent(err) {
+			return res, fmt.Errorf("stage %s: %w", f.Name, err)
+		}
+		res.Quarantined = err.Error()
+		res.Table = tid
+		if _, qerr := p.Coord.Quarantine(ctx, coord.FileRecord{ID: id, Table: tableOrUnknown(tid), Bucket: f.Bucket, Name: f.Name, Generation: f.Generation, Size: f.Size, Record: recordOf(err)}, err.Error()); qerr != nil {
+			return res, fmt.Errorf("stage %s: quarantine: %w", f.Name, qerr)
+		}
+		log.Warn("file quarantined", "event", "quarantined", "table", tid, "reason", err.Error())
+		return res, nil
+	}
+	if staged == nil { // a file without events
+		res.Skipped = "file holds no events"
+		return res, nil
+	}
+	res.Table, res.Events = staged.Table, staged.Events
+	if !p.Config.Selected(staged.Table) {
+		res.Skipped = "table " + staged.Table + " is excluded by configuration"
+		return res, nil
+	}
+	rec, created, err := p.Coord.RegisterFile(ctx, coord.FileRecord{
+		ID: id, Table: staged.Table, Bucket: f.Bucket, Name: f.Name, Generation: f.Generation,
+		Size: staged.Add.Size, StagedPath: stagingDir(staged.Table) + "/" + id + ".json", Events: staged.Events,
+		MinSourceTime: staged.MinSourceTS.Time(), MaxSourceTime: staged.MaxSourceTS.Time(),
+	})
+	if err != nil {
+		return res, fmt.Errorf("stage %s: register: %w", f.Name, err)
+	}
+	res.Duplicate = !created
+	log.Info("file staged", "event", "staged", "table", rec.Table, "events", staged.Events, "arrival", rec.ArrivalSeq)
+	if p.Waker != nil {
+		if err := p.Waker.Wake(ctx, staged.Table); err != nil {
+			// The file is registered: the next wake-up or the scheduled
+			// maintenance merges it, so this is not worth a retry storm.
+			log.Warn("wake-up failed; the file waits for the next merge", "table", staged.Table, "error", err)
+		}
+	}
+	return res, nil
+}
+
+func tableOrUnknown(t string) string {
+	if t == "" {
+		return "_unknown._unknown"
+	}
+	return t
+}
+
+// permanentError wraps a cause that retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+func isPermanent(err error) bool {
+	var pe permanentError
+	return errors.As(err, &pe) || errors.Is(err, datastream.ErrBadFile) || errors.Is(err, datastream.ErrBadRecord) || errors.Is(err, cdc.ErrSchemaConflict)
+}
+
+func recordOf(err error) string {
+	var re *datastream.RecordError
+	if errors.As(err, &re) {
+		switch {
+		case re.Line > 0:
+			return fmt.Sprintf("line %d", re.Line)
+		case re.Record > 0 && re.Block > 0:
+			return fmt.Sprintf("block %d record %d", re.Block, re.Record)
+		case re.Record > 0:
+			return fmt.Sprintf("record %d", re.Record)
+		}
+	}
+	return ""
+}
+
+// decode reads every event of the file, checks it (one table per file, a
+// consistent schema) and writes the staged Parquet file and its manifest.
+// It buffers the file's history rows: a Datastream file is bounded by the
+// stream's rotation size, and the staged schema is the union of the
+// records' schemas, known only at the end.
+func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceFile, id string) (*manifest, string, error) {
+	opts := datastream.Options{File: f, Logger: p.log(), PrimaryKeys: map[string][]string{}}
+	for tid, tc := range p.Config.Tables {
+		if len(tc.PrimaryKey) > 0 {
+			opts.PrimaryKeys[tid] = tc.PrimaryKey
+		}
+	}
+	var (
+		m       *manifest
+		schema  value.StructType
+		schemas []value.StructType
+		rows    [][]any
+		rowSch  []int // index into schemas per row
+	)
+	err := datastream.All(ctx, r, f.Name, opts, func(ev datastream.Event) error {
+		tid := ev.Table.String()
+		if m == nil {
+			m = &manifest{Table: tid, Key: ev.KeyNames, Source: f, MinSourceTS: ev.SourceTimestamp, MaxSourceTS: ev.SourceTimestamp}
+			if ev.HistoryOnly {
+				m.Key = nil
+			}
+			schema = ev.Schema
+		}
+		if tid != m.Table {
+			return permanentError{fmt.Errorf("%s: record %d: table %s differs from the file's first table %s", f.Name, ev.Meta.Record, tid, m.Table)}
+		}
+		if len(schemas) == 0 || !value.Equal(schemas[len(schemas)-1], ev.Schema) {
+			merged, _, err := cdc.MergeSchemas(schema, ev.Schema)
+			if err != nil {
+				return permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
+			}
+			schema = merged
+			schemas = append(schemas, ev.Schema)
+		}
+		m.MinSourceTS = min(m.MinSourceTS, ev.SourceTimestamp)
+		m.MaxSourceTS = max(m.MaxSourceTS, ev.SourceTimestamp)
+		rows = append(rows, cdc.HistoryRow(ev))
+		rowSch = append(rowSch, len(schemas)-1)
+		m.Events++
+		return nil
+	})
+	if err != nil {
+		if m != nil {
+			return nil, m.Table, err
+		}
+		return nil, "", err
+	}
+	if m == nil {
+		return nil, "", nil
+	}
+	ignore := map[string]bool{}
+	for _, c := range p.Config.Table(m.Table).IgnoreColumns {
+		ignore[strings.ToLower(c)] = true
+	}
+	if len(ignore) > 0 {
+		var kept value.StructType
+		for _, fl := range schema.Fields {
+			if !ignore[strings.ToLower(fl.Name)] {
+				kept.Fields = append(kept.Fields, fl)
+			}
+		}
+		schema = kept
+	}
+	if err := cdc.ValidateSource(schema); err != nil {
+		return nil, m.Table, permanentError{fmt.Errorf("%s: %w", f.Name, err)}
+	}
+	hs := cdc.HistorySchema(schema)
+	w, err := delta.NewFileWriter(ctx, p.Lake, delta.WriteOptions{Schema: hs, Dir: stagingDir(m.Table), FileName: id + ".parquet", DataChange: true})
+	if err != nil {
+		return nil, m.Table, err
+	}
+	for i, row := range rows {
+		if err := w.Write(cdc.Conform(row, cdc.HistorySchema(schemas[rowSch[i]]), hs)); err != nil {
+			w.Abort()
+			return nil, m.Table, err
+		}
+	}
+	add, err := w.Close(ctx)
+	if err != nil {
+		return nil, m.Table, err
+	}
+	m.Add, m.Schema = add, hs.SchemaString()
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, m.Table, err
+	}
+	if _, err := p.Lake.Write(ctx, stagingDir(m.Table)+"/"+id+".json", bytes.NewReader(b), objstore.WriteOptions{ContentType: "application/json"}); err != nil {
+		return nil, m.Table, fmt.Errorf("write staged manifest: %w", err)
+	}
+	return m, m.Table, nil
+}
+
+// readStaged loads a staged file's manifest.
+func (p *Pipeline) readStaged(ctx context.Context, path string) (*manifest, error) {
+	b, err := objstore.ReadAll(ctx, p.Lake, path)
+	if err != nil {
+		return nil, fmt.Errorf("read staged manifest %s: %w", path, err)
+	}
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("parse staged manifest %s: %w", path, err)
+	}
+	return &m, nil
+}
+
+var _ = time.Second
