@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"sort"
@@ -48,6 +49,9 @@ func main() {
 }
 
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// Libraries log progress at info; a CLI user sees warnings and errors
+	// unless a command asks for more (run -v).
+	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	cmds := commands()
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stderr, cmds)

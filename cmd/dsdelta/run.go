@@ -19,6 +19,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
@@ -85,6 +86,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		level = slog.LevelInfo
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(logger)
 	source, err := openStore(ctx, *src, "source", true)
 	if err != nil {
 		return err
@@ -217,14 +219,23 @@ func (r *runner) pass(ctx context.Context) error {
 			return err
 		}
 	}
-	// Versions and quarantined files as the coordinator knows them.
+	// Versions as the tables hold them now (maintenance commits too).
 	statuses, err = r.p.Coord.Tables(ctx)
 	if err != nil {
 		return err
 	}
 	for _, st := range statuses {
 		t := r.table(st.Table)
-		t.stateVersion, t.historyVersion = st.StateVersion, st.HistoryVersion
+		tabs, err := r.p.Tables(st.Table)
+		if err != nil {
+			continue // a quarantine record of a file whose table is unknown
+		}
+		if s, err := delta.Open(tabs.State).Snapshot(ctx); err == nil {
+			t.stateVersion = s.Version()
+		}
+		if s, err := delta.Open(tabs.History).Snapshot(ctx); err == nil {
+			t.historyVersion = s.Version()
+		}
 	}
 	return nil
 }
@@ -253,8 +264,12 @@ func (r *runner) print(w io.Writer) {
 		fmt.Fprintf(w, "%d files skipped (not Datastream data files, empty, or excluded)\n", r.skipped)
 	}
 	ctx := context.Background()
-	for _, id := range ids {
-		q, err := r.p.Coord.ListFiles(ctx, id, coord.StateQuarantined)
+	statuses, _ := r.p.Coord.Tables(ctx)
+	for _, st := range statuses {
+		if st.Quarantined == 0 {
+			continue
+		}
+		q, err := r.p.Coord.ListFiles(ctx, st.Table, coord.StateQuarantined)
 		if err != nil && !errors.Is(err, coord.ErrNotFound) {
 			continue
 		}
