@@ -412,7 +412,7 @@ func (ad *avroDecoder) decodeRecord() (ev Event, err error) {
 			re.meta = m
 		default:
 			// sort_keys and fields of newer Datastream versions: read past.
-			if _, err := readGeneric(r, f.schema, 0); err != nil {
+			if err := skipAvro(r, f.schema, 0); err != nil {
 				return ev, prefixField(f.name, err)
 			}
 		}
@@ -1066,4 +1066,44 @@ func genericText(v any) string {
 		return string(x)
 	}
 	return fmt.Sprint(v)
+}
+
+// skipAvro reads past one value without building it.
+func skipAvro(r *binReader, s avro.Schema, depth int) error {
+	if depth > maxDepth {
+		return errors.New("value nested too deeply")
+	}
+	if err := r.step(); err != nil {
+		return err
+	}
+	switch x := s.(type) {
+	case *avro.RefSchema:
+		return skipAvro(r, x.Schema(), depth+1)
+	case *avro.UnionSchema:
+		idx, err := r.unionIndex(x)
+		if err != nil || idx < 0 {
+			return err
+		}
+		return skipAvro(r, x.Types()[idx], depth+1)
+	case *avro.RecordSchema:
+		for _, f := range x.Fields() {
+			if err := skipAvro(r, f.Type(), depth+1); err != nil {
+				return prefixField(f.Name(), err)
+			}
+		}
+		return nil
+	case *avro.ArraySchema:
+		return r.blocks(func() error { return skipAvro(r, x.Items(), depth+1) })
+	case *avro.MapSchema:
+		return r.blocks(func() error {
+			if _, err := r.bytes(); err != nil {
+				return err
+			}
+			return skipAvro(r, x.Values(), depth+1)
+		})
+	case *avro.EnumSchema, *avro.FixedSchema, *avro.PrimitiveSchema:
+		_, err := readGeneric(r, s, depth)
+		return err
+	}
+	return fmt.Errorf("unsupported Avro type %s", s.Type())
 }

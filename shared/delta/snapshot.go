@@ -111,7 +111,11 @@ func (s *Snapshot) Files() []Add {
 		// Sorting the keys moves 16-byte strings instead of whole Adds; a
 		// key is the path, then NUL and the DV id, so key order is
 		// (path, DV id) order.
-		keys := slices.Sorted(maps.Keys(s.st.files))
+		keys := make([]string, 0, len(s.st.files))
+		for k := range s.st.files {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
 		s.files = make([]Add, len(keys))
 		for i, k := range keys {
 			s.files[i] = s.st.files[k]

@@ -282,3 +282,37 @@ func TestHiddenFromVacuum(t *testing.T) {
 		})
 	}
 }
+
+func TestVacuumOnALocalDirectory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := objstore.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := futureClock()
+	tbl := OpenWith(store, Options{Now: clock.Now})
+	snap := createTable(t, tbl, []string{"dt"}, nil)
+	putFile(t, store, "dt=a/live.parquet")
+	putFile(t, store, "dt=b/orphan.parquet")
+	tx := snap.NewTransaction(Operation{Name: "WRITE"})
+	tx.Add(dataFile("dt=a/live.parquet", 1, map[string]*string{"dt": strp("a")}))
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(8 * 24 * time.Hour)
+	res, err := tbl.Vacuum(ctx, VacuumOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Files, []string{"dt=b/orphan.parquet"}) {
+		t.Fatalf("deleted %v, want the orphan", res.Files)
+	}
+	left := objectNames(t, store)
+	if !left["dt=a/live.parquet"] || left["dt=b/orphan.parquet"] {
+		t.Errorf("objects left: %v", left)
+	}
+	if s := mustSnapshot(t, tbl); len(s.Files()) != 1 {
+		t.Errorf("live files after vacuum = %v", filePaths(s.Files()))
+	}
+}

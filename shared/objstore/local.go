@@ -138,7 +138,7 @@ func (l *Local) Stat(ctx context.Context, name string) (Info, error) {
 }
 
 // Write implements Store.
-func (l *Local) Write(ctx context.Context, name string, r io.Reader, opts WriteOptions) (info Info, err error) {
+func (l *Local) Write(ctx context.Context, name string, r io.Reader, opts WriteOptions) (Info, error) {
 	p, err := l.path(name)
 	if err != nil {
 		return Info{}, fmt.Errorf("write %s: %w", name, err)
@@ -151,13 +151,11 @@ func (l *Local) Write(ctx context.Context, name string, r io.Reader, opts WriteO
 		return Info{}, fmt.Errorf("write %s: %w", p, err)
 	}
 	tmpName := tmp.Name()
-	defer func() {
-		// After a successful rename the temporary name is gone; after a link
-		// it is a second name of the object. Either way it must go.
-		if rmErr := os.Remove(tmpName); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) && err == nil {
-			err = fmt.Errorf("write %s: remove temporary file: %w", p, rmErr)
-		}
-	}()
+	// After a rename the temporary name is gone; after a link it is a second
+	// name of the object; after a failure it is garbage. A failed removal is
+	// not reported: the object is published by then, and temporaries are
+	// invisible.
+	defer os.Remove(tmpName)
 	if _, err := io.Copy(tmp, &ctxReader{ctx: ctx, r: r}); err != nil {
 		tmp.Close()
 		return Info{}, fmt.Errorf("write %s: %w", p, err)
@@ -186,6 +184,7 @@ func (l *Local) Write(ctx context.Context, name string, r io.Reader, opts WriteO
 			}
 			return Info{}, fmt.Errorf("write %s: %w", p, err)
 		}
+		syncDir(filepath.Dir(p))
 		return fileInfo(name, st), nil
 	}
 
@@ -213,7 +212,18 @@ func (l *Local) Write(ctx context.Context, name string, r io.Reader, opts WriteO
 	if err := os.Rename(tmpName, p); err != nil {
 		return Info{}, fmt.Errorf("write %s: %w", p, err)
 	}
+	syncDir(filepath.Dir(p))
 	return fileInfo(name, st), nil
+}
+
+// syncDir makes a new directory entry durable, so that a commit reported
+// as written survives a crash. It is best effort: the object is already
+// visible, and some systems cannot sync a directory.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
 }
 
 // createTemp creates a temporary file in the directory of p. A concurrent
