@@ -9,10 +9,9 @@
 // object-store calls stay at the edges.
 package delta
 
-import "encoding/json"
-
-// Action is one line of a commit file: exactly one field is set.
-// Unknown action types are kept in Unknown so nothing is lost on a re-read.
+// Action is one line of a commit file: exactly one field is set. Unknown
+// action types decode to an Action with no field set and are ignored, as
+// the protocol requires of readers.
 type Action struct {
 	CommitInfo     *CommitInfo     `json:"commitInfo,omitempty"`
 	Protocol       *Protocol       `json:"protocol,omitempty"`
@@ -82,7 +81,7 @@ type Remove struct {
 	DeletionTimestamp       *int64             `json:"deletionTimestamp,omitempty"`
 	DataChange              bool               `json:"dataChange"`
 	ExtendedFileMetadata    bool               `json:"extendedFileMetadata,omitempty"`
-	PartitionValues         map[string]*string `json:"partitionValues,omitempty"`
+	PartitionValues         map[string]*string `json:"partitionValues,omitempty"` // commit encoding writes {} when extendedFileMetadata
 	Size                    *int64             `json:"size,omitempty"`
 	Stats                   string             `json:"stats,omitempty"`
 	Tags                    map[string]string  `json:"tags,omitempty"`
@@ -114,17 +113,16 @@ type DomainMetadata struct {
 	Removed       bool   `json:"removed"`
 }
 
-// CommitInfo is free-form provenance; the fields we write are typed, the
-// rest of what other engines write is kept in Extra.
+// CommitInfo is free-form provenance; the fields we read and write are
+// typed, and other engines' extra fields are ignored on read.
 type CommitInfo struct {
-	Timestamp           int64                      `json:"timestamp"`
-	Operation           string                     `json:"operation,omitempty"`
-	OperationParameters map[string]any             `json:"operationParameters,omitempty"`
-	OperationMetrics    map[string]any             `json:"operationMetrics,omitempty"`
-	ReadVersion         *int64                     `json:"readVersion,omitempty"`
-	IsolationLevel      string                     `json:"isolationLevel,omitempty"`
-	IsBlindAppend       *bool                      `json:"isBlindAppend,omitempty"`
-	EngineInfo          string                     `json:"engineInfo,omitempty"`
-	TxnID               string                     `json:"txnId,omitempty"`
-	Extra               map[string]json.RawMessage `json:"-"`
+	Timestamp           int64          `json:"timestamp"`
+	Operation           string         `json:"operation,omitempty"`
+	OperationParameters map[string]any `json:"operationParameters,omitempty"`
+	OperationMetrics    map[string]any `json:"operationMetrics,omitempty"`
+	ReadVersion         *int64         `json:"readVersion,omitempty"`
+	IsolationLevel      string         `json:"isolationLevel,omitempty"`
+	IsBlindAppend       *bool          `json:"isBlindAppend,omitempty"`
+	EngineInfo          string         `json:"engineInfo,omitempty"`
+	TxnID               string         `json:"txnId,omitempty"`
 }
