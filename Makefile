@@ -1,6 +1,6 @@
 # dsdelta — build and test entry points. `make test` is the one command CI runs.
 GO ?= go
-FUZZTIME ?= 10s
+FUZZTIME ?= 5s
 
 .PHONY: all build test vet unit fuzz terraform-check bench example clean
 
