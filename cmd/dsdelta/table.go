@@ -90,9 +90,17 @@ func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if out.Configuration == nil {
 		out.Configuration = map[string]string{}
 	}
-	if n, ok := snap.NumRecords(); ok {
-		out.NumRecords = &n
+	// Records from stats; files without stats have their Parquet footers
+	// read (one ranged read each).
+	var records int64
+	for _, f := range snap.Files() {
+		n, err := delta.FileRowCount(ctx, snap.Store(), f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", url, err)
+		}
+		records += n
 	}
+	out.NumRecords = &records
 	if cp := snap.CheckpointVersion(); cp >= 0 {
 		out.LastCheckpoint = &cp
 	}

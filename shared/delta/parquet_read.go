@@ -904,3 +904,34 @@ func (r *storeReaderAt) readDirect(p []byte, off int64) error {
 	}
 	return nil
 }
+
+// FileRowCount returns the logical rows of a data file: its numRecords stat
+// when present, else the row count in its Parquet footer (one ranged read),
+// minus the rows its deletion vector marks.
+func FileRowCount(ctx context.Context, store objstore.Store, add Add) (int64, error) {
+	var dvRows int64
+	if add.DeletionVector != nil {
+		dvRows = add.DeletionVector.Cardinality
+	}
+	if st, err := ParseStats(add.Stats); err == nil && strings.Contains(add.Stats, `"numRecords"`) {
+		return st.NumRecords - dvRows, nil
+	}
+	name, err := decodeAddPath(add.Path)
+	if err != nil {
+		return 0, err
+	}
+	size := add.Size
+	if size <= 0 {
+		info, err := store.Stat(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		size = info.Size
+	}
+	ra := &storeReaderAt{ctx: ctx, store: store, name: name, size: size}
+	f, err := parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.OptimisticRead(true))
+	if err != nil {
+		return 0, fmt.Errorf("row count of %s: open parquet: %w", name, err)
+	}
+	return f.NumRows() - dvRows, nil
+}

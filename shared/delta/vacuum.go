@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,7 +78,7 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		return VacuumResult{}, fmt.Errorf("vacuum %s: %w", t.store.URL(), err)
 	}
 	err = t.store.List(ctx, "", "", func(info objstore.Info) error {
-		if hiddenFromVacuum(info.Name) || keep[info.Name] || info.Updated.After(cutoff) {
+		if hiddenFromVacuum(info.Name) || keep[info.Name] || keep[dvKeepKey(info.Name)] || info.Updated.After(cutoff) {
 			return nil
 		}
 		res.Files = append(res.Files, info.Name)
@@ -162,6 +163,9 @@ func (t *Table) vacuumKeepSet(snap *Snapshot, cutoffMs int64) (map[string]bool, 
 		}
 		if dv.StorageType == "u" {
 			keep[p] = true
+			// A DV file found under a prefixed name (see resolveDVFile)
+			// is kept too.
+			keep[dvKeepKey(p)] = true
 			return nil
 		}
 		return addPath(p)
@@ -186,6 +190,18 @@ func (t *Table) vacuumKeepSet(snap *Snapshot, cutoffMs int64) (map[string]bool, 
 		}
 	}
 	return keep, nil
+}
+
+// dvKeepKey is the key under which vacuum remembers a DV file by its
+// directory and "deletion_vector_<uuid>.bin" suffix, whatever prefix the
+// writer put before it; "" for names that are not DV files.
+func dvKeepKey(name string) string {
+	dir, base := path.Split(name)
+	i := strings.LastIndex(base, dvFilePrefix)
+	if i < 0 || !strings.HasSuffix(base, ".bin") {
+		return ""
+	}
+	return "\x00dv:" + dir + base[i:]
 }
 
 // dvStoragePath is the single call site of DeletionVector.StoragePath.
