@@ -19,14 +19,14 @@ tables:
   shop.customers:
     primary_key: [id]
     ignore_columns: [password_hash]
-    schema_mode: overwrite
+    schema_mode: merge
     tombstone_retention: 36h
 `))
 		if err != nil {
 			t.Fatal(err)
 		}
 		cu := c.Table("shop.customers")
-		if cu.SchemaMode != SchemaOverwrite || time.Duration(cu.TombstoneRetention) != 36*time.Hour || cu.TargetFileBytes != 64<<20 || cu.PrimaryKey[0] != "id" {
+		if cu.SchemaMode != SchemaMerge || time.Duration(cu.TombstoneRetention) != 36*time.Hour || cu.TargetFileBytes != 64<<20 || cu.PrimaryKey[0] != "id" {
 			t.Fatalf("customers: %+v", cu)
 		}
 		other := c.Table("shop.orders")
@@ -54,6 +54,7 @@ tables:
 	})
 	for _, bad := range []struct{ doc, want string }{
 		{"tables:\n  a.b:\n    schema_mode: replace\n", "schema_mode"},
+		{"tables:\n  a.b:\n    schema_mode: overwrite\n", "not supported yet"},
 		{"defaults:\n  tombstone_retention: soon\n", "invalid duration"},
 		{"tabels: {}\n", "tabels"},
 		{"tables:\n  nodot:\n    primary_key: [id]\n", "not a table id"},
