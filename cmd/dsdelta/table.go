@@ -125,11 +125,7 @@ func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintf(tw, "partition columns\t%s\n", strings.Join(out.PartitionColumns, ", "))
-	records := "unknown (no stats)"
-	if out.NumRecords != nil {
-		records = fmt.Sprint(*out.NumRecords)
-	}
-	fmt.Fprintf(tw, "files\t%d\nrecords\t%s\nsize\t%d bytes\n", out.NumFiles, records, out.SizeBytes)
+	fmt.Fprintf(tw, "files\t%d\nrecords\t%d\nsize\t%d bytes\n", out.NumFiles, *out.NumRecords, out.SizeBytes)
 	if out.LastCheckpoint != nil {
 		fmt.Fprintf(tw, "last checkpoint\t%d\n", *out.LastCheckpoint)
 	} else {
