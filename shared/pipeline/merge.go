@@ -127,6 +127,12 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.Tables, start t
 		<-renewed
 		return held()
 	}
+	// abandon gives the lease up after a failure, so the retry (or another
+	// instance) resumes the open batch at once instead of after the TTL.
+	// A lost lease makes Release fail, which is fine.
+	abandon := func() {
+		_ = p.Coord.Release(context.WithoutCancel(ctx), stopRenew())
+	}
 	budgetLeft := func() bool {
 		return p.MergeBudget <= 0 || p.now().Sub(start) < p.MergeBudget*3/4
 	}
@@ -136,12 +142,12 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.Tables, start t
 			break
 		}
 		if err != nil {
-			stopRenew()
+			abandon()
 			return false, leaseErr(workCtx, fmt.Errorf("merge %s: next batch: %w", tabs.ID, err))
 		}
 		r, quarantined, err := p.applyBatch(workCtx, tabs, b)
 		if err != nil {
-			stopRenew()
+			abandon()
 			return false, leaseErr(workCtx, fmt.Errorf("merge %s batch %d: %w", tabs.ID, b.Seq, err))
 		}
 		err = p.Coord.CompleteBatch(workCtx, held(), b, coord.BatchStats{
@@ -149,7 +155,7 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.Tables, start t
 			Events: r.Events, Inserted: r.Inserted, Updated: r.Updated, Deleted: r.Deleted + r.Buried, Stale: r.Stale,
 		})
 		if err != nil {
-			stopRenew()
+			abandon()
 			return false, leaseErr(workCtx, fmt.Errorf("merge %s batch %d: complete: %w", tabs.ID, b.Seq, err))
 		}
 		res.Batches++

@@ -1,0 +1,123 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dsdelta/dsdelta/shared/config"
+	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/dssim"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+)
+
+var errCrash = errors.New("simulated crash")
+
+// crashingStore fails every write whose name matches once armed, the way a
+// process dying at that point would leave the lake.
+type crashingStore struct {
+	objstore.Store
+	armed atomic.Bool
+	match func(name string) bool
+	hits  atomic.Int64
+}
+
+func (c *crashingStore) Write(ctx context.Context, name string, r io.Reader, o objstore.WriteOptions) (objstore.Info, error) {
+	if c.armed.Load() && c.match(name) {
+		c.hits.Add(1)
+		io.Copy(io.Discard, r) // a writer piping into us must not block
+		return objstore.Info{}, errCrash
+	}
+	return c.Store.Write(ctx, name, r, o)
+}
+
+// crashingCoord fails CompleteBatch once armed: the merge committed to
+// Delta but died before the registry learnt of it.
+type crashingCoord struct {
+	coord.Coordinator
+	armed atomic.Bool
+}
+
+func (c *crashingCoord) CompleteBatch(ctx context.Context, l coord.Lease, b coord.Batch, s coord.BatchStats) error {
+	if c.armed.Load() {
+		return errCrash
+	}
+	return c.Coordinator.CompleteBatch(ctx, l, b, s)
+}
+
+// TestMergeCrashAtEveryStepConverges kills the merge at each step — after
+// writing data files but before any commit, after the history commit,
+// after the tombstone commit, after every commit but before the registry
+// update — then re-runs it: the tables equal the source and history has no
+// duplicates.
+func TestMergeCrashAtEveryStepConverges(t *testing.T) {
+	steps := []struct {
+		name  string
+		store func(name string) bool // writes that fail
+		coord bool                   // CompleteBatch fails
+	}{
+		{"after data files, before the first commit", func(n string) bool { return strings.Contains(n, "_delta_log/") }, false},
+		{"after the history commit", func(n string) bool {
+			return strings.HasPrefix(n, "shop/customers_tombstones/_delta_log/") || strings.HasPrefix(n, "shop/customers/_delta_log/")
+		}, false},
+		{"after the tombstone commit", func(n string) bool { return strings.HasPrefix(n, "shop/customers/_delta_log/") }, false},
+		{"after every commit, before the registry update", func(string) bool { return false }, true},
+	}
+	for i, step := range steps {
+		t.Run("crash "+step.name, func(t *testing.T) {
+			ctx := context.Background()
+			sim, err := dssim.Run(dssim.Options{Seed: uint64(100 + i), EventsPerFile: 15, DuplicateEvents: 0.1, Shuffle: true, Tables: []dssim.TableSpec{
+				{Source: dssim.MySQL, Database: "shop", Table: "customers", InitialRows: 10, Changes: 80},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			source := objstore.NewMemory()
+			lake := &crashingStore{Store: objstore.NewMemory(), match: step.store}
+			local, err := coord.NewLocal(lake.Store, coord.LocalOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc := &crashingCoord{Coordinator: local}
+			p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coord: cc, Config: config.Config{BatchMaxFiles: 2}, Holder: "crashy"}
+			notes := write(t, ctx, source, sim.Files)
+			half := len(notes) / 2
+			for _, n := range notes[:half] {
+				if _, err := p.Stage(ctx, n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := p.MergeTable(ctx, "shop.customers"); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range notes[half:] {
+				if _, err := p.Stage(ctx, n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lake.armed.Store(true)
+			cc.armed.Store(step.coord)
+			_, err = p.MergeTable(ctx, "shop.customers")
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("the crash did not happen: %v (store hits %d)", err, lake.hits.Load())
+			}
+			lake.armed.Store(false)
+			cc.armed.Store(false)
+			if st, _ := local.Status(ctx, "shop.customers"); st.OpenBatchSeq == 0 {
+				t.Fatal("the crash left no open batch to resume")
+			}
+			// A new process: another holder.
+			p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coord: local, Config: p.Config, Holder: "restarted"}
+			// The failed merge gave its lease up, so the restart resumes
+			// the open batch at once.
+			res, err := p2.MergeTable(ctx, "shop.customers")
+			if err != nil || res.Busy {
+				t.Fatalf("restart: %+v %v", res, err)
+			}
+			checkTables(t, ctx, p2, sim.Tables)
+		})
+	}
+}
