@@ -38,6 +38,9 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives progress; default slog.Default().
 	Logger *slog.Logger
+	// StatePartitionColumns partition a current-state table when it is
+	// created (existing tables keep their partitioning).
+	StatePartitionColumns []string
 	// MaxConflictRetries bounds re-planning after a logical commit conflict
 	// (a concurrent compaction rewrote files we read). Default 5.
 	MaxConflictRetries int
@@ -191,12 +194,7 @@ func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Option
 		return nil, source, fmt.Errorf("look up earlier deliveries: %w", err)
 	}
 	// One rolling writer per source date partition.
-	writers := map[value.Days]*rolling{}
-	abort := func() {
-		for _, w := range writers {
-			w.Abort()
-		}
-	}
+	w := newRolling(ctx, t.History, delta.WriteOptions{Schema: schema, PartitionColumns: []string{ColSourceDate}}, opts.TargetFileBytes)
 	rows := int64(0)
 	for _, c := range b.Changes {
 		if len(b.Key) > 0 {
@@ -207,36 +205,15 @@ func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Option
 			}
 			dup[id] = true
 		}
-		row := Conform(c.History, from, schema)
-		day, _ := row[0].(value.Days)
-		w := writers[day]
-		if w == nil {
-			w = newRolling(ctx, t.History, delta.WriteOptions{
-				Schema: schema, PartitionColumns: []string{ColSourceDate},
-				PartitionValues: map[string]any{ColSourceDate: day},
-			}, opts.TargetFileBytes)
-			writers[day] = w
-		}
-		if err := w.Write(row); err != nil {
-			abort()
+		if err := w.Write(Conform(c.History, from, schema)); err != nil {
+			w.Abort()
 			return nil, source, err
 		}
 		rows++
 	}
-	days := make([]value.Days, 0, len(writers))
-	for d := range writers {
-		days = append(days, d)
-	}
-	slices.Sort(days)
-	var adds []delta.Add
-	for _, d := range days {
-		a, err := writers[d].Close()
-		delete(writers, d)
-		if err != nil {
-			abort()
-			return nil, source, err
-		}
-		adds = append(adds, a...)
+	adds, err := w.Close()
+	if err != nil {
+		return nil, source, err
 	}
 	tx := snap.NewTransaction(delta.Operation{Name: "WRITE", Parameters: map[string]string{"mode": "Append", "partitionBy": `["` + ColSourceDate + `"]`}})
 	tx.Add(adds...)
@@ -338,7 +315,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 	}
 	keyProp := map[string]string{PropKey: strings.Join(b.Key, ",")}
 	stateSnap, err := openOrCreate(ctx, t.State, t.ID, "state", delta.CreateOptions{
-		Schema: StateSchema(source), Name: t.ID, Configuration: maps.Clone(keyProp),
+		Schema: StateSchema(source), Name: t.ID, Configuration: maps.Clone(keyProp), PartitionColumns: opts.StatePartitionColumns,
 		Description: "dsdelta current state of " + t.ID + ": one row per primary key",
 	})
 	if err != nil {
@@ -452,7 +429,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 			rows = append(rows, row)
 		}
 		if len(rows) > 0 {
-			adds, err := writeRows(ctx, t.Tombstones, tombSnap.Schema(), rows, opts.TargetFileBytes)
+			adds, err := writeRows(ctx, t.Tombstones, delta.WriteOptions{Schema: tombSnap.Schema()}, rows, opts.TargetFileBytes)
 			if err != nil {
 				return fmt.Errorf("tombstones: %w", err)
 			}
@@ -500,7 +477,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 		}
 		// Copy the file's rows except the keys this batch replaces or
 		// deletes, streaming: memory holds a row group, not the file.
-		w := newRolling(ctx, t.State, delta.WriteOptions{Schema: stateSchema}, opts.TargetFileBytes)
+		w := newRolling(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: stateSnap.PartitionColumns()}, opts.TargetFileBytes)
 		k := make([]any, len(keyPos))
 		err := delta.ReadFile(ctx, t.State, md, f, delta.ReadOptions{}, func(row []any) error {
 			row = Conform(row, stateSnap.Schema(), stateSchema)
@@ -525,7 +502,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 		res.FilesRewritten++
 	}
 	if len(upserts) > 0 {
-		a, err := writeRows(ctx, t.State, stateSchema, upserts, opts.TargetFileBytes)
+		a, err := writeRows(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: stateSnap.PartitionColumns()}, upserts, opts.TargetFileBytes)
 		if err != nil {
 			return err
 		}
@@ -640,14 +617,45 @@ type rolling struct {
 	w      *delta.FileWriter
 	adds   []delta.Add
 	rows   int64
+	// For a partitioned table written without fixed partition values, one
+	// rolling writer per partition, chosen by each row's values.
+	partIdx []int
+	parts   map[string]*rolling
 }
 
 func newRolling(ctx context.Context, store objstore.Store, opts delta.WriteOptions, target int64) *rolling {
 	opts.DataChange = true
-	return &rolling{ctx: ctx, store: store, opts: opts, target: target}
+	r := &rolling{ctx: ctx, store: store, opts: opts, target: target}
+	if len(opts.PartitionColumns) > 0 && opts.PartitionValues == nil {
+		for _, c := range opts.PartitionColumns {
+			r.partIdx = append(r.partIdx, opts.Schema.Index(c))
+		}
+		r.parts = map[string]*rolling{}
+	}
+	return r
 }
 
 func (r *rolling) Write(row []any) error {
+	if r.parts != nil {
+		vals := make([]any, len(r.partIdx))
+		for i, j := range r.partIdx {
+			if j >= 0 {
+				vals[i] = row[j]
+			}
+		}
+		k := KeyText(vals)
+		sub := r.parts[k]
+		if sub == nil {
+			o := r.opts
+			o.PartitionValues = map[string]any{}
+			for i, c := range o.PartitionColumns {
+				o.PartitionValues[c] = vals[i]
+			}
+			sub = newRolling(r.ctx, r.store, o, r.target)
+			r.parts[k] = sub
+		}
+		return sub.Write(row)
+	}
 	if r.w == nil {
 		w, err := delta.NewFileWriter(r.ctx, r.store, r.opts)
 		if err != nil {
@@ -678,25 +686,45 @@ func (r *rolling) roll() error {
 	return nil
 }
 
-// Close finishes the open file and returns every add.
+// Close finishes the open file(s) and returns every add.
 func (r *rolling) Close() ([]delta.Add, error) {
+	if r.parts != nil {
+		keys := make([]string, 0, len(r.parts))
+		for k := range r.parts {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			a, err := r.parts[k].Close()
+			if err != nil {
+				r.Abort()
+				return nil, err
+			}
+			r.adds = append(r.adds, a...)
+		}
+		r.parts = map[string]*rolling{}
+		return r.adds, nil
+	}
 	if err := r.roll(); err != nil {
 		return nil, err
 	}
 	return r.adds, nil
 }
 
-// Abort discards the open file (already closed ones are orphans that
+// Abort discards the open file(s) (already closed ones are orphans that
 // vacuum removes).
 func (r *rolling) Abort() {
+	for _, p := range r.parts {
+		p.Abort()
+	}
 	if r.w != nil {
 		r.w.Abort()
 		r.w = nil
 	}
 }
 
-func writeRows(ctx context.Context, store objstore.Store, schema value.StructType, rows [][]any, target int64) ([]delta.Add, error) {
-	w := newRolling(ctx, store, delta.WriteOptions{Schema: schema}, target)
+func writeRows(ctx context.Context, store objstore.Store, wo delta.WriteOptions, rows [][]any, target int64) ([]delta.Add, error) {
+	w := newRolling(ctx, store, wo, target)
 	for _, row := range rows {
 		if err := w.Write(row); err != nil {
 			w.Abort()

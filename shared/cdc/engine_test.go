@@ -126,6 +126,10 @@ func TestApplyMatchesReferenceModel(t *testing.T) {
 			}
 			rng.Shuffle(len(delivered), func(i, j int) { delivered[i], delivered[j] = delivered[j], delivered[i] })
 			tabs := memTables()
+			opts := Options{TargetFileBytes: 1 << 12}
+			if seed%2 == 0 { // half the runs use a state table partitioned by region
+				opts.StatePartitionColumns = []string{"region"}
+			}
 			seq := int64(0)
 			for i := 0; i < len(delivered); {
 				n := 1 + rng.IntN(40)
@@ -136,7 +140,7 @@ func TestApplyMatchesReferenceModel(t *testing.T) {
 					b.Changes = append(b.Changes, toChange(t, ev))
 				}
 				seq++
-				if _, err := Apply(ctx, tabs, seq, b, Options{TargetFileBytes: 1 << 12}); err != nil {
+				if _, err := Apply(ctx, tabs, seq, b, opts); err != nil {
 					t.Fatal(err)
 				}
 				if rng.IntN(4) == 0 { // a duplicate delivery of the batch is a no-op
@@ -182,6 +186,13 @@ func TestApplyMatchesReferenceModel(t *testing.T) {
 			vr, err := Verify(ctx, tabs)
 			if err != nil || !vr.OK() {
 				t.Fatalf("verify: %v %+v", err, vr)
+			}
+			if snap, _ := delta.Open(tabs.State).Snapshot(ctx); len(opts.StatePartitionColumns) > 0 {
+				for _, f := range snap.Files() {
+					if f.PartitionValues["region"] == nil {
+						t.Fatalf("file %s has no region partition value", f.Path)
+					}
+				}
 			}
 		})
 	}

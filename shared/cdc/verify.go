@@ -217,7 +217,7 @@ func Rebuild(ctx context.Context, t Tables, targetFileBytes int64) (VerifyResult
 			return k
 		}
 		sort.Slice(list, func(i, j int) bool { return value.CompareKeys(keyOf(list[i]), keyOf(list[j])) < 0 })
-		adds, err := writeRows(ctx, snap.Store(), schema, list, targetFileBytes)
+		adds, err := writeRows(ctx, snap.Store(), delta.WriteOptions{Schema: schema, PartitionColumns: snap.PartitionColumns()}, list, targetFileBytes)
 		if err != nil {
 			return err
 		}

@@ -281,6 +281,6 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 		return cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}, quarantined, nil
 	}
 	tc := p.Config.Table(tabs.ID)
-	r, err := cdc.Apply(ctx, tabs, b.Seq, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log()})
+	r, err := cdc.Apply(ctx, tabs, b.Seq, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log(), StatePartitionColumns: tc.PartitionColumns})
 	return r, quarantined, err
 }
