@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/value"
 )
 
 // cmdDecode implements `dsdelta decode FILE`: it decodes one Datastream file
@@ -21,9 +22,12 @@ import (
 //	 "change_type":"INSERT","row":{...}}
 //
 // key is null for a table without a primary key (history only). Values use
-// the canonical encoding of `dsdelta show` (value.AppendJSON). Events decoded
-// before a bad record are printed; the error names the file, record, field
-// and reason.
+// the canonical encoding of `dsdelta show` (value.AppendJSON). JSON events
+// are typed as the pipeline stages them: the whole file is read, then
+// datastream.UnifyJSON decides each column's type from all its values, so
+// every event of a file prints with the same types (Avro events print as
+// decoded). Events decoded before a bad record are printed; the error names
+// the file, record, field and reason.
 func cmdDecode(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("decode", stderr)
 	format := fs.String("format", "jsonl", "output format: jsonl")
@@ -94,17 +98,28 @@ func cmdDecode(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer rc.Close()
 	opts.File = file
 
+	// A JSON column's type depends on every value of the file, so the
+	// events are held until the end, as the pipeline's stage does.
+	var events []datastream.Event
+	derr := datastream.All(ctx, rc, path, opts, func(ev datastream.Event) error {
+		events = append(events, ev)
+		return nil
+	})
+	if _, err := datastream.UnifyJSON(events, value.StructType{}); err != nil {
+		return err
+	}
 	w := bufio.NewWriter(stdout)
 	var line []byte
-	derr := datastream.All(ctx, rc, path, opts, func(ev datastream.Event) error {
+	for _, ev := range events {
 		line, err = ev.AppendJSON(line[:0])
 		if err != nil {
 			return fmt.Errorf("encode record %d of %s: %w", ev.Meta.Record, path, err)
 		}
 		line = append(line, '\n')
-		_, err := w.Write(line)
-		return err
-	})
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
+	}
 	if err := w.Flush(); err != nil && derr == nil {
 		derr = err
 	}

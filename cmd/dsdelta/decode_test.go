@@ -122,3 +122,33 @@ func TestDecodeReportsBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeTypesAJSONFileFromAllItsValues(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.jsonl")
+	event := func(lsn, payload string) string {
+		return `{"uuid":"u","read_timestamp":"2025-11-05T18:23:46.698000Z","source_timestamp":"2025-11-05T18:23:46.698000Z","object":"public_t","read_method":"postgresql-cdc","stream_name":"s","schema_key":"k","source_metadata":{"schema":"public","table":"t","is_deleted":false,"change_type":"INSERT","lsn":"` + lsn + `","primary_keys":["id"]},"payload":` + payload + `}`
+	}
+	data := event("0/1", `{"id":1,"n":null,"at":"2025-10-25 03:36:17.948151","mixed":1.50}`) + "\n" +
+		event("0/2", `{"id":2,"n":5,"at":"2025-10-25T05:36:17.948151+02:00","mixed":"x"}`) + "\n"
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runDecode(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []string{
+		`"row":{"id":1,"n":null,"at":"2025-10-25T03:36:17.948151Z","mixed":"1.50"}}`,
+		`"row":{"id":2,"n":5,"at":"2025-10-25T03:36:17.948151Z","mixed":"x"}}`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("printed %d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, l := range lines {
+		if !strings.HasSuffix(l, want[i]) {
+			t.Errorf("line %d\n got %s\nwant suffix %s", i+1, l, want[i])
+		}
+	}
+}

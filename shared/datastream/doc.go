@@ -76,8 +76,11 @@
 //
 // # JSON types
 //
-// JSON carries no schema. Payload values are typed, per table, from (first
-// match wins):
+// JSON carries no schema. The Reader types each event on its own, as it
+// streams; UnifyJSON then types a whole file (or the files of one table) at
+// once, which is what the pipeline stores and `dsdelta decode` prints.
+//
+// The Reader types payload values, per table, from (first match wins):
 //
 //  1. Options.Schemas[table id], the table's known schema: each value is
 //     converted to its column's type (decimals rescaled exactly or refused,
@@ -93,8 +96,7 @@
 //     - a number with a fraction or exponent → decimal(38,s), s being its
 //     fraction digits, exact (never through float64); beyond 38 digits →
 //     string holding the number's text;
-//     - a string → string (strings that look like timestamps stay strings:
-//     a varchar holding a date must not change type);
+//     - a string → string;
 //     - an object or array (json/jsonb, geometry) → string holding the
 //     compact JSON text;
 //     - null → string (null).
@@ -103,6 +105,32 @@
 // appended after the known columns, so they are never dropped; known columns
 // absent from the payload are null. Numbers are never converted through
 // float64 unless the column is float or double.
+//
+// Inference value by value lets Event.Schema change from one event to the
+// next (a null is a string, 5 a long, 1.5 a decimal(38,1)) and keeps
+// timestamps as strings. Each JSON event therefore remembers how its values
+// were written (one byte per column, and the text of the rare numbers that
+// their value does not render back to, such as 1e3), and UnifyJSON
+// decides each inferred column's type from all its non-null values with a
+// deterministic lattice: booleans → boolean; integers → long, widened to
+// decimal(20,0) or decimal(38,0) beyond int64; integers and fractions →
+// decimal(38,s) for the largest scale s; strings that all are strict
+// ISO-8601 timestamps → timestamp (a timestamp without a zone is UTC, as
+// Datastream writes UTC, so the microseconds equal those of an Avro
+// stream); strings that all are YYYY-MM-DD dates → date; objects and
+// arrays → string of their compact JSON; a column that is null everywhere
+// takes the known schema's type, else string; a mix of kinds → string, a
+// number keeping its exact JSON text. A known schema given to UnifyJSON (the
+// table's current schema) wins for its columns, as Options.Schemas does:
+// a Delta column cannot change type, so a value that does not fit it is a
+// bad record. The rules are listed in full on UnifyJSON.
+//
+// Because a column's type follows from its values, a file can still decide
+// a type that a later file of a new table contradicts (a varchar column
+// whose first file only held timestamps, a decimal whose first file had
+// fewer fraction digits than a later one); the table's schema then keeps
+// the first type, and the later file is a bad record. Datastream's Avro
+// output, or its Avro schema file (Options.AvroSchema), types exactly.
 //
 // Timestamps are parsed leniently: T or a space between date and time, 0 to
 // 9 fraction digits, a zone that is absent (UTC), Z, UTC or an offset, or a

@@ -156,9 +156,15 @@ type Event struct {
 	ChangeType string
 	// Schema is the payload schema; Row holds one value per field of it in
 	// the Go representation of package value. Events decoded from the same
-	// Avro file share one Schema value.
+	// Avro file share one Schema value, as do JSON events unified by
+	// UnifyJSON; before that, each JSON event has the schema inferred from
+	// its own values.
 	Schema value.StructType
 	Row    []any
 	// Meta is the Datastream metadata kept for the history table.
 	Meta Metadata
+
+	// jsonSrc is set on events decoded from JSON: how each payload value
+	// was written, for UnifyJSON. Avro events leave it nil.
+	jsonSrc *jsonSource
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dsdelta/dsdelta/shared/internal/fixture"
+	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/hamba/avro/v2/ocf"
 )
 
@@ -33,22 +34,36 @@ func addFixtureSeeds(f *testing.F, ext string, limit int) {
 	})
 }
 
+// checkEvent fails when an event breaks the Event invariants.
+func checkEvent(t *testing.T, ev Event) {
+	if len(ev.Row) != len(ev.Schema.Fields) {
+		t.Fatalf("row has %d values for %d columns", len(ev.Row), len(ev.Schema.Fields))
+	}
+	if len(ev.KeyNames) != len(ev.KeyValues) {
+		t.Fatalf("%d key names for %d key values", len(ev.KeyNames), len(ev.KeyValues))
+	}
+	if _, err := ev.AppendJSON(nil); err != nil {
+		t.Fatalf("decoded event cannot be printed: %v", err)
+	}
+}
+
 // checkDecode decodes data and fails on any outcome other than events or a
-// *RecordError; a panic fails the fuzzer by itself.
+// *RecordError; a panic fails the fuzzer by itself. The events decoded are
+// then unified, which without a known schema must always succeed.
 func checkDecode(t *testing.T, data []byte, opts Options) {
 	opts.MaxBlockBytes = 1 << 20
+	var evs []Event
 	err := All(context.Background(), bytes.NewReader(data), "fuzz", opts, func(ev Event) error {
-		if len(ev.Row) != len(ev.Schema.Fields) {
-			t.Fatalf("row has %d values for %d columns", len(ev.Row), len(ev.Schema.Fields))
-		}
-		if len(ev.KeyNames) != len(ev.KeyValues) {
-			t.Fatalf("%d key names for %d key values", len(ev.KeyNames), len(ev.KeyValues))
-		}
-		if _, err := ev.AppendJSON(nil); err != nil {
-			t.Fatalf("decoded event cannot be printed: %v", err)
-		}
+		checkEvent(t, ev)
+		evs = append(evs, ev)
 		return nil
 	})
+	if _, uerr := UnifyJSON(evs, value.StructType{}); uerr != nil {
+		t.Fatalf("unify the decoded events: %v", uerr)
+	}
+	for _, ev := range evs {
+		checkEvent(t, ev)
+	}
 	if err == nil {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dsdelta/dsdelta/shared/internal/fixture"
+	"github.com/dsdelta/dsdelta/shared/value"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden from the decoder's output")
@@ -42,7 +43,8 @@ func fixtureFiles(t *testing.T) (root string, files []string) {
 	return root, files
 }
 
-// renderGolden decodes a file into the golden text: the payload schema
+// renderGolden decodes a file into the golden text, as `dsdelta decode`
+// does (JSON events unified over the events decoded): the payload schema
 // whenever it changes, then per event the `dsdelta decode` line and a line
 // of metadata, and the error that ended decoding, if any.
 func renderGolden(t *testing.T, path, name string) []byte {
@@ -52,16 +54,24 @@ func renderGolden(t *testing.T, path, name string) []byte {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	var evs []Event
+	err = All(context.Background(), f, name, Options{}, func(ev Event) error {
+		evs = append(evs, ev)
+		return nil
+	})
+	if _, uerr := UnifyJSON(evs, value.StructType{}); uerr != nil {
+		t.Fatalf("unify %s: %v", name, uerr)
+	}
 	var out bytes.Buffer
 	lastSchema := ""
-	err = All(context.Background(), f, name, Options{}, func(ev Event) error {
+	for _, ev := range evs {
 		if s := ev.Schema.String(); s != lastSchema {
 			out.WriteString("schema " + s + "\n")
 			lastSchema = s
 		}
 		line, err := ev.AppendJSON(nil)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		out.Write(line)
 		out.WriteByte('\n')
@@ -71,8 +81,7 @@ func renderGolden(t *testing.T, path, name string) []byte {
 			" schema_key=" + m.SchemaKey + " is_deleted=" + boolText(m.IsDeleted) +
 			" read_ts=" + m.ReadTimestamp.String() + " tx=" + m.Position.TxID +
 			" order_bytes=" + hexText(ev.Order.Bytes) + "\n")
-		return nil
-	})
+	}
 	if err != nil {
 		out.WriteString("error " + err.Error() + "\n")
 	}

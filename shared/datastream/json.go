@@ -103,7 +103,7 @@ func (jd *jsonDecoder) next() (Event, error) {
 		return Event{}, jd.syntaxErr(line, "read JSON value", err)
 	}
 	jd.record++
-	ev, err := jd.event(raw)
+	ev, err := jd.event(raw, line)
 	if err != nil {
 		re := &RecordError{File: jd.d.name, Line: line, Record: jd.record, Kind: ErrBadRecord}
 		var fe *fieldError
@@ -117,7 +117,7 @@ func (jd *jsonDecoder) next() (Event, error) {
 	return ev, nil
 }
 
-func (jd *jsonDecoder) event(raw []byte) (Event, error) {
+func (jd *jsonDecoder) event(raw []byte, line int64) (Event, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return Event{}, fieldErr("", "event is not a JSON object", nil)
 	}
@@ -181,10 +181,13 @@ func (jd *jsonDecoder) event(raw []byte) (Event, error) {
 	if isNull(payload) || payload[0] != '{' {
 		return Event{}, fieldErr("payload", "missing or not an object", nil)
 	}
-	if re.schema, re.row, err = typePayload(payload, known); err != nil {
+	src := &jsonSource{file: jd.d.name, line: line}
+	if re.schema, re.row, err = typePayload(payload, known, src); err != nil {
 		return Event{}, prefixField("payload", err)
 	}
-	return jd.d.build(&re, jd.record)
+	ev, err := jd.d.build(&re, jd.record)
+	ev.jsonSrc = src
+	return ev, err
 }
 
 // knownSchema picks the schema that types the payload: the configured table
@@ -203,8 +206,9 @@ func (jd *jsonDecoder) knownSchema(meta map[string]any) *value.StructType {
 	return jd.avro
 }
 
-// typePayload walks the payload object in key order and types each value.
-func typePayload(pl []byte, known *value.StructType) (value.StructType, []any, error) {
+// typePayload walks the payload object in key order and types each value,
+// recording in src how each inferred value was written (for UnifyJSON).
+func typePayload(pl []byte, known *value.StructType, src *jsonSource) (value.StructType, []any, error) {
 	var st value.StructType
 	var row []any
 	if known != nil {
@@ -229,11 +233,48 @@ func typePayload(pl []byte, known *value.StructType) (value.StructType, []any, e
 		if err != nil {
 			return prefixField(name, err)
 		}
+		k, text := writtenAs(v, x)
+		if src.kinds == nil {
+			src.kinds = make([]rawKind, len(row), len(st.Fields)+8)
+		}
+		if text != "" {
+			if src.text == nil {
+				src.text = map[int]string{}
+			}
+			src.text[len(row)] = text
+		}
+		src.kinds = append(src.kinds, k)
 		st.Fields = append(st.Fields, value.Field{Name: name, Type: typ, Nullable: true})
 		row = append(row, x)
 		return nil
 	})
 	return st, row, err
+}
+
+// writtenAs classifies a payload value as written, and returns a number's
+// text when its inferred value x does not render back to it.
+func writtenAs(raw json.RawMessage, x any) (rawKind, string) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return kindNull, ""
+	}
+	c := raw[0]
+	switch {
+	case c == 'n':
+		return kindNull, ""
+	case c == 't' || c == 'f':
+		return kindBool, ""
+	case c == '"':
+		return kindString, ""
+	case c == '{' || c == '[':
+		return kindNested, ""
+	}
+	// JSON has no leading zeros or plus signs, so only an exponent or a
+	// negative zero ("-0", "-0.0") can differ from the value's rendering.
+	if bytes.ContainsAny(raw, "eE") || (c == '-' && numberText(x) != string(raw)) {
+		return kindNumber, string(raw)
+	}
+	return kindNumber, ""
 }
 
 func isNull(b json.RawMessage) bool {

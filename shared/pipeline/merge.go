@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -232,7 +233,7 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 			return cdc.Result{}, 0, fmt.Errorf("staged %s: %w", rec.StagedPath, err)
 		}
 		src := cdc.SourceSchema(hs)
-		merged, _, err := cdc.MergeSchemas(source, src)
+		merged, _, err := cdc.MergeSchemas(source, withoutUntyped(src, m.Untyped))
 		if err != nil {
 			reason := fmt.Sprintf("%s: %v (table %s)", rec.Name, err, tabs.ID)
 			if _, qerr := p.Coord.Quarantine(ctx, rec, reason); qerr != nil {
@@ -283,4 +284,25 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 	tc := p.Config.Table(tabs.ID)
 	r, err := cdc.Apply(ctx, tabs, b.Seq, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log(), StatePartitionColumns: tc.PartitionColumns})
 	return r, quarantined, err
+}
+
+// withoutUntyped drops from a staged file's schema the columns whose type
+// was only guessed (null in every record of a JSON file): the table's type,
+// or another file's values, decide it. Their values are all null, so
+// nothing is lost whichever type the column ends up with.
+func withoutUntyped(src value.StructType, untyped []string) value.StructType {
+	if len(untyped) == 0 {
+		return src
+	}
+	drop := map[string]bool{}
+	for _, u := range untyped {
+		drop[strings.ToLower(u)] = true
+	}
+	var out value.StructType
+	for _, f := range src.Fields {
+		if !drop[strings.ToLower(f.Name)] {
+			out.Fields = append(out.Fields, f)
+		}
+	}
+	return out
 }

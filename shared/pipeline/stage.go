@@ -39,6 +39,10 @@ type manifest struct {
 	Source      datastream.SourceFile `json:"source"`
 	MinSourceTS value.Micros          `json:"min_source_ts"`
 	MaxSourceTS value.Micros          `json:"max_source_ts"`
+	// Untyped lists JSON columns the table does not know yet and that hold
+	// only nulls in this file: their type (string) is a guess, so the merge
+	// lets another file's values decide it instead of calling it a conflict.
+	Untyped []string `json:"untyped,omitempty"`
 }
 
 // Stage decodes one Datastream file, writes its events as a staged Parquet
@@ -162,9 +166,13 @@ func recordOf(err error) string {
 
 // decode reads every event of the file, checks it (one table per file, a
 // consistent schema) and writes the staged Parquet file and its manifest.
-// It buffers the file's history rows: a Datastream file is bounded by the
-// stream's rotation size, and the staged schema is the union of the
-// records' schemas, known only at the end.
+// It buffers the file's events: a Datastream file is bounded by the
+// stream's rotation size, the staged schema is the union of the records'
+// schemas, known only at the end, and a JSON file's column types depend on
+// all its values. JSON events are typed by datastream.UnifyJSON against the
+// table's current schema, so a column keeps the table's type and a file
+// whose first value of a column is null does not change the column's type;
+// Avro events keep the types of their schema.
 func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceFile, id string) (*manifest, string, error) {
 	opts := datastream.Options{File: f, Logger: p.log(), PrimaryKeys: map[string][]string{}}
 	for tid, tc := range p.Config.Tables {
@@ -172,48 +180,75 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 			opts.PrimaryKeys[tid] = tc.PrimaryKey
 		}
 	}
+	d, err := datastream.Decode(ctx, r, f.Name, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	defer d.Close()
 	var (
-		m       *manifest
-		schema  value.StructType
-		schemas []value.StructType
-		rows    [][]any
-		rowSch  []int // index into schemas per row
+		m      *manifest
+		events []datastream.Event
 	)
-	err := datastream.All(ctx, r, f.Name, opts, func(ev datastream.Event) error {
+	for {
+		ev, err := d.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if m != nil {
+				return nil, m.Table, err
+			}
+			return nil, "", err
+		}
 		tid := ev.Table.String()
 		if m == nil {
-			m = &manifest{Table: tid, Key: ev.KeyNames, Source: f, MinSourceTS: ev.SourceTimestamp, MaxSourceTS: ev.SourceTimestamp}
-			if ev.HistoryOnly {
-				m.Key = nil
-			}
-			schema = ev.Schema
+			m = &manifest{Table: tid, Source: f, MinSourceTS: ev.SourceTimestamp, MaxSourceTS: ev.SourceTimestamp}
 		}
 		if tid != m.Table {
-			return permanentError{fmt.Errorf("%s: record %d: table %s differs from the file's first table %s", f.Name, ev.Meta.Record, tid, m.Table)}
+			return nil, m.Table, permanentError{fmt.Errorf("%s: record %d: table %s differs from the file's first table %s", f.Name, ev.Meta.Record, tid, m.Table)}
+		}
+		m.MinSourceTS = min(m.MinSourceTS, ev.SourceTimestamp)
+		m.MaxSourceTS = max(m.MaxSourceTS, ev.SourceTimestamp)
+		events = append(events, ev)
+		m.Events++
+	}
+	if m == nil {
+		return nil, "", nil
+	}
+	if d.Format() == datastream.FormatJSONL {
+		known, err := p.sourceSchema(ctx, m.Table)
+		if err != nil {
+			return nil, m.Table, err
+		}
+		// A value that does not fit the table's type is a bad record naming
+		// the file, line and column: the file is quarantined.
+		unified, err := datastream.UnifyJSON(events, known)
+		if err != nil {
+			return nil, m.Table, err
+		}
+		m.Untyped = untypedColumns(events, unified, known)
+	}
+	if !events[0].HistoryOnly {
+		m.Key = events[0].KeyNames
+	}
+	var (
+		schema  value.StructType
+		schemas []value.StructType
+		rowSch  []int // index into schemas per event
+	)
+	for _, ev := range events {
+		if len(schemas) == 0 {
+			schema = ev.Schema
 		}
 		if len(schemas) == 0 || !value.Equal(schemas[len(schemas)-1], ev.Schema) {
 			merged, _, err := cdc.MergeSchemas(schema, ev.Schema)
 			if err != nil {
-				return permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
+				return nil, m.Table, permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
 			}
 			schema = merged
 			schemas = append(schemas, ev.Schema)
 		}
-		m.MinSourceTS = min(m.MinSourceTS, ev.SourceTimestamp)
-		m.MaxSourceTS = max(m.MaxSourceTS, ev.SourceTimestamp)
-		rows = append(rows, cdc.HistoryRow(ev))
 		rowSch = append(rowSch, len(schemas)-1)
-		m.Events++
-		return nil
-	})
-	if err != nil {
-		if m != nil {
-			return nil, m.Table, err
-		}
-		return nil, "", err
-	}
-	if m == nil {
-		return nil, "", nil
 	}
 	ignore := map[string]bool{}
 	for _, c := range p.Config.Table(m.Table).IgnoreColumns {
@@ -236,11 +271,16 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 	if err != nil {
 		return nil, m.Table, err
 	}
-	for i, row := range rows {
-		if err := w.Write(cdc.Conform(row, cdc.HistorySchema(schemas[rowSch[i]]), hs)); err != nil {
+	from := make([]value.StructType, len(schemas))
+	for i, s := range schemas {
+		from[i] = cdc.HistorySchema(s)
+	}
+	for i, ev := range events {
+		if err := w.Write(cdc.Conform(cdc.HistoryRow(ev), from[rowSch[i]], hs)); err != nil {
 			w.Abort()
 			return nil, m.Table, err
 		}
+		events[i] = datastream.Event{} // written: let it go
 	}
 	add, err := w.Close(ctx)
 	if err != nil {
@@ -257,6 +297,24 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 	return m, m.Table, nil
 }
 
+// sourceSchema is the table's current source schema (the current-state
+// table's columns without the metadata columns), which types the JSON files
+// staged for it; it is empty while the table does not exist.
+func (p *Pipeline) sourceSchema(ctx context.Context, table string) (value.StructType, error) {
+	tabs, err := p.Tables(table)
+	if err != nil {
+		return value.StructType{}, permanentError{fmt.Errorf("table %s: %w", table, err)}
+	}
+	snap, err := delta.Open(tabs.State).Snapshot(ctx)
+	if errors.Is(err, delta.ErrNotATable) {
+		return value.StructType{}, nil
+	}
+	if err != nil {
+		return value.StructType{}, fmt.Errorf("read the schema of table %s: %w", table, err)
+	}
+	return cdc.SourceSchema(snap.Schema()), nil
+}
+
 // readStaged loads a staged file's manifest.
 func (p *Pipeline) readStaged(ctx context.Context, path string) (*manifest, error) {
 	b, err := objstore.ReadAll(ctx, p.Lake, path)
@@ -271,3 +329,25 @@ func (p *Pipeline) readStaged(ctx context.Context, path string) (*manifest, erro
 }
 
 var _ = time.Second
+
+// untypedColumns returns the columns of a unified JSON schema that the
+// table does not know and that are null in every event.
+func untypedColumns(events []datastream.Event, unified, known value.StructType) []string {
+	var out []string
+	for i, f := range unified.Fields {
+		if _, ok := known.Field(f.Name); ok {
+			continue
+		}
+		typed := false
+		for _, ev := range events {
+			if i < len(ev.Row) && ev.Row[i] != nil {
+				typed = true
+				break
+			}
+		}
+		if !typed {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,145 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// RollingWriter writes rows into data files rolled at a target size, so memory
+// stays bounded by one row group whatever the number of rows.
+type RollingWriter struct {
+	ctx    context.Context
+	store  objstore.Store
+	opts   WriteOptions
+	target int64
+	w      *FileWriter
+	adds   []Add
+	rows   int64
+	// For a partitioned table written without fixed partition values, one
+	// rolling writer per partition, chosen by each row's values.
+	partIdx []int
+	parts   map[string]*RollingWriter
+}
+
+// NewRollingWriter writes rows into files of the table in store, rolled
+// when a file reaches target bytes. With partition columns and no fixed
+// PartitionValues, each row goes to the file of its own partition.
+func NewRollingWriter(ctx context.Context, store objstore.Store, opts WriteOptions, target int64) *RollingWriter {
+	r := &RollingWriter{ctx: ctx, store: store, opts: opts, target: target}
+	if len(opts.PartitionColumns) > 0 && opts.PartitionValues == nil {
+		for _, c := range opts.PartitionColumns {
+			r.partIdx = append(r.partIdx, opts.Schema.Index(c))
+		}
+		r.parts = map[string]*RollingWriter{}
+	}
+	return r
+}
+
+// Write adds one row (one value per schema field).
+func (r *RollingWriter) Write(row []any) error {
+	if r.parts != nil {
+		vals := make([]any, len(r.partIdx))
+		for i, j := range r.partIdx {
+			if j >= 0 {
+				vals[i] = row[j]
+			}
+		}
+		k := partitionKeyText(vals)
+		sub := r.parts[k]
+		if sub == nil {
+			o := r.opts
+			o.PartitionValues = map[string]any{}
+			for i, c := range o.PartitionColumns {
+				o.PartitionValues[c] = vals[i]
+			}
+			sub = NewRollingWriter(r.ctx, r.store, o, r.target)
+			r.parts[k] = sub
+		}
+		return sub.Write(row)
+	}
+	if r.w == nil {
+		w, err := NewFileWriter(r.ctx, r.store, r.opts)
+		if err != nil {
+			return err
+		}
+		r.w = w
+	}
+	if err := r.w.Write(row); err != nil {
+		return err
+	}
+	r.rows++
+	if r.w.BytesWritten() >= r.target {
+		return r.roll()
+	}
+	return nil
+}
+
+func (r *RollingWriter) roll() error {
+	if r.w == nil {
+		return nil
+	}
+	a, err := r.w.Close(r.ctx)
+	r.w = nil
+	if err != nil {
+		return err
+	}
+	r.adds = append(r.adds, a)
+	return nil
+}
+
+// Close finishes the open file(s) and returns every add.
+func (r *RollingWriter) Close() ([]Add, error) {
+	if r.parts != nil {
+		keys := make([]string, 0, len(r.parts))
+		for k := range r.parts {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			a, err := r.parts[k].Close()
+			if err != nil {
+				r.Abort()
+				return nil, err
+			}
+			r.adds = append(r.adds, a...)
+		}
+		r.parts = map[string]*RollingWriter{}
+		return r.adds, nil
+	}
+	if err := r.roll(); err != nil {
+		return nil, err
+	}
+	return r.adds, nil
+}
+
+// Abort discards the open file(s) (already closed ones are orphans that
+// vacuum removes).
+func (r *RollingWriter) Abort() {
+	for _, p := range r.parts {
+		p.Abort()
+	}
+	if r.w != nil {
+		r.w.Abort()
+		r.w = nil
+	}
+}
+
+// partitionKeyText identifies a partition by its values.
+func partitionKeyText(vals []any) string {
+	var out []byte
+	for i, v := range vals {
+		if i > 0 {
+			out = append(out, 0)
+		}
+		enc, err := value.AppendJSON(nil, nil, v)
+		if err != nil {
+			enc = fmt.Appendf(nil, "%v", v)
+		}
+		out = append(out, enc...)
+	}
+	return string(out)
+}
