@@ -301,7 +301,8 @@ func rewriteMerged(ctx context.Context, snap *delta.Snapshot, files []delta.Add,
 			pv[c] = streams[0].head[fi]
 		}
 	}
-	w := &rollingWriter{ctx: ctx, store: snap.Store(), opts: delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, PartitionValues: pv}, target: target}
+	// dataChange=false: compaction rearranges rows, it changes none.
+	w := delta.NewRollingWriter(ctx, snap.Store(), delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, PartitionValues: pv}, target)
 	less := func(a, b []any) bool {
 		for _, k := range keyCols {
 			if c := value.Compare(a[k], b[k]); c != 0 {
@@ -323,70 +324,16 @@ func rewriteMerged(ctx context.Context, snap *delta.Snapshot, files []delta.Add,
 		if best == nil {
 			break
 		}
-		if err := w.write(best.head); err != nil {
-			w.abort()
+		if err := w.Write(best.head); err != nil {
+			w.Abort()
 			return nil, err
 		}
 		if err := next(best); err != nil {
-			w.abort()
+			w.Abort()
 			return nil, err
 		}
 	}
-	return w.close()
-}
-
-// rollingWriter writes rows with dataChange=false into files rolled at the
-// target size.
-type rollingWriter struct {
-	ctx    context.Context
-	store  objstore.Store
-	opts   delta.WriteOptions
-	target int64
-	w      *delta.FileWriter
-	adds   []delta.Add
-}
-
-func (r *rollingWriter) write(row []any) error {
-	if r.w == nil {
-		w, err := delta.NewFileWriter(r.ctx, r.store, r.opts)
-		if err != nil {
-			return err
-		}
-		r.w = w
-	}
-	if err := r.w.Write(row); err != nil {
-		return err
-	}
-	if r.w.BytesWritten() >= r.target {
-		return r.roll()
-	}
-	return nil
-}
-
-func (r *rollingWriter) roll() error {
-	if r.w == nil {
-		return nil
-	}
-	a, err := r.w.Close(r.ctx)
-	r.w = nil
-	if err != nil {
-		return err
-	}
-	r.adds = append(r.adds, a)
-	return nil
-}
-
-func (r *rollingWriter) close() ([]delta.Add, error) {
-	if err := r.roll(); err != nil {
-		return nil, err
-	}
-	return r.adds, nil
-}
-
-func (r *rollingWriter) abort() {
-	if r.w != nil {
-		r.w.Abort()
-	}
+	return w.Close()
 }
 
 // expireTombstones rewrites the tombstone table without tombstones older
@@ -438,14 +385,14 @@ func expireTombstones(ctx context.Context, store objstore.Store, retention time.
 		rows = append(rows, r)
 	}
 	sort.Slice(rows, func(i, j int) bool { return value.CompareKeys(rows[i][:nkey], rows[j][:nkey]) < 0 })
-	w := &rollingWriter{ctx: ctx, store: store, opts: delta.WriteOptions{Schema: schema, DataChange: true}, target: target}
+	w := delta.NewRollingWriter(ctx, store, delta.WriteOptions{Schema: schema, DataChange: true}, target)
 	for _, r := range rows {
-		if err := w.write(r); err != nil {
-			w.abort()
+		if err := w.Write(r); err != nil {
+			w.Abort()
 			return 0, err
 		}
 	}
-	adds, err := w.close()
+	adds, err := w.Close()
 	if err != nil {
 		return 0, err
 	}
