@@ -1,0 +1,97 @@
+package pipeline
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/config"
+	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/dssim"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+)
+
+func TestMaintainCompactsClustersAndExpires(t *testing.T) {
+	ctx := context.Background()
+	sim, err := dssim.Run(dssim.Options{Seed: 11, EventsPerFile: 10, Tables: []dssim.TableSpec{
+		{Source: dssim.MySQL, Database: "shop", Table: "customers", InitialRows: 20, Changes: 120},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := objstore.NewMemory()
+	now := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	p := newPipeline(t, source, config.Config{BatchMaxFiles: 1})
+	p.Now = func() time.Time { return now }
+	for _, n := range write(t, ctx, source, sim.Files) {
+		if _, err := p.Stage(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.MergeTable(ctx, "shop.customers"); err != nil {
+		t.Fatal(err)
+	}
+	tabs, _ := p.Tables("shop.customers")
+	before, err := delta.Open(tabs.State).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.NumFiles() < 3 {
+		t.Fatalf("expected many small files before maintenance, got %d", before.NumFiles())
+	}
+	res, err := p.Maintain(ctx, "shop.customers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := delta.Open(tabs.State).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CompactedFiles == 0 || after.NumFiles() >= before.NumFiles() {
+		t.Fatalf("no compaction: %+v, files %d -> %d", res, before.NumFiles(), after.NumFiles())
+	}
+	for _, f := range after.Files() {
+		if f.DataChange {
+			t.Fatalf("compacted file %s has dataChange=true", f.Path)
+		}
+	}
+	if res.StagedFilesDeleted == 0 {
+		t.Fatal("merged staged files were not deleted")
+	}
+	checkTables(t, ctx, p, sim.Tables)
+	// Clustering: the compacted file's rows come out sorted by key.
+	var last int64 = -1
+	for _, f := range after.Files() {
+		err := delta.ReadFile(ctx, tabs.State, after.Metadata(), f, delta.ReadOptions{Columns: []string{"id"}}, func(row []any) error {
+			id := row[0].(int64)
+			if id <= last {
+				t.Fatalf("rows not clustered by key: %d after %d in %s", id, last, f.Path)
+			}
+			last = id
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = -1
+	}
+	// Tombstones expire after their retention (7 days by default).
+	if sim.Tables["shop.customers"].Deletes == 0 {
+		t.Fatal("workload without deletes")
+	}
+	now = now.Add(8 * 24 * time.Hour)
+	res, err = p.Maintain(ctx, "shop.customers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExpiredTombstones == 0 {
+		t.Fatalf("tombstones did not expire: %+v", res)
+	}
+	ts, err := delta.Open(tabs.Tombstones).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := ts.NumRecords(); n != 0 {
+		t.Fatalf("%d tombstones left after expiry", n)
+	}
+}
