@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -469,9 +468,8 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 	for i, k := range keyNames {
 		keyPos[i] = stateSchema.Index(k)
 	}
-	files := stateSnap.Files()
-	slices.SortFunc(files, func(a, b delta.Add) int { return cmpStr(a.Path, b.Path) })
-	for _, f := range files {
+	// Files() is sorted by path (and shared: never modify it).
+	for _, f := range stateSnap.Files() {
 		if !touched[f.Path] {
 			continue
 		}
@@ -544,16 +542,6 @@ func nullIfEmpty(s string) any {
 		return nil
 	}
 	return s
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // prune keeps the files whose statistics for the first key column can hold
