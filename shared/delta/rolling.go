@@ -72,7 +72,9 @@ func (r *RollingWriter) Write(row []any) error {
 		return err
 	}
 	r.rows++
-	if r.w.BytesWritten() >= r.target {
+	// BytesWritten flushes the writer's row batch, so ask only now and then:
+	// asking per row would defeat the batching.
+	if r.rows%sizeCheckRows == 0 && r.w.BytesWritten() >= r.target {
 		return r.roll()
 	}
 	return nil
@@ -143,3 +145,6 @@ func partitionKeyText(vals []any) string {
 	}
 	return string(out)
 }
+
+// sizeCheckRows is how many rows a RollingWriter writes between size checks.
+const sizeCheckRows = 1024
