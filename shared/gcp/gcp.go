@@ -220,6 +220,7 @@ func Lazy(holder string) func(context.Context) (*Services, error) {
 		if err != nil {
 			return nil, fmt.Errorf("configuration: %w", err)
 		}
+		SetMemoryLimit()
 		s, err := New(context.WithoutCancel(ctx), env, holder)
 		if err != nil {
 			return nil, err
