@@ -35,6 +35,7 @@ func commands() map[string]command {
 		"rebuild":  {cmdRebuild, "recreate a current-state table (and its tombstones) from its history"},
 		"simulate": {cmdSimulate, "write realistic Datastream output (MySQL, Oracle, PostgreSQL) for trying dsdelta out"},
 		"status":   {cmdStatus, "per table lag, pending and quarantined files, versions (deployment or embedded lake)"},
+		"replay":   {cmdReplay, "stage quarantined (or named, or all) files again after a fix, and merge them"},
 		"run":      {cmdRun, "stage, merge and maintain Datastream output into Delta tables (embedded)"},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,7 +110,15 @@ func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, 
 		if f.StagedPath == "" {
 			continue
 		}
-		for _, name := range []string{f.StagedPath, trimExt(f.StagedPath) + ".parquet"} {
+		// The manifest names its Parquet file (a fresh name per staging
+		// attempt, so a replay never collides with an earlier attempt).
+		names := []string{f.StagedPath}
+		if m, err := p.readStaged(ctx, f.StagedPath); err == nil {
+			if n, err := url.PathUnescape(m.Add.Path); err == nil {
+				names = append([]string{n}, names...)
+			}
+		}
+		for _, name := range names {
 			err := p.Lake.Delete(ctx, name)
 			switch {
 			case err == nil:
@@ -121,15 +130,6 @@ func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, 
 	}
 	p.log().Info("table maintained", "event", "maintained", "table", table, "compacted", res.CompactedFiles, "vacuumed", res.VacuumedFiles, "tombstones_expired", res.ExpiredTombstones)
 	return res, nil
-}
-
-func trimExt(p string) string {
-	for i := len(p) - 1; i >= 0 && p[i] != '/'; i-- {
-		if p[i] == '.' {
-			return p[:i]
-		}
-	}
-	return p
 }
 
 // compact bin-packs files smaller than a quarter of the target, per

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -291,18 +290,5 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 // or another file's values, decide it. Their values are all null, so
 // nothing is lost whichever type the column ends up with.
 func withoutUntyped(src value.StructType, untyped []string) value.StructType {
-	if len(untyped) == 0 {
-		return src
-	}
-	drop := map[string]bool{}
-	for _, u := range untyped {
-		drop[strings.ToLower(u)] = true
-	}
-	var out value.StructType
-	for _, f := range src.Fields {
-		if !drop[strings.ToLower(f.Name)] {
-			out.Fields = append(out.Fields, f)
-		}
-	}
-	return out
+	return dropColumns(src, untyped)
 }

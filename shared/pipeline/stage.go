@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"io"
 	"strings"
 	"time"
@@ -220,6 +221,9 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 		if err != nil {
 			return nil, m.Table, err
 		}
+		// Ignored columns are dropped below whatever they hold, so their
+		// values must not be held to the table's type.
+		known = dropColumns(known, p.Config.Table(m.Table).IgnoreColumns)
 		// A value that does not fit the table's type is a bad record naming
 		// the file, line and column: the file is quarantined.
 		unified, err := datastream.UnifyJSON(events, known)
@@ -250,24 +254,12 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 		}
 		rowSch = append(rowSch, len(schemas)-1)
 	}
-	ignore := map[string]bool{}
-	for _, c := range p.Config.Table(m.Table).IgnoreColumns {
-		ignore[strings.ToLower(c)] = true
-	}
-	if len(ignore) > 0 {
-		var kept value.StructType
-		for _, fl := range schema.Fields {
-			if !ignore[strings.ToLower(fl.Name)] {
-				kept.Fields = append(kept.Fields, fl)
-			}
-		}
-		schema = kept
-	}
+	schema = dropColumns(schema, p.Config.Table(m.Table).IgnoreColumns)
 	if err := cdc.ValidateSource(schema); err != nil {
 		return nil, m.Table, permanentError{fmt.Errorf("%s: %w", f.Name, err)}
 	}
 	hs := cdc.HistorySchema(schema)
-	w, err := delta.NewFileWriter(ctx, p.Lake, delta.WriteOptions{Schema: hs, Dir: stagingDir(m.Table), FileName: id + ".parquet", DataChange: true})
+	w, err := delta.NewFileWriter(ctx, p.Lake, delta.WriteOptions{Schema: hs, Dir: stagingDir(m.Table), FileName: id + "-" + uuid.NewString()[:8] + ".parquet", DataChange: true})
 	if err != nil {
 		return nil, m.Table, err
 	}
@@ -347,6 +339,24 @@ func untypedColumns(events []datastream.Event, unified, known value.StructType) 
 		}
 		if !typed {
 			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+// dropColumns removes the named columns (case-insensitive) from a schema.
+func dropColumns(st value.StructType, names []string) value.StructType {
+	if len(names) == 0 {
+		return st
+	}
+	drop := map[string]bool{}
+	for _, c := range names {
+		drop[strings.ToLower(c)] = true
+	}
+	var out value.StructType
+	for _, f := range st.Fields {
+		if !drop[strings.ToLower(f.Name)] {
+			out.Fields = append(out.Fields, f)
 		}
 	}
 	return out

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/dsdelta/dsdelta/shared/config"
+	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/pipeline"
+)
+
+// bucketSources opens gs:// buckets by name (deployment replays, where the
+// registry names each file's bucket).
+type bucketSources struct{}
+
+func (bucketSources) Bucket(ctx context.Context, bucket string) (objstore.Store, error) {
+	if bucket == "" {
+		return nil, fmt.Errorf("file without a bucket")
+	}
+	return objstore.Open(ctx, "gs://"+bucket)
+}
+
+func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("replay", stderr)
+	src := fs.String("source", "", "Datastream output: a folder (embedded runs) or gs://bucket[/prefix] (required)")
+	lakeURL := fs.String("lake", "", "the lake: a folder or gs://bucket/prefix (required)")
+	project := fs.String("project", "", "Google Cloud project of a deployment: use its Firestore coordination")
+	database := fs.String("firestore-database", firestore.DefaultDatabaseID, "Firestore database of the deployment")
+	cfgFile := fs.String("config", "", "configuration file (YAML or JSON), as the deployment uses it")
+	all := fs.Bool("all", false, "re-stage every data file under --source (already staged files are skipped)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if *src == "" || *lakeURL == "" {
+		fs.Usage()
+		return fmt.Errorf("%w: --source and --lake are required", errUsage)
+	}
+	var cfg config.Config
+	if *cfgFile != "" {
+		if cfg, err = config.Load(*cfgFile); err != nil {
+			return err
+		}
+	}
+	lake, err := openStore(ctx, *lakeURL, "lake", false)
+	if err != nil {
+		return err
+	}
+	source, err := openStore(ctx, *src, "source", true)
+	if err != nil {
+		return err
+	}
+	var (
+		c       coord.Coordinator
+		sources pipeline.Sources = singleSource{source}
+		bucket  string
+		prefix  string
+	)
+	if strings.HasPrefix(*src, "gs://") {
+		bucket, prefix, _ = strings.Cut(strings.TrimPrefix(*src, "gs://"), "/")
+		prefix = strings.Trim(prefix, "/")
+		sources = bucketSources{}
+	}
+	if *project != "" {
+		client, err := firestore.NewClientWithDatabase(ctx, *project, *database)
+		if err != nil {
+			return fmt.Errorf("firestore: %w", err)
+		}
+		defer client.Close()
+		if c, err = coord.NewFirestore(ctx, client, coord.FirestoreOptions{}); err != nil {
+			return err
+		}
+	} else if c, err = coord.NewLocal(lake, coord.LocalOptions{}); err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	p := &pipeline.Pipeline{Lake: lake, Sources: sources, Coord: c, Config: cfg, Holder: fmt.Sprintf("replay-%s-%d", host, os.Getpid())}
+
+	// The files to stage again: named ones, every one, or the quarantined.
+	full := func(name string) string {
+		if prefix != "" {
+			return prefix + "/" + name
+		}
+		return name
+	}
+	var files []datastream.SourceFile
+	switch {
+	case len(pos) > 0:
+		for _, name := range pos {
+			info, err := source.Stat(ctx, name)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			files = append(files, datastream.SourceFile{Bucket: bucket, Name: full(info.Name), Generation: info.Generation, Size: info.Size})
+		}
+	case *all:
+		err := source.List(ctx, "", "", func(info objstore.Info) error {
+			if cfg.IsDataFile(info.Name) {
+				files = append(files, datastream.SourceFile{Bucket: bucket, Name: full(info.Name), Generation: info.Generation, Size: info.Size})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	default:
+		tables, err := c.Tables(ctx)
+		if err != nil {
+			return err
+		}
+		for _, t := range tables {
+			if t.Quarantined == 0 {
+				continue
+			}
+			q, err := c.ListFiles(ctx, t.Table, coord.StateQuarantined)
+			if err != nil {
+				return err
+			}
+			for _, f := range q {
+				files = append(files, datastream.SourceFile{Bucket: f.Bucket, Name: f.Name, Generation: f.Generation, Size: f.Size})
+			}
+		}
+	}
+	if bucket == "" {
+		// Embedded runs name files relative to the source folder.
+		for i := range files {
+			files[i].Bucket = ""
+		}
+	}
+	touched := map[string]bool{}
+	var staged, again, skipped int
+	for _, f := range files {
+		res, err := p.Stage(ctx, f)
+		if err != nil {
+			return err
+		}
+		switch {
+		case res.Quarantined != "":
+			again++
+			fmt.Fprintf(stdout, "still bad: %s: %s\n", f.Name, res.Quarantined)
+		case res.Skipped != "" || res.Duplicate:
+			skipped++
+		default:
+			staged++
+			touched[res.Table] = true
+		}
+	}
+	ids := make([]string, 0, len(touched))
+	for id := range touched {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if _, err := p.MergeTable(ctx, id); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "%d files staged and merged, %d still quarantined, %d already staged or skipped\n", staged, again, skipped)
+	return nil
+}
