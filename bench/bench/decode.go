@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/dssim"
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// decodeData is the decode scenario's input: one JSONL file and the same
+// events as Avro files.
+type decodeData struct {
+	JSONPath  string
+	JSONBytes int64
+	AvroPaths []string
+	AvroBytes int64
+	Events    int
+	Schema    value.StructType
+}
+
+// simSpec is the dssim table of the decode scenario.
+func simSpec(format dssim.Format, changes int) dssim.TableSpec {
+	return dssim.TableSpec{Source: dssim.MySQL, Database: "shop", Table: "customers", Format: format, InitialRows: changes / 4, Changes: changes}
+}
+
+// genDecodeData simulates a MySQL table until its JSONL output is about
+// wantBytes, writes it as one JSONL file (the table's files concatenated in
+// name order; JSON lines concatenate) and the same events as Avro files.
+func genDecodeData(dir string, wantBytes int64) (decodeData, error) {
+	var d decodeData
+	probe, err := dssim.Run(dssim.Options{Seed: 7, EventsPerFile: 1 << 30, Tables: []dssim.TableSpec{simSpec(dssim.JSONL, 2000)}})
+	if err != nil {
+		return d, fmt.Errorf("simulate probe: %w", err)
+	}
+	var pb, pe int64
+	for _, f := range probe.Files {
+		pb += int64(len(f.Data))
+		pe += int64(f.Events)
+	}
+	changes := int(float64(wantBytes) / (float64(pb) / float64(pe)) * 2000 / float64(pe))
+	for _, format := range []dssim.Format{dssim.JSONL, dssim.Avro} {
+		res, err := dssim.Run(dssim.Options{Seed: 7, EventsPerFile: 1 << 30, Tables: []dssim.TableSpec{simSpec(format, changes)}})
+		if err != nil {
+			return d, fmt.Errorf("simulate %s: %w", format, err)
+		}
+		files := res.Files
+		sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+		d.Schema = res.Tables["shop.customers"].Schema
+		if format == dssim.JSONL {
+			d.JSONPath = filepath.Join(dir, "shop_customers.jsonl")
+			f, err := os.Create(d.JSONPath)
+			if err != nil {
+				return d, fmt.Errorf("create %s: %w", d.JSONPath, err)
+			}
+			for _, sf := range files {
+				if _, err := f.Write(sf.Data); err != nil {
+					f.Close()
+					return d, fmt.Errorf("write %s: %w", d.JSONPath, err)
+				}
+				d.JSONBytes += int64(len(sf.Data))
+				d.Events += sf.Events
+			}
+			if err := f.Close(); err != nil {
+				return d, fmt.Errorf("close %s: %w", d.JSONPath, err)
+			}
+			continue
+		}
+		for i, sf := range files {
+			p := filepath.Join(dir, fmt.Sprintf("shop_customers_%03d.avro", i))
+			if err := os.WriteFile(p, sf.Data, 0o644); err != nil {
+				return d, fmt.Errorf("write %s: %w", p, err)
+			}
+			d.AvroPaths = append(d.AvroPaths, p)
+			d.AvroBytes += int64(len(sf.Data))
+		}
+	}
+	return d, nil
+}
+
+// dsDecode decodes files to typed events and keeps them all (the rows are
+// materialised, as DuckDB's CREATE TABLE AS does).
+func dsDecode(ctx context.Context, paths []string, schema value.StructType) (time.Duration, int, error) {
+	start := time.Now()
+	var events []datastream.Event
+	opts := datastream.Options{Schemas: map[string]value.StructType{"shop.customers": schema}}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return 0, 0, fmt.Errorf("open %s: %w", p, err)
+		}
+		err = datastream.All(ctx, f, filepath.Base(p), opts, func(ev datastream.Event) error {
+			events = append(events, ev)
+			return nil
+		})
+		f.Close()
+		if err != nil {
+			return 0, 0, fmt.Errorf("decode %s: %w", p, err)
+		}
+	}
+	return time.Since(start), len(events), nil
+}
+
+// duckJSONColumns types every field of a Datastream MySQL event, so DuckDB
+// parses and converts the same values dsdelta does (no sampling).
+const duckJSONColumns = `{
+ uuid: 'VARCHAR', read_timestamp: 'TIMESTAMPTZ', source_timestamp: 'TIMESTAMPTZ', object: 'VARCHAR',
+ read_method: 'VARCHAR', stream_name: 'VARCHAR', schema_key: 'VARCHAR', sort_keys: 'JSON',
+ source_metadata: 'STRUCT("table" VARCHAR, database VARCHAR, primary_keys VARCHAR[], log_file VARCHAR, log_position BIGINT, change_type VARCHAR, is_deleted BOOLEAN)',
+ payload: 'STRUCT(id BIGINT, email VARCHAR, name VARCHAR, balance DECIMAL(12,2), created_at TIMESTAMPTZ, is_active INTEGER, notes VARCHAR)'
+}`
+
+// duckDecode materialises the JSONL file as a typed in-memory table.
+func duckDecode(ctx context.Context, db *sql.DB, path string) (time.Duration, int, error) {
+	q := fmt.Sprintf(`CREATE OR REPLACE TABLE ev AS SELECT * FROM read_json(%s, format='newline_delimited', columns=%s)`, sqlString(path), duckJSONColumns)
+	start := time.Now()
+	if _, err := db.ExecContext(ctx, q); err != nil {
+		return 0, 0, fmt.Errorf("duckdb read_json: %w", err)
+	}
+	elapsed := time.Since(start)
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM ev WHERE payload.id IS NOT NULL").Scan(&n); err != nil {
+		return 0, 0, fmt.Errorf("count duckdb rows: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, "DROP TABLE ev"); err != nil {
+		return 0, 0, fmt.Errorf("drop duckdb table: %w", err)
+	}
+	return elapsed, n, nil
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"github.com/dsdelta/dsdelta/bench/internal/mergebench"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+)
+
+// childRunner is the program merges run in: the mergechild command built
+// for this run (it links what a merge function links), or this binary
+// re-executed in its hidden child mode when the command cannot be built.
+type childRunner struct {
+	exe  string
+	self bool
+}
+
+// prepareChild builds ./mergechild of the bench module into dir. Outside
+// the bench module (a copied binary) it falls back to re-executing itself,
+// whose RSS then includes the linked DuckDB library.
+func prepareChild(ctx context.Context, dir string) (childRunner, string) {
+	self, err := os.Executable()
+	fallback := func(why string) (childRunner, string) {
+		return childRunner{exe: self, self: true}, "Merges ran in this binary re-executed (" + why + "), so peak RSS includes the DuckDB library it links (about 28 MiB resident at start on linux/amd64)."
+	}
+	if err != nil {
+		return childRunner{}, "find own executable: " + err.Error()
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return fallback("no go tool to build mergechild")
+	}
+	out, err := exec.CommandContext(ctx, goBin, "list", "-m", "-f", "{{.Path}} {{.Dir}}").Output()
+	path, modDir, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if err != nil || path != "github.com/dsdelta/dsdelta/bench" {
+		return fallback("not run from the bench module")
+	}
+	exe := filepath.Join(dir, "mergechild")
+	cmd := exec.CommandContext(ctx, goBin, "build", "-o", exe, "./mergechild")
+	cmd.Dir = modDir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fallback("go build ./mergechild failed: " + firstLine(string(b)))
+	}
+	return childRunner{exe: exe}, "Merges ran in the mergechild command (built for the run; it links dsdelta's cdc, delta and objstore but not DuckDB), one process per merge, so peak RSS is the merge's own."
+}
+
+// mergeInChild re-executes this binary in child mode.
+func mergeInChild(ctx context.Context, child childRunner, dir string, rows int64, mode, cpuProfile, heapProfile string) (mergebench.ChildResult, error) {
+	args := []string{"-dir", dir, "-rows", strconv.FormatInt(rows, 10), "-mode", mode}
+	if child.self {
+		args = append([]string{"-merge-child"}, args...)
+	}
+	if cpuProfile != "" {
+		args = append(args, "-cpuprofile", cpuProfile)
+	}
+	if heapProfile != "" {
+		args = append(args, "-heapprofile", heapProfile)
+	}
+	cmd := exec.CommandContext(ctx, child.exe, args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return mergebench.ChildResult{}, fmt.Errorf("merge child %d rows %s: %w", rows, mode, err)
+	}
+	var r mergebench.ChildResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		return r, fmt.Errorf("parse merge child output %q: %w", out, err)
+	}
+	return r, nil
+}
+
+// touchedFiles are the state files the merge removed (rewrote), as absolute
+// paths, and the row count of the table after the merge.
+func touchedFiles(ctx context.Context, d mergebench.TableDirs, base *delta.Snapshot) ([]string, int64, error) {
+	store, err := objstore.NewLocal(d.State())
+	if err != nil {
+		return nil, 0, err
+	}
+	after, err := delta.Open(store).Snapshot(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read merged state table: %w", err)
+	}
+	live := map[string]bool{}
+	for _, a := range after.Files() {
+		live[a.Path] = true
+	}
+	var out []string
+	for _, a := range base.Files() {
+		if !live[a.Path] {
+			out = append(out, filepath.Join(d.State(), a.Path))
+		}
+	}
+	n, _ := after.NumRecords()
+	return out, n, nil
+}
+
+// duckMerge is the baseline: rewrite the touched files without the batch's
+// keys and with its upserts (anti-join + union), snappy parquet, as one
+// statement. It returns the elapsed time and the rows written.
+func duckMerge(ctx context.Context, db *sql.DB, touched []string, batchFile, out string) (time.Duration, int64, error) {
+	quoted := make([]string, len(touched))
+	for i, p := range touched {
+		quoted[i] = sqlString(p)
+	}
+	q := fmt.Sprintf(`COPY (
+  SELECT t.* FROM read_parquet([%s]) t ANTI JOIN read_parquet(%s) b ON t.id = b.id
+  UNION ALL
+  SELECT * EXCLUDE (bench_delete) FROM read_parquet(%s) WHERE NOT bench_delete
+) TO %s (FORMAT parquet, COMPRESSION snappy)`, strings.Join(quoted, ", "), sqlString(batchFile), sqlString(batchFile), sqlString(out))
+	start := time.Now()
+	if len(touched) == 0 {
+		q = fmt.Sprintf(`COPY (SELECT * EXCLUDE (bench_delete) FROM read_parquet(%s) WHERE NOT bench_delete) TO %s (FORMAT parquet, COMPRESSION snappy)`, sqlString(batchFile), sqlString(out))
+	}
+	if _, err := db.ExecContext(ctx, q); err != nil {
+		return 0, 0, fmt.Errorf("duckdb merge: %w", err)
+	}
+	elapsed := time.Since(start)
+	var n int64
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM read_parquet("+sqlString(out)+")").Scan(&n); err != nil {
+		return 0, 0, fmt.Errorf("count duckdb merge output: %w", err)
+	}
+	return elapsed, n, nil
+}
+
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// fileRows sums numRecords of the given absolute paths in a snapshot.
+func fileRows(base *delta.Snapshot, root string, paths []string) int64 {
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[p] = true
+	}
+	var n int64
+	for _, a := range base.Files() {
+		if want[filepath.Join(root, a.Path)] {
+			st, err := delta.ParseStats(a.Stats)
+			if err == nil {
+				n += st.NumRecords
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,132 @@
+package mergebench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sync"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/cdc"
+)
+
+// ChildResult is what a merge child process reports on stdout.
+type ChildResult struct {
+	Millis       float64 `json:"ms"`
+	PeakKiB      int64   `json:"peak_kib"`
+	StartKiB     int64   `json:"start_kib"`
+	BeforeKiB    int64   `json:"before_kib"`
+	FilesRead    int     `json:"files_read"`
+	Rewritten    int     `json:"files_rewritten"`
+	Inserted     int64   `json:"inserted"`
+	Updated      int64   `json:"updated"`
+	Deleted      int64   `json:"deleted"`
+	StateVersion int64   `json:"state_version"`
+}
+
+// RunChild applies the benchmark batch for a table of rows to the tables
+// in dir and prints a ChildResult as JSON on stdout: the merge's time and
+// this process's own peak RSS, so the figure is the merge's and not the
+// benchmark driver's. The profiles are written when their paths are set.
+func RunChild(ctx context.Context, dir string, rows int64, mode, cpuProfile, heapProfile string) error {
+	startKiB, _ := ProcField("/proc/self/status", "VmRSS")
+	b, err := BuildBatch(PlanBatch(rows, mode))
+	if err != nil {
+		return err
+	}
+	tabs, err := TableDirs{Root: dir}.Tables()
+	if err != nil {
+		return err
+	}
+	before, _ := PeakRSSKiB()
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return fmt.Errorf("create cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("start cpu profile: %w", err)
+		}
+	}
+	var heap *heapAtPeak
+	if heapProfile != "" {
+		heap = watchHeap()
+	}
+	start := time.Now()
+	res, err := cdc.Apply(ctx, tabs, 1, b, cdc.Options{TargetFileBytes: TargetFileBytes})
+	elapsed := time.Since(start)
+	if cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	if heap != nil {
+		if err := heap.stop(heapProfile); err != nil {
+			return err
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("merge into %d rows: %w", rows, err)
+	}
+	peak, err := PeakRSSKiB()
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(ChildResult{
+		Millis: float64(elapsed.Microseconds()) / 1000, PeakKiB: peak, StartKiB: startKiB, BeforeKiB: before,
+		FilesRead: res.FilesRead, Rewritten: res.FilesRewritten,
+		Inserted: res.Inserted, Updated: res.Updated, Deleted: res.Deleted, StateVersion: res.StateVersion,
+	})
+}
+
+// heapAtPeak keeps the heap profile taken when the process's RSS was
+// highest: a heap profile at the end of a merge shows what is left, not
+// what made the peak.
+type heapAtPeak struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	best []byte
+	rss  int64
+}
+
+func watchHeap() *heapAtPeak {
+	h := &heapAtPeak{done: make(chan struct{})}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		tick := time.NewTicker(25 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-h.done:
+				return
+			case <-tick.C:
+			}
+			rss, ok := ProcField("/proc/self/status", "VmRSS")
+			if !ok || rss <= h.rss+h.rss/20 {
+				continue
+			}
+			var buf bytes.Buffer
+			runtime.GC() // the heap profile reflects the last GC
+			if err := pprof.Lookup("heap").WriteTo(&buf, 0); err == nil {
+				h.mu.Lock()
+				h.best, h.rss = buf.Bytes(), rss
+				h.mu.Unlock()
+			}
+		}
+	}()
+	return h
+}
+
+func (h *heapAtPeak) stop(path string) error {
+	close(h.done)
+	h.wg.Wait()
+	if err := os.WriteFile(path, h.best, 0o644); err != nil {
+		return fmt.Errorf("write heap profile: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package mergebench
+
+import "testing"
+
+func TestPlanBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		rows   int64
+		mode   string
+		minKey int64 // smallest key an update or delete may hit
+	}{
+		{"a clustered batch into a small table draws from the whole table", 50_000, "clustered", 1},
+		{"a clustered batch into a large table stays in the hot window", 1_000_000, "clustered", 1_000_000 - HotWindow + 1},
+		{"a random batch draws from the whole key space", 1_000_000, "random", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := PlanBatch(tc.rows, tc.mode)
+			if len(plan) != BatchSize {
+				t.Fatalf("batch has %d changes, want %d", len(plan), BatchSize)
+			}
+			seen := map[int64]bool{}
+			var upd, ins, del int
+			var lowest int64 = tc.rows
+			for _, c := range plan {
+				if seen[c.id] {
+					t.Fatalf("key %d appears twice", c.id)
+				}
+				seen[c.id] = true
+				switch {
+				case c.insert:
+					ins++
+					if c.id <= tc.rows {
+						t.Errorf("insert of existing key %d", c.id)
+					}
+				case c.delete:
+					del++
+				default:
+					upd++
+				}
+				if !c.insert {
+					if c.id < tc.minKey || c.id > tc.rows {
+						t.Errorf("update/delete of key %d outside [%d, %d]", c.id, tc.minKey, tc.rows)
+					}
+					lowest = min(lowest, c.id)
+				}
+			}
+			if upd != BatchUpdates || ins != BatchInserts || del != BatchDeletes {
+				t.Errorf("mix = %d updates, %d inserts, %d deletes; want %d, %d, %d", upd, ins, del, BatchUpdates, BatchInserts, BatchDeletes)
+			}
+			if tc.mode == "random" && lowest > tc.rows/10 {
+				t.Errorf("random batch never touched the first tenth of the keys (lowest %d)", lowest)
+			}
+		})
+	}
+}
+
+func TestPlanBatchIsDeterministic(t *testing.T) {
+	a, b := PlanBatch(1_000_000, "random"), PlanBatch(1_000_000, "random")
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("change %d differs between runs: %+v vs %+v", i, a[i], b[i])
+		}
+	}
+}
+
+func TestBuildBatchOrdersAfterTheBaseRows(t *testing.T) {
+	b, err := BuildBatch(PlanBatch(100_000, "clustered"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := BaseStateRow(100_000)[len(SourceSchema.Fields)+3].([]byte)
+	for _, c := range b.Changes {
+		if string(c.Order) <= string(base) {
+			t.Fatalf("change of key %v has order %x, not after the base rows' %x", c.Key, c.Order, base)
+		}
+	}
+}
