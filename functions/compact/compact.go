@@ -38,6 +38,19 @@ func (h Handler) Handle(ctx context.Context, e event.Event) error {
 		if ctx.Err() != nil {
 			break
 		}
+		res, err := svc.Pipeline.Maintain(ctx, st.Table)
+		if err != nil {
+			svc.Logger.Error("maintenance failed", "event", "maintain_failed", "table", st.Table, "error", err)
+			errs = append(errs, err)
+		} else if res.Busy {
+			svc.Logger.Info("table busy; maintenance skipped this round", "table", st.Table)
+		}
+		// Wake after maintenance, not before: a merge woken while
+		// Maintain holds the lease finds the table busy and drops the
+		// wake-up, so waking first would lose it on every round.
+		if cur, err := svc.Coord.Status(ctx, st.Table); err == nil {
+			st = cur
+		}
 		// An open batch left by a crashed merge needs a wake-up as much as
 		// pending files do: with nothing else pending, no notification
 		// would ever resume it.
@@ -45,15 +58,6 @@ func (h Handler) Handle(ctx context.Context, e event.Event) error {
 			if err := svc.Pipeline.Waker.Wake(ctx, st.Table); err != nil {
 				errs = append(errs, fmt.Errorf("wake %s: %w", st.Table, err))
 			}
-		}
-		res, err := svc.Pipeline.Maintain(ctx, st.Table)
-		if err != nil {
-			svc.Logger.Error("maintenance failed", "event", "maintain_failed", "table", st.Table, "error", err)
-			errs = append(errs, err)
-			continue
-		}
-		if res.Busy {
-			svc.Logger.Info("table busy; maintenance skipped this round", "table", st.Table)
 		}
 	}
 	retention := h.RegistryRetention

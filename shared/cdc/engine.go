@@ -87,29 +87,35 @@ type Result struct {
 // coordinator guarantees it).
 func Apply(ctx context.Context, t Tables, seq int64, b Batch, opts Options) (Result, error) {
 	opts.defaults()
-	res := Result{Events: int64(len(b.Changes)), HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
 	if err := ValidateSource(b.Source); err != nil {
-		return res, fmt.Errorf("apply %s batch %d: %w", t.ID, seq, err)
+		return Result{}, fmt.Errorf("apply %s batch %d: %w", t.ID, seq, err)
 	}
-	hist, source, err := applyHistory(ctx, t, seq, b, opts, &res)
-	if err != nil {
-		return res, fmt.Errorf("apply %s batch %d: history: %w", t.ID, seq, err)
-	}
-	_ = hist
-	if len(b.Key) == 0 {
-		return res, nil // history-only table
-	}
+	// A logical conflict means another writer committed meanwhile: a
+	// compaction that rewrote files we read, or another holder applying
+	// this very batch (a stale lease). Planning again from fresh snapshots
+	// resolves both: the second finds the batch's txn and skips.
 	for attempt := 0; ; attempt++ {
-		err = applyState(ctx, t, seq, b, source, opts, &res)
+		res, err := applyOnce(ctx, t, seq, b, opts)
 		if err == nil || !errors.Is(err, delta.ErrConflict) || attempt >= opts.MaxConflictRetries {
-			break
+			if err != nil {
+				return res, fmt.Errorf("apply %s batch %d: %w", t.ID, seq, err)
+			}
+			return res, nil
 		}
 		opts.Logger.InfoContext(ctx, "merge conflicted with a concurrent commit; planning again", "table", t.ID, "batch", seq, "attempt", attempt+1, "error", err)
 	}
+}
+
+func applyOnce(ctx context.Context, t Tables, seq int64, b Batch, opts Options) (Result, error) {
+	res := Result{Events: int64(len(b.Changes)), HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
+	_, source, err := applyHistory(ctx, t, seq, b, opts, &res)
 	if err != nil {
-		return res, fmt.Errorf("apply %s batch %d: %w", t.ID, seq, err)
+		return res, fmt.Errorf("history: %w", err)
 	}
-	return res, nil
+	if len(b.Key) == 0 {
+		return res, nil // history-only table
+	}
+	return res, applyState(ctx, t, seq, b, source, opts, &res)
 }
 
 // Table properties that say which source table and role a Delta table

@@ -379,3 +379,37 @@ func TestVerifyDetectsDriftAndRebuildRepairsIt(t *testing.T) {
 		t.Fatalf("batch 1 after rebuild: %v %+v", err, r)
 	}
 }
+
+// TestTwoHoldersApplyingOneBatchConverge: a stale lease holder and a new
+// one apply the same batch at once; both succeed and the batch lands once.
+func TestTwoHoldersApplyingOneBatchConverge(t *testing.T) {
+	ctx := context.Background()
+	tabs := memTables()
+	var b Batch
+	b.Source, b.Key = testSource, []string{"id", "region"}
+	for n := uint64(1); n <= 50; n++ {
+		b.Changes = append(b.Changes, toChange(t, genEvent(n, int64(n%13), "eu", n%7 == 0, int64(n))))
+	}
+	if _, err := Apply(ctx, tabs, 1, Batch{Source: testSource, Key: b.Key, Changes: b.Changes[:5]}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := Apply(ctx, tabs, 2, b, Options{})
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a holder failed: %v", err)
+		}
+	}
+	if n := countRows(t, ctx, tabs.History); n != 50 {
+		t.Fatalf("history holds %d rows, want 50", n)
+	}
+	vr, err := Verify(ctx, tabs)
+	if err != nil || !vr.OK() {
+		t.Fatalf("verify: %v %+v", err, vr)
+	}
+}

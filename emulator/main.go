@@ -1,0 +1,170 @@
+// Command emulator runs the whole dsdelta system on a laptop, on the
+// official emulators: the Pub/Sub emulator and the Firestore emulator (from
+// the gcloud SDK), fake-gcs-server publishing object notifications into
+// Pub/Sub, the three functions (OnFile, Merge, Compact) served by
+// functions-framework-go with a push subscription each, and a ticker that
+// plays Cloud Scheduler. With --simulate it writes a simulated Datastream
+// stream into the source bucket.
+//
+//	go run ./emulator --simulate
+//
+// Every part runs as a child process in a process group of its own; Ctrl-C
+// (or SIGTERM) stops them all, and a supervisor per child stops it even if
+// the emulator is killed.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/dssim"
+)
+
+func main() {
+	if isFunctionServer() {
+		if err := serveFunction(); err != nil {
+			fmt.Fprintln(os.Stderr, "function server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// After the first signal a second one ends the emulator at once;
+		// the supervisors still stop every child.
+		<-ctx.Done()
+		stop()
+	}()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "emulator:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("emulator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o Options
+	fs.StringVar(&o.DataDir, "data-dir", "", "directory for the processes' logs and the Pub/Sub emulator's data (default: a temporary directory, removed on exit)")
+	fs.IntVar(&o.BasePort, "ports", 9085, "first of six consecutive ports: Pub/Sub, Firestore, GCS, onfile, merge, compact (0 = free ports)")
+	fs.StringVar(&o.Project, "project", "dsdelta-local", "project id the emulators serve")
+	fs.StringVar(&o.SourceBucket, "source-bucket", "datastream", "bucket Datastream writes to")
+	fs.StringVar(&o.SourcePrefix, "source-prefix", "", "path prefix of the stream in the source bucket")
+	fs.StringVar(&o.LakeBucket, "lake-bucket", "lake", "bucket holding the Delta tables")
+	fs.DurationVar(&o.Tick, "tick", time.Minute, "compaction schedule (0 disables the scheduler)")
+	fs.DurationVar(&o.MergeBudget, "merge-budget", 2*time.Minute, "time budget of one merge invocation")
+	fs.DurationVar(&o.LeaseTTL, "lease-ttl", 30*time.Second, "table lease time to live")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "functions' log level (debug, info, warn, error)")
+	quiet := fs.Bool("quiet", false, "do not copy the functions' logs to the terminal (they stay in the data dir)")
+	simulate := fs.Bool("simulate", false, "write a simulated Datastream stream into the source bucket once the stack runs")
+	var sim SimulateOptions
+	fs.Uint64Var(&sim.Seed, "seed", 1, "simulator seed")
+	fs.IntVar(&sim.Rows, "rows", 20, "simulator: rows per table before the stream starts")
+	fs.IntVar(&sim.Changes, "changes", 80, "simulator: CDC changes per table")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if !*quiet {
+		o.FunctionLogs = stdout
+	}
+	fmt.Fprintln(stdout, "starting the Pub/Sub and Firestore emulators, fake-gcs-server and the functions...")
+	s, err := Start(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(stdout, "stopping...")
+		s.Close()
+		fmt.Fprintln(stdout, "stopped")
+	}()
+	printSummary(stdout, s)
+	if *simulate {
+		opts := SimulationOptions(sim, s.Options().SourcePrefix)
+		res, err := Simulate(ctx, s.Storage(), s.Options().SourceBucket, opts)
+		if err != nil {
+			return err
+		}
+		printSimulation(stdout, res)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func printSummary(w io.Writer, s *Stack) {
+	o := s.Options()
+	env := s.EmulatorEnv()
+	fmt.Fprintf(w, `
+dsdelta emulator stack is running (Ctrl-C stops everything)
+  Pub/Sub emulator    %s
+  Firestore emulator  %s
+  fake-gcs-server     %s   buckets: gs://%s (source, notifications -> %s), gs://%s (lake)
+  onfile function     %s   push subscription "onfile" on %s (dead letters -> %s)
+  merge function      %s   push subscription "merge" on %s
+  compact function    %s   push subscription "compact" on %s, scheduled every %s
+  dead letters        pull subscription %q
+  logs                %s
+
+Use the CLI against it from another shell:
+`, hostOf(env, "PUBSUB_EMULATOR_HOST"), hostOf(env, "FIRESTORE_EMULATOR_HOST"), hostOf(env, "STORAGE_EMULATOR_HOST"),
+		o.SourceBucket, TopicNotifications, o.LakeBucket,
+		s.FunctionURL(FuncOnFile), TopicNotifications, TopicDeadLetter,
+		s.FunctionURL(FuncMerge), TopicMerge,
+		s.FunctionURL(FuncCompact), TopicCompact, tickText(o.Tick),
+		SubscriptionDeadLetters, s.DataDir())
+	for _, kv := range env {
+		fmt.Fprintf(w, "  export %s\n", kv)
+	}
+	fmt.Fprintf(w, "  go run ./cmd/dsdelta status --project %s\n", o.Project)
+	fmt.Fprintf(w, "  go run ./cmd/dsdelta simulate --out gs://%s%s\n\n", o.SourceBucket, prefixPath(o.SourcePrefix))
+}
+
+func printSimulation(w io.Writer, res *dssim.Result) {
+	var tables []string
+	for id, t := range res.Tables {
+		tables = append(tables, fmt.Sprintf("%s (%s, %s, %d rows expected)", id, t.Spec.Source, t.Spec.Format, len(t.Rows)))
+	}
+	fmt.Fprintf(w, "simulator wrote %d Datastream files for: %s\n", len(res.Files), strings.Join(tables, ", "))
+}
+
+func hostOf(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, _ := strings.Cut(kv, "="); k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+func tickText(d time.Duration) string {
+	if d <= 0 {
+		return "never"
+	}
+	return d.String()
+}
+
+func prefixPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	return "/" + p
+}

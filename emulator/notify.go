@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/storage"
+)
+
+// Notify publishes a Cloud Storage notification (payload format
+// JSON_API_V1, event OBJECT_FINALIZE) for the current generation of an
+// object, exactly as GCS and fake-gcs-server publish it, to the stack's
+// notification topic. Publishing it again plays a duplicated notification.
+func (s *Stack) Notify(ctx context.Context, bucket, name string) error {
+	attrs, err := s.storage.Bucket(bucket).Object(name).Attrs(ctx)
+	if err != nil {
+		return fmt.Errorf("notify gs://%s/%s: %w", bucket, name, err)
+	}
+	msg, err := finalizeNotification(attrs, time.Now())
+	if err != nil {
+		return fmt.Errorf("notify gs://%s/%s: %w", bucket, name, err)
+	}
+	pub := s.pubsub.Publisher(TopicNotifications)
+	defer pub.Stop()
+	if _, err := pub.Publish(ctx, msg).Get(ctx); err != nil {
+		return fmt.Errorf("notify gs://%s/%s: publish: %w", bucket, name, err)
+	}
+	return nil
+}
+
+// finalizeNotification is the Pub/Sub message GCS publishes when an object
+// generation is finalized: the notification attributes and, as the body,
+// the object resource with its int64 fields as strings.
+func finalizeNotification(attrs *storage.ObjectAttrs, now time.Time) (*pubsub.Message, error) {
+	crc := make([]byte, 4)
+	binary.BigEndian.PutUint32(crc, attrs.CRC32C)
+	gen := strconv.FormatInt(attrs.Generation, 10)
+	body, err := json.Marshal(map[string]string{
+		"kind":         "storage#object",
+		"id":           attrs.Bucket + "/" + attrs.Name + "/" + gen,
+		"name":         attrs.Name,
+		"bucket":       attrs.Bucket,
+		"generation":   gen,
+		"contentType":  attrs.ContentType,
+		"timeCreated":  attrs.Created.UTC().Format(time.RFC3339Nano),
+		"updated":      attrs.Updated.UTC().Format(time.RFC3339Nano),
+		"storageClass": "STANDARD",
+		"size":         strconv.FormatInt(attrs.Size, 10),
+		"md5Hash":      base64.StdEncoding.EncodeToString(attrs.MD5),
+		"crc32c":       base64.StdEncoding.EncodeToString(crc),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &pubsub.Message{Data: body, Attributes: map[string]string{
+		"bucketId":         attrs.Bucket,
+		"objectId":         attrs.Name,
+		"objectGeneration": gen,
+		"eventType":        "OBJECT_FINALIZE",
+		"eventTime":        now.UTC().Format(time.RFC3339),
+		"payloadFormat":    "JSON_API_V1",
+	}}, nil
+}

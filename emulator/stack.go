@@ -1,0 +1,574 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/storage"
+	"google.golang.org/api/option"
+)
+
+// ErrMissingTool is returned by Start when a program the stack needs is not
+// installed.
+var ErrMissingTool = errors.New("missing tool")
+
+// fakeGCSVersion is the fake-gcs-server release the stack is written for.
+const fakeGCSVersion = "v1.56.1"
+
+// The functions the stack serves, by their entry point in the root package.
+const (
+	FuncOnFile  = "OnFile"
+	FuncMerge   = "Merge"
+	FuncCompact = "Compact"
+)
+
+// Options configure a Stack.
+type Options struct {
+	// DataDir holds the processes' logs and the Pub/Sub emulator's data; a
+	// temporary directory, removed by Close, when empty.
+	DataDir string
+	// BasePort is the first of six consecutive ports (Pub/Sub, Firestore,
+	// fake-gcs-server, onfile, merge, compact); 0 picks free ports.
+	BasePort int
+	// Project is the Google Cloud project the emulators serve.
+	Project string
+	// SourceBucket receives Datastream files; SourcePrefix, when set, is the
+	// stream's path prefix in it (only objects below it are notified).
+	SourceBucket, SourcePrefix string
+	// LakeBucket holds the Delta tables.
+	LakeBucket string
+	// Tick is the compaction schedule; 0 disables the scheduler.
+	Tick time.Duration
+	// MergeBudget bounds one merge invocation (DSDELTA_MERGE_BUDGET).
+	MergeBudget time.Duration
+	// LeaseTTL is the table lease's time to live (DSDELTA_LEASE_TTL); the
+	// pipeline's default when zero. A short TTL lets a crashed merge's
+	// table be taken over quickly.
+	LeaseTTL time.Duration
+	// LogLevel is DSDELTA_LOG_LEVEL for the functions ("" = info).
+	LogLevel string
+	// Config is DSDELTA_CONFIG for the functions: inline YAML or JSON
+	// ("" = defaults).
+	Config string
+	// FunctionLogs, when set, also receives the functions' log lines,
+	// prefixed with the function's name.
+	FunctionLogs io.Writer
+	// Server is the command that serves one function when started with
+	// DSDELTA_EMULATOR_SERVE set, as the emulator's binary (main) and its
+	// test binary (TestMain) do. The running executable when empty.
+	Server []string
+}
+
+func (o *Options) defaults() {
+	if o.Project == "" {
+		o.Project = "dsdelta-local"
+	}
+	if o.SourceBucket == "" {
+		o.SourceBucket = "datastream"
+	}
+	if o.LakeBucket == "" {
+		o.LakeBucket = "lake"
+	}
+	o.SourcePrefix = strings.Trim(o.SourcePrefix, "/")
+	if o.MergeBudget <= 0 {
+		o.MergeBudget = 2 * time.Minute
+	}
+}
+
+// function is one served entry point.
+type function struct {
+	target string
+	port   int
+	env    []string
+	proc   *process
+}
+
+// Stack is the running local system: the official Pub/Sub and Firestore
+// emulators, fake-gcs-server publishing object notifications to Pub/Sub,
+// the three functions served by functions-framework-go with push
+// subscriptions to each, and a scheduler.
+type Stack struct {
+	opts      Options
+	dir       string
+	removeDir bool
+	ports     [6]int
+
+	mu        sync.Mutex // guards procs and functions[*].proc
+	procs     []*process // emulators and fake-gcs-server, in start order
+	functions map[string]*function
+	logs      []*os.File
+
+	pubsub  *pubsub.Client
+	storage *storage.Client
+
+	stopTicker context.CancelFunc
+	tickerDone chan struct{}
+}
+
+// Port indexes into Stack.ports.
+const (
+	portPubSub = iota
+	portFirestore
+	portGCS
+	portOnFile
+	portMerge
+	portCompact
+)
+
+// CheckTools returns an error naming what is missing to run the stack.
+func CheckTools() error {
+	var missing []string
+	gcloud, err := exec.LookPath("gcloud")
+	if err != nil {
+		missing = append(missing, "gcloud (the Google Cloud CLI) is not on PATH")
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		missing = append(missing, "java (17 or newer, for the emulators) is not on PATH")
+	}
+	if gcloud != "" {
+		out, err := exec.Command(gcloud, "info", "--format=value(installation.sdk_root)").Output()
+		root := strings.TrimSpace(string(out))
+		if err != nil || root == "" {
+			missing = append(missing, "gcloud info does not name the SDK root")
+		} else {
+			for dir, component := range map[string]string{"pubsub-emulator": "pubsub-emulator", "cloud-firestore-emulator": "cloud-firestore-emulator"} {
+				if _, err := os.Stat(filepath.Join(root, "platform", dir)); err != nil {
+					missing = append(missing, fmt.Sprintf("the gcloud component %s is not installed (gcloud components install %s, or the google-cloud-cli-%s package)",
+						component, component, strings.TrimPrefix(component, "cloud-")))
+				}
+			}
+		}
+	}
+	if _, err := fakeGCSBinary(); err != nil {
+		missing = append(missing, err.Error())
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s", ErrMissingTool, strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// fakeGCSBinary finds fake-gcs-server on PATH or in the Go bin directory.
+func fakeGCSBinary() (string, error) {
+	if p, err := exec.LookPath("fake-gcs-server"); err == nil {
+		return p, nil
+	}
+	var dirs []string
+	if d := os.Getenv("GOBIN"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		for p := range strings.SplitSeq(strings.TrimSpace(string(out)), string(os.PathListSeparator)) {
+			if p != "" {
+				dirs = append(dirs, filepath.Join(p, "bin"))
+			}
+		}
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, "fake-gcs-server")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("fake-gcs-server is not installed (go install github.com/fsouza/fake-gcs-server@%s)", fakeGCSVersion)
+}
+
+// Start starts the whole stack and returns when every part answers and the
+// topics, subscriptions and buckets exist. On error everything started is
+// stopped again.
+func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
+	opts.defaults()
+	if err := CheckTools(); err != nil {
+		return nil, err
+	}
+	s := &Stack{opts: opts, functions: map[string]*function{}}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.dir = opts.DataDir; s.dir == "" {
+		if s.dir, err = os.MkdirTemp("", "dsdelta-emulator-"); err != nil {
+			return nil, fmt.Errorf("data dir: %w", err)
+		}
+		s.removeDir = true
+	} else if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := s.pickPorts(); err != nil {
+		return nil, err
+	}
+
+	// The two JVMs start in parallel: each takes several seconds.
+	gcloudEnv := []string{"CLOUDSDK_CORE_DISABLE_PROMPTS=1", "CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=true", "CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=true"}
+	pubsubDir := filepath.Join(s.dir, "pubsub")
+	if err := os.MkdirAll(pubsubDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	ps, err := s.start("pubsub-emulator", gcloudEnv, nil, "gcloud", "beta", "emulators", "pubsub", "start",
+		"--host-port="+s.host(portPubSub), "--data-dir="+pubsubDir, "--quiet")
+	if err != nil {
+		return nil, err
+	}
+	fs, err := s.start("firestore-emulator", gcloudEnv, nil, "gcloud", "emulators", "firestore", "start",
+		"--host-port="+s.host(portFirestore), "--quiet")
+	if err != nil {
+		return nil, err
+	}
+	okStatus := func(code int) bool { return code == http.StatusOK }
+	for _, p := range []struct {
+		proc *process
+		port int
+	}{{ps, portPubSub}, {fs, portFirestore}} {
+		if err := waitHTTP(ctx, p.proc, "http://"+s.host(p.port)+"/", 120*time.Second, okStatus); err != nil {
+			return nil, fmt.Errorf("%w (log: %s)", err, s.logPath(p.proc.name))
+		}
+	}
+
+	if s.pubsub, err = newPubSubClient(ctx, opts.Project, s.host(portPubSub)); err != nil {
+		return nil, err
+	}
+	subs := []pushSubscription{
+		{name: "onfile", topic: TopicNotifications, endpoint: s.FunctionURL(FuncOnFile), ack: 120 * time.Second, deadLetter: true, maxAttempts: 10},
+		{name: "merge", topic: TopicMerge, endpoint: s.FunctionURL(FuncMerge), ack: 600 * time.Second, deadLetter: true, maxAttempts: 20},
+		{name: "compact", topic: TopicCompact, endpoint: s.FunctionURL(FuncCompact), ack: 600 * time.Second},
+	}
+	// Topics first: fake-gcs-server publishes into an existing topic.
+	if err := createTopology(ctx, s.pubsub, opts.Project, subs); err != nil {
+		return nil, err
+	}
+
+	gcsBin, err := fakeGCSBinary()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMissingTool, err)
+	}
+	gcsArgs := []string{gcsBin, "-backend", "memory", "-scheme", "http", "-host", "127.0.0.1", "-port", strconv.Itoa(s.ports[portGCS]),
+		"-public-host", s.host(portGCS), "-external-url", "http://" + s.host(portGCS), "-log-level", "warn",
+		"-event.pubsub-project-id", opts.Project, "-event.pubsub-topic", TopicNotifications,
+		"-event.bucket", opts.SourceBucket, "-event.list", "finalize"}
+	if opts.SourcePrefix != "" {
+		gcsArgs = append(gcsArgs, "-event.object-prefix", opts.SourcePrefix+"/")
+	}
+	gcs, err := s.start("fake-gcs-server", []string{"PUBSUB_EMULATOR_HOST=" + s.host(portPubSub)}, nil, gcsArgs...)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(ctx, gcs, "http://"+s.host(portGCS)+"/storage/v1/b", 15*time.Second, okStatus); err != nil {
+		return nil, fmt.Errorf("%w (log: %s)", err, s.logPath(gcs.name))
+	}
+	if s.storage, err = storage.NewClient(ctx, option.WithEndpoint("http://"+s.host(portGCS)+"/storage/v1/"),
+		option.WithoutAuthentication(), storage.WithJSONReads()); err != nil {
+		return nil, fmt.Errorf("storage client: %w", err)
+	}
+	for _, b := range []string{opts.SourceBucket, opts.LakeBucket} {
+		if err := s.storage.Bucket(b).Create(ctx, opts.Project, nil); err != nil {
+			return nil, fmt.Errorf("create bucket %s: %w", b, err)
+		}
+	}
+
+	for _, f := range []struct {
+		target string
+		port   int
+	}{{FuncOnFile, portOnFile}, {FuncMerge, portMerge}, {FuncCompact, portCompact}} {
+		fn := &function{target: f.target, port: s.ports[f.port], env: s.functionEnv(f.target, s.ports[f.port])}
+		s.functions[f.target] = fn
+		if err := s.startFunction(ctx, fn); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Tick > 0 {
+		tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		s.stopTicker, s.tickerDone = cancel, make(chan struct{})
+		go func() {
+			defer close(s.tickerDone)
+			runScheduler(tctx, s.pubsub.Publisher(TopicCompact), opts.Tick)
+		}()
+	}
+	return s, nil
+}
+
+// pickPorts fills s.ports from the base port, or with free ports.
+func (s *Stack) pickPorts() error {
+	for i := range s.ports {
+		if s.opts.BasePort > 0 {
+			s.ports[i] = s.opts.BasePort + i
+			l, err := net.Listen("tcp", s.host(i))
+			if err != nil {
+				return fmt.Errorf("port %d is not free (choose other ports with --ports, or --ports 0 for free ones): %w", s.ports[i], err)
+			}
+			l.Close()
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("find a free port: %w", err)
+		}
+		s.ports[i] = l.Addr().(*net.TCPAddr).Port
+		defer l.Close() // held until all are picked, so they differ
+	}
+	return nil
+}
+
+func (s *Stack) host(port int) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.ports[port]))
+}
+
+func (s *Stack) logPath(name string) string { return filepath.Join(s.dir, name+".log") }
+
+// start starts a supervised process logging to its file in the data dir
+// (and to also, when set).
+func (s *Stack) start(name string, env []string, also io.Writer, argv ...string) (*process, error) {
+	f, err := os.OpenFile(s.logPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("log file for %s: %w", name, err)
+	}
+	s.mu.Lock()
+	s.logs = append(s.logs, f)
+	s.mu.Unlock()
+	var out io.Writer = f
+	if also != nil {
+		out = io.MultiWriter(f, &prefixWriter{prefix: "[" + name + "] ", w: also})
+	}
+	p, err := startProcess(name, env, out, argv...)
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %v", ErrMissingTool, err)
+		}
+		return nil, err
+	}
+	if !strings.HasPrefix(name, "function-") {
+		s.mu.Lock()
+		s.procs = append(s.procs, p)
+		s.mu.Unlock()
+	}
+	return p, nil
+}
+
+// functionEnv is the environment of a function server: what the function
+// reads in the cloud, pointed at the emulators.
+func (s *Stack) functionEnv(target string, port int) []string {
+	o := s.opts
+	lake := "gs://" + o.LakeBucket
+	env := append(s.EmulatorEnv(),
+		"DSDELTA_EMULATOR_SERVE=1",
+		"FUNCTION_TARGET="+target,
+		"PORT="+strconv.Itoa(port),
+		"K_SERVICE="+strings.ToLower(target),
+		"DSDELTA_PROJECT="+o.Project,
+		"DSDELTA_SOURCE_BUCKET="+o.SourceBucket,
+		"DSDELTA_SOURCE_PREFIX="+o.SourcePrefix,
+		"DSDELTA_LAKE_URL="+lake,
+		"DSDELTA_WAKE_TOPIC="+TopicMerge,
+		"DSDELTA_DEAD_LETTER_TOPIC="+TopicDeadLetter,
+		"DSDELTA_MERGE_BUDGET="+o.MergeBudget.String(),
+	)
+	if o.LeaseTTL > 0 {
+		env = append(env, "DSDELTA_LEASE_TTL="+o.LeaseTTL.String())
+	}
+	if o.LogLevel != "" {
+		env = append(env, "DSDELTA_LOG_LEVEL="+o.LogLevel)
+	}
+	if o.Config != "" {
+		env = append(env, "DSDELTA_CONFIG="+o.Config)
+	}
+	return env
+}
+
+// startFunction starts a function server and waits until it answers.
+func (s *Stack) startFunction(ctx context.Context, fn *function) error {
+	argv := s.opts.Server
+	if len(argv) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find the emulator's executable: %w", err)
+		}
+		argv = []string{exe}
+	}
+	name := "function-" + strings.ToLower(fn.target)
+	p, err := s.start(name, fn.env, s.opts.FunctionLogs, argv...)
+	if err != nil {
+		return err
+	}
+	// A listening port means the framework is serving (an HTTP probe
+	// would be logged as a malformed event).
+	if err := waitListening(ctx, p, fmt.Sprintf("127.0.0.1:%d", fn.port), 30*time.Second); err != nil {
+		p.stop(time.Second)
+		return fmt.Errorf("%w (log: %s)", err, s.logPath(name))
+	}
+	s.mu.Lock()
+	fn.proc = p
+	s.mu.Unlock()
+	return nil
+}
+
+// EmulatorEnv returns the variables that point Google's client libraries
+// (and fake-gcs-server, and the dsdelta CLI) at the emulators.
+func (s *Stack) EmulatorEnv() []string {
+	return []string{
+		"PUBSUB_EMULATOR_HOST=" + s.host(portPubSub),
+		"FIRESTORE_EMULATOR_HOST=" + s.host(portFirestore),
+		"STORAGE_EMULATOR_HOST=" + s.host(portGCS),
+		"GOOGLE_CLOUD_PROJECT=" + s.opts.Project,
+	}
+}
+
+// FunctionURL returns the base URL a function is served at.
+func (s *Stack) FunctionURL(target string) string {
+	p := map[string]int{FuncOnFile: portOnFile, FuncMerge: portMerge, FuncCompact: portCompact}[target]
+	return "http://" + s.host(p)
+}
+
+// Storage returns the stack's client of fake-gcs-server.
+func (s *Stack) Storage() *storage.Client { return s.storage }
+
+// PubSub returns the stack's client of the Pub/Sub emulator.
+func (s *Stack) PubSub() *pubsub.Client { return s.pubsub }
+
+// Options returns the options the stack runs with, defaults filled in.
+func (s *Stack) Options() Options { return s.opts }
+
+// DataDir returns the directory holding the logs.
+func (s *Stack) DataDir() string { return s.dir }
+
+// KillFunction kills a function server with SIGKILL, as a crashed instance
+// dies: in-flight requests fail and nothing is cleaned up.
+func (s *Stack) KillFunction(target string) error {
+	s.mu.Lock()
+	fn := s.functions[target]
+	var p *process
+	if fn != nil {
+		p, fn.proc = fn.proc, nil
+	}
+	s.mu.Unlock()
+	if fn == nil {
+		return fmt.Errorf("no function %q", target)
+	}
+	if p != nil {
+		p.kill()
+		p.stop(0) // closes its watcher
+	}
+	return nil
+}
+
+// RestartFunction starts a killed function server again on its port.
+func (s *Stack) RestartFunction(ctx context.Context, target string) error {
+	s.mu.Lock()
+	fn := s.functions[target]
+	s.mu.Unlock()
+	if fn == nil {
+		return fmt.Errorf("no function %q", target)
+	}
+	if fn.proc != nil {
+		return fmt.Errorf("function %s is running", target)
+	}
+	return s.startFunction(ctx, fn)
+}
+
+// Close stops the scheduler, the functions, fake-gcs-server and the
+// emulators, waiting until none of their processes is left.
+func (s *Stack) Close() {
+	if s.stopTicker != nil {
+		s.stopTicker()
+		<-s.tickerDone
+	}
+	s.mu.Lock()
+	var procs []*process
+	for _, fn := range s.functions {
+		if fn.proc != nil {
+			procs = append(procs, fn.proc)
+			fn.proc = nil
+		}
+	}
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		procs = append(procs, s.procs[i])
+	}
+	s.procs = nil
+	logs := s.logs
+	s.logs = nil
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Go(func() { p.stop(10 * time.Second) })
+	}
+	wg.Wait()
+	if s.pubsub != nil {
+		s.pubsub.Close()
+		s.pubsub = nil
+	}
+	if s.storage != nil {
+		s.storage.Close()
+		s.storage = nil
+	}
+	for _, f := range logs {
+		f.Close()
+	}
+	if s.removeDir {
+		os.RemoveAll(s.dir)
+	}
+}
+
+// prefixWriter prefixes every line written through it.
+type prefixWriter struct {
+	mu      sync.Mutex
+	prefix  string
+	w       io.Writer
+	partial bool // the last write ended mid-line
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(b)
+	var out []byte
+	for len(b) > 0 {
+		if !p.partial {
+			out = append(out, p.prefix...)
+		}
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			out = append(out, b...)
+			p.partial = true
+			break
+		}
+		out = append(out, b[:i+1]...)
+		b = b[i+1:]
+		p.partial = false
+	}
+	if _, err := p.w.Write(out); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// processGroups returns the process groups of every running part, for
+// checks that nothing is left after Close.
+func (s *Stack) processGroups() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gs []int
+	add := func(p *process) {
+		if p != nil {
+			gs = append(gs, p.pid, p.cmd.Process.Pid)
+		}
+	}
+	for _, p := range s.procs {
+		add(p)
+	}
+	for _, fn := range s.functions {
+		add(fn.proc)
+	}
+	return gs
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/storage"
+
+	"github.com/dsdelta/dsdelta/shared/datastream"
+)
+
+func TestFinalizeNotificationParsesAsTheObjectItAnnounces(t *testing.T) {
+	attrs := &storage.ObjectAttrs{
+		Bucket: "datastream", Name: "shop_customers/2026/01/05/10/00/abc_mysql-cdc-binlog_1_0_0.jsonl",
+		Generation: 1795973197630774, Size: 4242, ContentType: "application/octet-stream",
+		Created: time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC), Updated: time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC),
+	}
+	msg, err := finalizeNotification(attrs, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		attrs map[string]string
+		data  []byte
+	}{
+		{"attributes and JSON_API_V1 body", msg.Attributes, msg.Data},
+		{"body alone, as with attributes lost", map[string]string{"eventType": "OBJECT_FINALIZE"}, msg.Data},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := datastream.ParsePubSubNotification(tc.attrs, tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Bucket != attrs.Bucket || f.Name != attrs.Name || f.Generation != attrs.Generation || f.Size != attrs.Size {
+				t.Errorf("parsed %+v, want bucket %s name %s generation %d size %d", f, attrs.Bucket, attrs.Name, attrs.Generation, attrs.Size)
+			}
+			if reason, skip := datastream.Skip(f); skip {
+				t.Errorf("a finalized data file is skipped: %s", reason)
+			}
+		})
+	}
+}
+
+func TestPrefixWriterPrefixesEveryLine(t *testing.T) {
+	tests := []struct {
+		name   string
+		writes []string
+		want   string
+	}{
+		{"one line", []string{"hello\n"}, "[f] hello\n"},
+		{"two lines in one write", []string{"a\nb\n"}, "[f] a\n[f] b\n"},
+		{"a line split across writes", []string{"par", "tial\n", "next\n"}, "[f] partial\n[f] next\n"},
+		{"an unfinished last line", []string{"a\nb"}, "[f] a\n[f] b"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			w := &prefixWriter{prefix: "[f] ", w: &buf}
+			for _, s := range tc.writes {
+				n, err := w.Write([]byte(s))
+				if err != nil || n != len(s) {
+					t.Fatalf("Write(%q) = %d, %v", s, n, err)
+				}
+			}
+			if buf.String() != tc.want {
+				t.Errorf("got %q, want %q", buf.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestMissingToolsAreNamed(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("GOBIN", "")
+	err := CheckTools()
+	if !errors.Is(err, ErrMissingTool) {
+		t.Fatalf("CheckTools with an empty PATH = %v, want ErrMissingTool", err)
+	}
+	for _, tool := range []string{"gcloud", "java", "fake-gcs-server"} {
+		if !strings.Contains(err.Error(), tool) {
+			t.Errorf("error does not name %s: %v", tool, err)
+		}
+	}
+	if _, err := Start(context.Background(), Options{}); !errors.Is(err, ErrMissingTool) {
+		t.Errorf("Start without the tools = %v, want ErrMissingTool", err)
+	}
+}
+
+func TestRunRejectsBadUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"an unknown flag", []string{"--no-such-flag"}},
+		{"a stray argument", []string{"extra"}},
+		{"a malformed duration", []string{"--tick", "soon"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), tc.args, &out, &errOut)
+			if !errors.Is(err, errUsage) {
+				t.Errorf("run(%q) = %v, want a usage error", tc.args, err)
+			}
+		})
+	}
+}
