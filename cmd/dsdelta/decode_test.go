@@ -5,28 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/dsdelta/dsdelta/internal/fixture"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// usersFixture finds a real Datastream file in ../shared/fixtures beside the
-// repository. shared/internal/fixture cannot be imported from cmd/, so this
-// repeats its rule: skip when absent, fail when CI=true.
+// usersFixture is a real Datastream file from ../shared/fixtures.
 func usersFixture(t *testing.T) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "fixtures", "datastream", "GoogleCloudPlatform__DataflowTemplates", "v2", "datastream-to-spanner", "src", "test", "resources", "DataStreamToSpannerEventsIT", "mysql-cdc-Users.avro"))
-	if err == nil {
-		if _, err = os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("fixture %s is absent; CI=true requires the fixtures", p)
-	}
-	t.Skipf("fixture %s is absent; skipping", p)
-	return ""
+	return fixture.Path(t, "datastream", "GoogleCloudPlatform__DataflowTemplates", "v2", "datastream-to-spanner", "src", "test", "resources", "DataStreamToSpannerEventsIT", "mysql-cdc-Users.avro")
 }
 
 func runDecode(t *testing.T, args ...string) (string, string, error) {

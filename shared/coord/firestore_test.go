@@ -10,7 +10,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/coord/coordtest"
-	"github.com/dsdelta/dsdelta/shared/internal/firestoretest"
+	"github.com/dsdelta/dsdelta/internal/firestoretest"
 )
 
 func TestMain(m *testing.M) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsdelta/dsdelta/shared/internal/fixture"
+	"github.com/dsdelta/dsdelta/internal/fixture"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/hamba/avro/v2/ocf"
 	"os"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsdelta/dsdelta/shared/internal/fixture"
+	"github.com/dsdelta/dsdelta/internal/fixture"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 

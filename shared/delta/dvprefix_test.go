@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/dsdelta/dsdelta/shared/internal/fixture"
+	"github.com/dsdelta/dsdelta/internal/fixture"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsdelta/dsdelta/shared/internal/fixture"
+	"github.com/dsdelta/dsdelta/internal/fixture"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/value"
 )

@@ -3,7 +3,7 @@ package objstore_test
 import (
 	"testing"
 
-	"github.com/dsdelta/dsdelta/shared/internal/gcstest"
+	"github.com/dsdelta/dsdelta/internal/gcstest"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/objstore/objstoretest"
 )

@@ -9,7 +9,7 @@ import (
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/iterator"
 
-	"github.com/dsdelta/dsdelta/shared/internal/gcstest"
+	"github.com/dsdelta/dsdelta/internal/gcstest"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
 

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dsdelta/dsdelta/shared/internal/gcstest"
+	"github.com/dsdelta/dsdelta/internal/gcstest"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
 
