@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsdelta/dsdelta/internal/firestoretest"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/coord/coordtest"
-	"github.com/dsdelta/dsdelta/internal/firestoretest"
 )
 
 func TestMain(m *testing.M) {
