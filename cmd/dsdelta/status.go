@@ -12,6 +12,9 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/objstore"
 )
 
 type statusOutput struct {
@@ -28,7 +31,7 @@ type statusOutput struct {
 
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", stderr)
-	lakeURL := fs.String("lake", "", "the lake (folder or gs://bucket/prefix); with no --project, its local coordination is read")
+	lakeURL := fs.String("lake", "", "the lake (folder or gs://bucket/prefix): table versions are read from it, and with no --project its local coordination")
 	project := fs.String("project", "", "Google Cloud project of a deployment: read Firestore coordination (FIRESTORE_EMULATOR_HOST is honoured)")
 	database := fs.String("firestore-database", firestore.DefaultDatabaseID, "Firestore database of the deployment")
 	prefix := fs.String("firestore-prefix", "", "collection prefix (emulator tests)")
@@ -37,6 +40,13 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	var c coord.Coordinator
+	var lake objstore.Store
+	if *lakeURL != "" {
+		var err error
+		if lake, err = openStore(ctx, *lakeURL, "lake", true); err != nil {
+			return err
+		}
+	}
 	switch {
 	case *project != "":
 		client, err := firestore.NewClientWithDatabase(ctx, *project, *database)
@@ -47,11 +57,8 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if c, err = coord.NewFirestore(ctx, client, coord.FirestoreOptions{Prefix: *prefix}); err != nil {
 			return err
 		}
-	case *lakeURL != "":
-		lake, err := openStore(ctx, *lakeURL, "lake", true)
-		if err != nil {
-			return err
-		}
+	case lake != nil:
+		var err error
 		if c, err = coord.NewLocal(lake, coord.LocalOptions{}); err != nil {
 			return err
 		}
@@ -64,6 +71,23 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	sort.Slice(tables, func(i, j int) bool { return tables[i].Table < tables[j].Table })
+	// With the lake at hand, report the tables' own versions (maintenance
+	// commits too), not only the last batch's.
+	if lake != nil {
+		for i, t := range tables {
+			id, err := datastream.ParseTableID(t.Table)
+			if err != nil {
+				continue
+			}
+			base := id.Database + "/" + id.Table
+			if s, err := delta.Open(objstore.Sub(lake, base)).Snapshot(ctx); err == nil {
+				tables[i].StateVersion = s.Version()
+			}
+			if s, err := delta.Open(objstore.Sub(lake, base+"_log")).Snapshot(ctx); err == nil {
+				tables[i].HistoryVersion = s.Version()
+			}
+		}
+	}
 	now := time.Now()
 	secs := func(t time.Time) *float64 {
 		if t.IsZero() {
