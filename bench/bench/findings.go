@@ -67,7 +67,7 @@ func heapFindings(rows, mode string, r mergebench.ChildResult, prof string) []st
 		return nil
 	}
 	return []string{
-		fmt.Sprintf("Peak memory (%s rows, %s batch, peak RSS %d MiB; %d MiB resident before the merge): the live heap at the peak is two buffers — `delta.(*storeReaderAt).prefetch` (%s of the in-use heap) holds the whole compressed row group of the file being copied, and parquet-go's `memory.newSlice` (%s, via `FileWriter.BytesWritten`/`flushBatch` → `ColumnWriter`) is the writer's buffered row group, up to `delta.DefaultRowGroupBytes` (64 MiB) uncompressed plus its pages. With GOGC=100 the RSS reaches about twice the live heap, plus the process baseline.",
+		fmt.Sprintf("Peak memory (%s rows, %s batch, peak RSS %d MiB; %d MiB resident before the merge): the live heap at the peak is two buffers — `delta.(*storeReaderAt).prefetch` (%s of the in-use heap) holds the whole compressed row group of the file being copied, and parquet-go's `memory.newSlice` (%s, via `FileWriter.BytesWritten`/`flushBatch` → `ColumnWriter`) is the writer's buffered row group, up to `delta.DefaultRowGroupBytes` (16 MiB) uncompressed plus its pages. With GOGC=100 the RSS reaches about twice the live heap, plus the process baseline.",
 			rows, mode, r.PeakKiB>>10, r.BeforeKiB>>10, share(m, pkgDelta+"(*storeReaderAt).prefetch"), share(m, "github.com/parquet-go/parquet-go/internal/memory.newSlice[go.shape.uint8]")),
 		"Levers for ≤ 256 MiB: a smaller row group for rewritten files (e.g. 16 MiB) bounds both buffers (the reader's prefetch is one row group of the input), reading column chunks page by page instead of prefetching the row group, and a GOMEMLIMIT in the functions so the collector runs before the RSS doubles.",
 	}

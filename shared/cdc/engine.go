@@ -37,6 +37,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives progress; default slog.Default().
 	Logger *slog.Logger
+	// RowGroupBytes sizes the row groups of current-state files (default
+	// delta.DefaultRowGroupBytes); a merge copies untouched row groups
+	// verbatim, so smaller groups mean less re-encoding per change.
+	RowGroupBytes int64
 	// StatePartitionColumns partition a current-state table when it is
 	// created (existing tables keep their partitioning).
 	StatePartitionColumns []string
@@ -79,6 +83,9 @@ type Result struct {
 	// re-run after a crash or a duplicate delivery.
 	AlreadyHistory, AlreadyState, AlreadyTombstones bool
 	FilesRead, FilesRewritten, FilesAdded           int
+	// Row groups of rewritten files copied verbatim (no changed key in
+	// them) or decoded and re-encoded.
+	RowGroupsCopied, RowGroupsDecoded int
 }
 
 // Apply applies one batch to the three tables exactly once: each table's
@@ -470,43 +477,32 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 	var removes []delta.Remove
 	var adds []delta.Add
 	md := stateSnap.Metadata()
-	keyPos := make([]int, len(keyNames))
-	for i, k := range keyNames {
-		keyPos[i] = stateSchema.Index(k)
-	}
 	// Files() is sorted by path (and shared: never modify it).
 	for _, f := range stateSnap.Files() {
 		if !touched[f.Path] {
 			continue
 		}
 		// Copy the file's rows except the keys this batch replaces or
-		// deletes, streaming: memory holds a row group, not the file.
-		w := newRolling(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: stateSnap.PartitionColumns()}, opts.TargetFileBytes)
-		k := make([]any, len(keyPos))
-		err := delta.ReadFile(ctx, t.State, md, f, delta.ReadOptions{}, func(row []any) error {
-			row = Conform(row, stateSnap.Schema(), stateSchema)
-			for i, p := range keyPos {
-				k[i] = row[p]
-			}
-			if dropKeys[KeyText(k)] {
-				return nil
-			}
-			return w.Write(row)
+		// deletes, streaming: memory holds a row group, not the file. Row
+		// groups without such a key are copied without decoding them.
+		rw, err := delta.RewriteFile(ctx, t.State, md, f, delta.RewriteOptions{
+			Write:           delta.WriteOptions{Schema: stateSchema, PartitionColumns: stateSnap.PartitionColumns(), DataChange: true, RowGroupBytes: opts.RowGroupBytes},
+			TargetFileBytes: opts.TargetFileBytes,
+			Keys:            keyNames,
+			Drop:            func(k []any) bool { return dropKeys[KeyText(k)] },
+			Conform:         func(row []any) []any { return Conform(row, stateSnap.Schema(), stateSchema) },
 		})
 		if err != nil {
-			w.Abort()
 			return fmt.Errorf("rewrite %s: %w", f.Path, err)
 		}
-		a, err := w.Close()
-		if err != nil {
-			return fmt.Errorf("rewrite %s: %w", f.Path, err)
-		}
-		adds = append(adds, a...)
+		adds = append(adds, rw.Adds...)
 		removes = append(removes, f.Remove(now.UnixMilli(), true))
 		res.FilesRewritten++
+		res.RowGroupsCopied += rw.RowGroupsCopied
+		res.RowGroupsDecoded += rw.RowGroupsDecoded
 	}
 	if len(upserts) > 0 {
-		a, err := writeRows(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: stateSnap.PartitionColumns()}, upserts, opts.TargetFileBytes)
+		a, err := writeRows(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: stateSnap.PartitionColumns(), RowGroupBytes: opts.RowGroupBytes}, upserts, opts.TargetFileBytes)
 		if err != nil {
 			return err
 		}

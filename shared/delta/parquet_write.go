@@ -42,8 +42,11 @@ const (
 	CompressionNone   Compression = "none"
 )
 
-// DefaultRowGroupBytes is the default buffered size of a row group.
-const DefaultRowGroupBytes = 64 << 20
+// DefaultRowGroupBytes is the default buffered size of a row group. A row
+// group is the unit a merge's copy-on-write rewrite decodes (RewriteFile
+// copies the others verbatim) and what reader and writer buffer, so it is
+// kept well below the 128 MiB files are rolled at.
+const DefaultRowGroupBytes = 16 << 20
 
 // WriteOptions configure one data file.
 type WriteOptions struct {
@@ -287,6 +290,36 @@ func (w *FileWriter) Write(row []any) error {
 			w.rgStart = w.pw.Size()
 		}
 	}
+	return nil
+}
+
+// parquetSchema returns the Parquet schema of the file being written.
+func (w *FileWriter) parquetSchema() *parquet.Schema { return w.pw.Schema() }
+
+// writeRowGroup appends every row of rg, a row group of another Parquet
+// file whose schema equals this file's (parquet.EqualNodes), as a row group
+// of its own. parquet-go splices its compressed pages verbatim when the
+// source's codec, encodings and page version match this writer's, and
+// re-encodes it otherwise. The rows are not seen, so leaves summarises them
+// for the statistics, one entry per leaf column.
+func (w *FileWriter) writeRowGroup(rg parquet.RowGroup, leaves []leafSummary) error {
+	if w.closed {
+		return ErrWriterClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.flushBatch(); err != nil {
+		return err
+	}
+	if _, err := w.pw.WriteRowGroup(rg); err != nil {
+		w.err = fmt.Errorf("write %s: copy row group: %w", w.name, err)
+		return w.err
+	}
+	n := rg.NumRows()
+	w.stats.addSummary(n, leaves)
+	w.rows += n
+	w.rgStart = w.pw.Size()
 	return nil
 }
 

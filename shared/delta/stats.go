@@ -38,6 +38,9 @@ type statsNode struct {
 	minMax   bool // whether min/max are collected for this leaf
 	min, max any
 	hasNaN   bool
+	// unbounded: some values were added without bounds (see leafSummary),
+	// so min and max are omitted.
+	unbounded bool
 }
 
 // statsCollector accumulates statistics over the rows of one data file.
@@ -106,6 +109,57 @@ func (c *statsCollector) add(row []any) {
 	for _, n := range c.roots {
 		n.add(row[n.index])
 	}
+}
+
+// leafSummary describes one leaf column over rows whose values are not seen
+// one by one (a row group copied verbatim from another file).
+type leafSummary struct {
+	nulls int64
+	// min and max bound the non-null values; both are nil when every value
+	// is null.
+	min, max any
+	// unbounded marks non-null values whose bounds are unknown: the file's
+	// min and max of the column are then omitted.
+	unbounded bool
+}
+
+// addSummary counts rows summarised by leaves, one per root of a flat
+// schema (roots[k] takes leaves[k]; extra leaves beyond the stats columns
+// are ignored).
+func (c *statsCollector) addSummary(rows int64, leaves []leafSummary) {
+	c.numRecords += rows
+	for k, n := range c.roots {
+		if k < len(leaves) {
+			n.addSummary(leaves[k])
+		}
+	}
+}
+
+func (n *statsNode) addSummary(s leafSummary) {
+	n.nulls += s.nulls
+	if !n.minMax {
+		return
+	}
+	if s.unbounded || isNaNValue(s.min) || isNaNValue(s.max) {
+		n.unbounded = true
+		return
+	}
+	if s.min != nil && (n.min == nil || compareStat(s.min, n.min) < 0) {
+		n.min = n.detach(s.min)
+	}
+	if s.max != nil && (n.max == nil || compareStat(s.max, n.max) > 0) {
+		n.max = n.detach(s.max)
+	}
+}
+
+func isNaNValue(v any) bool {
+	switch f := v.(type) {
+	case float32:
+		return math.IsNaN(float64(f))
+	case float64:
+		return math.IsNaN(f)
+	}
+	return false
 }
 
 func (n *statsNode) add(v any) {
@@ -259,6 +313,9 @@ func appendStatsObject(b []byte, nodes []*statsNode, kind statKind) []byte {
 func (n *statsNode) leafJSON(kind statKind) ([]byte, bool) {
 	if kind == statNulls {
 		return strconv.AppendInt(nil, n.nulls, 10), true
+	}
+	if n.unbounded {
+		return nil, false
 	}
 	v := n.min
 	if kind == statMax {

@@ -1,0 +1,515 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/value"
+	"github.com/parquet-go/parquet-go"
+)
+
+// RewriteOptions configure RewriteFile.
+type RewriteOptions struct {
+	// Write configures the output files. Write.Schema is the schema the rows
+	// are written with and Write.PartitionColumns must be the table's;
+	// Write.PartitionValues is ignored (the source file's are kept).
+	Write WriteOptions
+	// TargetFileBytes rolls the output into a new file once a file reaches
+	// it; 0 or less writes a single file.
+	TargetFileBytes int64
+	// Keys name the columns of Write.Schema whose values Drop receives.
+	Keys []string
+	// Drop reports whether the row with these key values (one per Keys
+	// entry, in the Go representation of package value) is left out. It
+	// must not keep the slice.
+	Drop func(key []any) bool
+	// Conform maps a row read with the table metadata's schema onto
+	// Write.Schema; nil when no mapping is needed. Row groups copied
+	// verbatim are not conformed: that path requires both schemas to be
+	// equal.
+	Conform func(row []any) []any
+}
+
+// RewriteResult is what RewriteFile wrote.
+type RewriteResult struct {
+	// Adds are the files written, none when every row was dropped.
+	Adds []Add
+	// Rows kept and Dropped rows.
+	Rows, Dropped int64
+	// RowGroupsCopied counts source row groups appended to the output
+	// without decoding their rows (no row of them was dropped);
+	// RowGroupsDecoded counts those read row by row. A file rewritten
+	// without the copy path (deletion vector, schema change, nested
+	// columns, column mapping, a file not written by dsdelta) counts none
+	// of either.
+	RowGroupsCopied, RowGroupsDecoded int
+}
+
+// dsdeltaCreatedBy prefixes the created_by of the Parquet files FileWriter
+// writes. Only such files are copied verbatim: their footers are known to
+// carry exact null counts and untruncated chunk bounds.
+const dsdeltaCreatedBy = "dsdelta"
+
+// RewriteFile copies the rows of one data file of the table described by md
+// into new data files, leaving out the rows whose key values opts.Drop
+// reports — the copy-on-write step of a merge. Its cost follows the rows
+// dropped, not the file: a Parquet row group of the source with no dropped
+// row is appended to the output as is (only its key columns are read), and
+// parquet-go splices its compressed pages verbatim; the other row groups are
+// decoded and their kept rows re-encoded. Files that cannot be copied that
+// way (deletion vector, column mapping, nested columns, a schema that
+// differs from Write.Schema, a file not written by dsdelta) are read row by
+// row as ReadFile does. Memory holds about one row group of the source and
+// one of the output. The caller removes the source file.
+func RewriteFile(ctx context.Context, store objstore.Store, md Metadata, add Add, opts RewriteOptions) (RewriteResult, error) {
+	name, err := decodeAddPath(add.Path)
+	if err != nil {
+		return RewriteResult{}, fmt.Errorf("rewrite data file %s: %w", add.Path, err)
+	}
+	keyPos := make([]int, len(opts.Keys))
+	for i, k := range opts.Keys {
+		if keyPos[i] = opts.Write.Schema.Index(k); keyPos[i] < 0 {
+			return RewriteResult{}, fmt.Errorf("rewrite data file %s: key %w %q", name, ErrUnknownColumn, k)
+		}
+	}
+	if opts.Drop == nil {
+		opts.Drop = func([]any) bool { return false }
+	}
+	res, ok, err := rewriteByRowGroup(ctx, store, name, md, add, opts)
+	if err != nil {
+		return RewriteResult{}, fmt.Errorf("rewrite data file %s: %w", name, err)
+	}
+	if ok {
+		return res, nil
+	}
+	res, err = rewriteByRow(ctx, store, md, add, opts, keyPos)
+	if err != nil {
+		return RewriteResult{}, fmt.Errorf("rewrite data file %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// rewriteByRow is the general path: every row is decoded, conformed and,
+// unless dropped, written again.
+func rewriteByRow(ctx context.Context, store objstore.Store, md Metadata, add Add, opts RewriteOptions, keyPos []int) (RewriteResult, error) {
+	var res RewriteResult
+	target := opts.TargetFileBytes
+	if target <= 0 {
+		target = 1<<63 - 1
+	}
+	w := NewRollingWriter(ctx, store, opts.Write, target)
+	key := make([]any, len(keyPos))
+	err := ReadFile(ctx, store, md, add, ReadOptions{}, func(row []any) error {
+		if opts.Conform != nil {
+			row = opts.Conform(row)
+		}
+		for i, p := range keyPos {
+			key[i] = row[p]
+		}
+		if opts.Drop(key) {
+			res.Dropped++
+			return nil
+		}
+		res.Rows++
+		return w.Write(row)
+	})
+	if err != nil {
+		w.Abort()
+		return RewriteResult{}, err
+	}
+	if res.Adds, err = w.Close(); err != nil {
+		return RewriteResult{}, err
+	}
+	return res, nil
+}
+
+// rewriteByRowGroup is the row-group path; ok is false, with nothing
+// written, when the file does not qualify for it.
+func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, md Metadata, add Add, opts RewriteOptions) (RewriteResult, bool, error) {
+	if add.DeletionVector != nil || ColumnMappingMode(md) != ColumnMappingNone {
+		return RewriteResult{}, false, nil
+	}
+	if m := opts.Write.ColumnMappingMode; m != "" && m != ColumnMappingNone {
+		return RewriteResult{}, false, nil
+	}
+	schema, err := value.ParseSchema(md.SchemaString)
+	if err != nil {
+		return RewriteResult{}, false, err
+	}
+	if !value.Equal(schema, opts.Write.Schema) || !slices.Equal(md.PartitionColumns, opts.Write.PartitionColumns) {
+		return RewriteResult{}, false, nil
+	}
+	isPart := map[string]bool{}
+	for _, c := range md.PartitionColumns {
+		isPart[c] = true
+	}
+	var dataFields []value.Field
+	for _, f := range schema.Fields {
+		if isPart[f.Name] {
+			continue
+		}
+		switch f.Type.(type) {
+		case value.Primitive, value.DecimalType:
+		default:
+			return RewriteResult{}, false, nil // nested: summaries need one leaf per field
+		}
+		dataFields = append(dataFields, f)
+	}
+	partVals := map[string]any{}
+	for _, c := range md.PartitionColumns {
+		f, _ := schema.Field(c)
+		v, err := ParsePartitionValue(f.Type, add.PartitionValues[c])
+		if err != nil {
+			return RewriteResult{}, false, nil // let the row path report it
+		}
+		partVals[c] = v
+	}
+
+	size := add.Size
+	if size <= 0 {
+		info, err := store.Stat(ctx, name)
+		if err != nil {
+			return RewriteResult{}, false, err
+		}
+		size = info.Size
+	}
+	ra := &storeReaderAt{ctx: ctx, store: store, name: name, size: size}
+	f, err := parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.OptimisticRead(true))
+	if err != nil {
+		return RewriteResult{}, false, fmt.Errorf("open parquet: %w", err)
+	}
+	if !strings.HasPrefix(f.Metadata().CreatedBy, dsdeltaCreatedBy) {
+		return RewriteResult{}, false, nil
+	}
+	root, nleaves, err := parquetTree(f.Metadata().Schema)
+	if err != nil {
+		return RewriteResult{}, false, err
+	}
+	if nleaves != len(dataFields) {
+		return RewriteResult{}, false, nil
+	}
+
+	// Full-row assemblers (for row groups with dropped rows), key
+	// assemblers (to find them) and the chunk-bound converters.
+	mode := ColumnMappingNone
+	full := &asmBuilder{mode: mode, streams: make([]*colStream, nleaves)}
+	out := make([]*asm, len(schema.Fields))
+	for i, fld := range schema.Fields {
+		if isPart[fld.Name] {
+			out[i] = &asm{kind: asmConst, constant: partVals[fld.Name]}
+			continue
+		}
+		p := root.child(fld, mode)
+		if p == nil {
+			return RewriteResult{}, false, nil
+		}
+		if out[i], err = full.build(fld.Type, p, false); err != nil {
+			return RewriteResult{}, false, nil
+		}
+	}
+	keys := &asmBuilder{mode: mode, streams: make([]*colStream, nleaves)}
+	keyOut := make([]*asm, len(opts.Keys))
+	for i, k := range opts.Keys {
+		fld, _ := schema.Field(k)
+		if isPart[fld.Name] {
+			keyOut[i] = &asm{kind: asmConst, constant: partVals[fld.Name]}
+			continue
+		}
+		p := root.child(fld, mode)
+		if p == nil {
+			return RewriteResult{}, false, nil
+		}
+		if keyOut[i], err = keys.build(fld.Type, p, false); err != nil {
+			return RewriteResult{}, false, nil
+		}
+	}
+	bounds, err := newChunkBounds(root, dataFields, add)
+	if err != nil {
+		return RewriteResult{}, false, nil
+	}
+
+	wo := opts.Write
+	wo.PartitionValues = partVals
+	if len(md.PartitionColumns) == 0 {
+		wo.PartitionValues = nil
+	}
+	rw := &rewriter{ctx: ctx, store: store, opts: wo, target: opts.TargetFileBytes}
+	// The first output file decides whether this file qualifies: its
+	// Parquet schema must equal the source's for chunks to be copied.
+	if err := rw.open(); err != nil {
+		return RewriteResult{}, false, err
+	}
+	if !parquet.EqualNodes(rw.w.parquetSchema(), f.Schema()) {
+		rw.abort()
+		return RewriteResult{}, false, nil
+	}
+
+	var res RewriteResult
+	var base int64
+	var dropped []bool
+	for g, rg := range f.RowGroups() {
+		if err := ctx.Err(); err != nil {
+			rw.abort()
+			return RewriteResult{}, false, err
+		}
+		n := rg.NumRows()
+		if n == 0 {
+			continue
+		}
+		dropped = slices.Grow(dropped[:0], int(n))[:0]
+		drops := int64(0)
+		err := readRowGroup(ctx, ra, f, g, rg, keys.streams, keyOut, base, nil, func(key []any) error {
+			d := opts.Drop(key)
+			if d {
+				drops++
+			}
+			dropped = append(dropped, d)
+			return nil
+		})
+		if err != nil {
+			rw.abort()
+			return RewriteResult{}, false, fmt.Errorf("row group %d: read keys: %w", g, err)
+		}
+		res.Dropped += drops
+		switch {
+		case drops == n:
+			// Nothing of this row group remains.
+		case drops == 0:
+			leaves, err := bounds.summarise(rg)
+			if err != nil {
+				rw.abort()
+				return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
+			}
+			if err := rw.copyRowGroup(ra, f, g, rg, leaves); err != nil {
+				rw.abort()
+				return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
+			}
+			res.Rows += n
+			res.RowGroupsCopied++
+		default:
+			r := 0
+			err := readRowGroup(ctx, ra, f, g, rg, full.streams, out, base, nil, func(row []any) error {
+				keep := !dropped[r]
+				r++
+				if !keep {
+					return nil
+				}
+				res.Rows++
+				return rw.write(row)
+			})
+			if err != nil {
+				rw.abort()
+				return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
+			}
+			res.RowGroupsDecoded++
+		}
+		base += n
+	}
+	if res.Adds, err = rw.close(); err != nil {
+		return RewriteResult{}, false, err
+	}
+	return res, true, nil
+}
+
+// rewriter writes the output of the row-group path, rolling files at the
+// target size.
+type rewriter struct {
+	ctx    context.Context
+	store  objstore.Store
+	opts   WriteOptions
+	target int64
+	w      *FileWriter
+	adds   []Add
+}
+
+func (r *rewriter) open() error {
+	if r.w != nil {
+		return nil
+	}
+	w, err := NewFileWriter(r.ctx, r.store, r.opts)
+	if err != nil {
+		return err
+	}
+	r.w = w
+	return nil
+}
+
+func (r *rewriter) write(row []any) error {
+	if err := r.open(); err != nil {
+		return err
+	}
+	if err := r.w.Write(row); err != nil {
+		return err
+	}
+	// BytesWritten flushes the writer's row batch: ask now and then only.
+	if r.w.Rows()%sizeCheckRows == 0 {
+		return r.maybeRoll()
+	}
+	return nil
+}
+
+// copyRowGroup appends row group g of f. The row group's column chunks and
+// page indexes (which parquet-go copies with the pages) are fetched in a few
+// ranged reads first, so the copy reads from memory.
+func (r *rewriter) copyRowGroup(ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, leaves []leafSummary) error {
+	if err := r.open(); err != nil {
+		return err
+	}
+	meta := f.Metadata().RowGroups[g]
+	var ranges [][2]int64
+	for _, c := range meta.Columns {
+		cm := c.MetaData
+		start := cm.DataPageOffset
+		if cm.DictionaryPageOffset > 0 && cm.DictionaryPageOffset < start {
+			start = cm.DictionaryPageOffset
+		}
+		ranges = append(ranges, [2]int64{start, start + cm.TotalCompressedSize})
+		if c.ColumnIndexOffset > 0 {
+			ranges = append(ranges, [2]int64{c.ColumnIndexOffset, c.ColumnIndexOffset + int64(c.ColumnIndexLength)})
+		}
+		if c.OffsetIndexOffset > 0 {
+			ranges = append(ranges, [2]int64{c.OffsetIndexOffset, c.OffsetIndexOffset + int64(c.OffsetIndexLength)})
+		}
+	}
+	if err := ra.prefetch(ranges); err != nil {
+		return err
+	}
+	defer ra.release()
+	if err := r.w.writeRowGroup(rg, leaves); err != nil {
+		return err
+	}
+	return r.maybeRoll()
+}
+
+func (r *rewriter) maybeRoll() error {
+	if r.target <= 0 || r.w == nil || r.w.BytesWritten() < r.target {
+		return nil
+	}
+	return r.roll()
+}
+
+func (r *rewriter) roll() error {
+	w := r.w
+	r.w = nil
+	if w.Rows() == 0 {
+		w.Abort()
+		return nil
+	}
+	a, err := w.Close(r.ctx)
+	if err != nil {
+		return err
+	}
+	r.adds = append(r.adds, a)
+	return nil
+}
+
+func (r *rewriter) close() ([]Add, error) {
+	if r.w != nil {
+		if err := r.roll(); err != nil {
+			return nil, err
+		}
+	}
+	return r.adds, nil
+}
+
+func (r *rewriter) abort() {
+	if r.w != nil {
+		r.w.Abort()
+		r.w = nil
+	}
+}
+
+// chunkBounds turns a row group's footer statistics into the leaf
+// summaries of its data columns.
+type chunkBounds struct {
+	types []value.Type
+	conv  []func(parquet.Value) (any, error)
+	// fileMin/fileMax: the source file's bounds, used where the chunk's
+	// cannot be (nil: unknown).
+	fileMin, fileMax []any
+	useFile          []bool
+}
+
+func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, error) {
+	b := &chunkBounds{
+		types:   make([]value.Type, len(fields)),
+		conv:    make([]func(parquet.Value) (any, error), len(fields)),
+		fileMin: make([]any, len(fields)),
+		fileMax: make([]any, len(fields)),
+		useFile: make([]bool, len(fields)),
+	}
+	st, stErr := ParseStats(add.Stats)
+	for k, f := range fields {
+		p := root.child(f, ColumnMappingNone)
+		if p == nil || p.leaf != k {
+			return nil, fmt.Errorf("column %q is not leaf %d", f.Name, k)
+		}
+		b.types[k] = f.Type
+		if !hasMinMax(f.Type) {
+			continue
+		}
+		// parquet-go orders FIXED_LEN_BYTE_ARRAY bounds as unsigned bytes,
+		// wrong for negative decimals, and its float bounds do not say
+		// whether a NaN was seen: take the source file's bounds for those.
+		dt, isDec := f.Type.(value.DecimalType)
+		if f.Type == value.Float || f.Type == value.Double || (isDec && dt.Precision > 18) {
+			b.useFile[k] = true
+			if stErr == nil {
+				if lo, hi, ok := st.MinMax(f.Name, f.Type); ok {
+					b.fileMin[k], b.fileMax[k] = lo, hi
+				}
+			}
+			continue
+		}
+		conv, err := converter(f.Type, p)
+		if err != nil {
+			return nil, err
+		}
+		b.conv[k] = conv
+	}
+	return b, nil
+}
+
+func (b *chunkBounds) summarise(rg parquet.RowGroup) ([]leafSummary, error) {
+	chunks := rg.ColumnChunks()
+	if len(chunks) != len(b.types) {
+		return nil, fmt.Errorf("row group has %d column chunks, schema has %d columns", len(chunks), len(b.types))
+	}
+	n := rg.NumRows()
+	out := make([]leafSummary, len(chunks))
+	for k, c := range chunks {
+		fc, ok := c.(*parquet.FileColumnChunk)
+		if !ok {
+			return nil, fmt.Errorf("column %d is not a file column chunk", k)
+		}
+		s := &out[k]
+		s.nulls = fc.NullCount()
+		if s.nulls < 0 || s.nulls > n {
+			return nil, fmt.Errorf("column %d: null count %d of %d rows", k, s.nulls, n)
+		}
+		if s.nulls == n || !hasMinMax(b.types[k]) {
+			continue
+		}
+		if b.useFile[k] {
+			s.min, s.max = b.fileMin[k], b.fileMax[k]
+			s.unbounded = s.min == nil || s.max == nil
+			continue
+		}
+		lo, hi, ok := fc.Bounds()
+		if !ok {
+			s.unbounded = true
+			continue
+		}
+		var err error
+		if s.min, err = b.conv[k](lo); err != nil {
+			return nil, fmt.Errorf("column %d: min: %w", k, err)
+		}
+		if s.max, err = b.conv[k](hi); err != nil {
+			return nil, fmt.Errorf("column %d: max: %w", k, err)
+		}
+	}
+	return out, nil
+}
