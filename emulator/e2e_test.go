@@ -71,11 +71,11 @@ func startStack(t *testing.T, ctx context.Context) *Stack {
 		if t.Failed() {
 			dumpLogs(t, s)
 		}
-		groups := s.processGroups()
+		procs := s.processes()
 		s.Close()
-		for _, g := range groups {
-			if groupAlive(g) {
-				t.Errorf("process group %d still has processes after Close", g)
+		for _, p := range procs {
+			if p.Alive() {
+				t.Errorf("a process of %s is still running after Close", p.Name())
 			}
 		}
 	})

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +19,8 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/option"
+
+	"github.com/dsdelta/dsdelta/internal/emuproc"
 )
 
 // ErrMissingTool is returned by Start when a program the stack needs is not
@@ -27,6 +29,9 @@ var ErrMissingTool = errors.New("missing tool")
 
 // fakeGCSVersion is the fake-gcs-server release the stack is written for.
 const fakeGCSVersion = "v1.56.1"
+
+// stopGrace is how long Close lets each part end after SIGTERM.
+const stopGrace = 10 * time.Second
 
 // The functions the stack serves, by their entry point in the root package.
 const (
@@ -93,7 +98,7 @@ type function struct {
 	target string
 	port   int
 	env    []string
-	proc   *process
+	proc   *emuproc.Process
 }
 
 // Stack is the running local system: the official Pub/Sub and Firestore
@@ -106,8 +111,8 @@ type Stack struct {
 	removeDir bool
 	ports     [6]int
 
-	mu        sync.Mutex // guards procs and functions[*].proc
-	procs     []*process // emulators and fake-gcs-server, in start order
+	mu        sync.Mutex         // guards procs and functions[*].proc
+	procs     []*emuproc.Process // emulators and fake-gcs-server, in start order
 	functions map[string]*function
 	logs      []*os.File
 
@@ -228,13 +233,12 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	okStatus := func(code int) bool { return code == http.StatusOK }
 	for _, p := range []struct {
-		proc *process
+		proc *emuproc.Process
 		port int
 	}{{ps, portPubSub}, {fs, portFirestore}} {
-		if err := waitHTTP(ctx, p.proc, "http://"+s.host(p.port)+"/", 120*time.Second, okStatus); err != nil {
-			return nil, fmt.Errorf("%w (log: %s)", err, s.logPath(p.proc.name))
+		if err := p.proc.WaitHTTP(ctx, "http://"+s.host(p.port)+"/", 120*time.Second); err != nil {
+			return nil, fmt.Errorf("%w (log: %s)", err, s.logPath(p.proc.Name()))
 		}
 	}
 
@@ -266,8 +270,8 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, gcs, "http://"+s.host(portGCS)+"/storage/v1/b", 15*time.Second, okStatus); err != nil {
-		return nil, fmt.Errorf("%w (log: %s)", err, s.logPath(gcs.name))
+	if err := gcs.WaitHTTP(ctx, "http://"+s.host(portGCS)+"/storage/v1/b", 15*time.Second); err != nil {
+		return nil, fmt.Errorf("%w (log: %s)", err, s.logPath(gcs.Name()))
 	}
 	if s.storage, err = storage.NewClient(ctx, option.WithEndpoint("http://"+s.host(portGCS)+"/storage/v1/"),
 		option.WithoutAuthentication(), storage.WithJSONReads()); err != nil {
@@ -329,8 +333,10 @@ func (s *Stack) host(port int) string {
 func (s *Stack) logPath(name string) string { return filepath.Join(s.dir, name+".log") }
 
 // start starts a supervised process logging to its file in the data dir
-// (and to also, when set).
-func (s *Stack) start(name string, env []string, also io.Writer, argv ...string) (*process, error) {
+// (and to also, when set). Each part runs in a process group of its own
+// under emuproc's supervisor, which stops it even if the emulator itself is
+// killed. Stop gives it stopGrace to end.
+func (s *Stack) start(name string, env []string, also io.Writer, argv ...string) (*emuproc.Process, error) {
 	f, err := os.OpenFile(s.logPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("log file for %s: %w", name, err)
@@ -342,7 +348,7 @@ func (s *Stack) start(name string, env []string, also io.Writer, argv ...string)
 	if also != nil {
 		out = io.MultiWriter(f, &prefixWriter{prefix: "[" + name + "] ", w: also})
 	}
-	p, err := startProcess(name, env, out, argv...)
+	p, err := emuproc.Start(emuproc.Spec{Name: name, Args: argv, Env: env, Output: out, Grace: stopGrace})
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %v", ErrMissingTool, err)
@@ -404,8 +410,9 @@ func (s *Stack) startFunction(ctx context.Context, fn *function) error {
 	}
 	// A listening port means the framework is serving (an HTTP probe
 	// would be logged as a malformed event).
-	if err := waitListening(ctx, p, fmt.Sprintf("127.0.0.1:%d", fn.port), 30*time.Second); err != nil {
-		p.stop(time.Second)
+	if err := p.WaitTCP(ctx, fmt.Sprintf("127.0.0.1:%d", fn.port), 30*time.Second); err != nil {
+		// It never served, so there is nothing for it to finish.
+		_ = p.Kill()
 		return fmt.Errorf("%w (log: %s)", err, s.logPath(name))
 	}
 	s.mu.Lock()
@@ -448,7 +455,7 @@ func (s *Stack) DataDir() string { return s.dir }
 func (s *Stack) KillFunction(target string) error {
 	s.mu.Lock()
 	fn := s.functions[target]
-	var p *process
+	var p *emuproc.Process
 	if fn != nil {
 		p, fn.proc = fn.proc, nil
 	}
@@ -457,8 +464,9 @@ func (s *Stack) KillFunction(target string) error {
 		return fmt.Errorf("no function %q", target)
 	}
 	if p != nil {
-		p.kill()
-		p.stop(0) // closes its watcher
+		if err := p.Kill(); err != nil {
+			return fmt.Errorf("kill function %s: %w", target, err)
+		}
 	}
 	return nil
 }
@@ -485,7 +493,7 @@ func (s *Stack) Close() {
 		<-s.tickerDone
 	}
 	s.mu.Lock()
-	var procs []*process
+	var procs []*emuproc.Process
 	for _, fn := range s.functions {
 		if fn.proc != nil {
 			procs = append(procs, fn.proc)
@@ -501,7 +509,11 @@ func (s *Stack) Close() {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, p := range procs {
-		wg.Go(func() { p.stop(10 * time.Second) })
+		wg.Go(func() {
+			if err := p.Stop(); err != nil {
+				slog.Warn("emulator: stop", "error", err)
+			}
+		})
 	}
 	wg.Wait()
 	if s.pubsub != nil {
@@ -553,22 +565,16 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 	return n, nil
 }
 
-// processGroups returns the process groups of every running part, for
-// checks that nothing is left after Close.
-func (s *Stack) processGroups() []int {
+// processes returns every running part, for checks that nothing is left
+// after Close.
+func (s *Stack) processes() []*emuproc.Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var gs []int
-	add := func(p *process) {
-		if p != nil {
-			gs = append(gs, p.pid, p.cmd.Process.Pid)
+	ps := append([]*emuproc.Process(nil), s.procs...)
+	for _, fn := range s.functions {
+		if fn.proc != nil {
+			ps = append(ps, fn.proc)
 		}
 	}
-	for _, p := range s.procs {
-		add(p)
-	}
-	for _, fn := range s.functions {
-		add(fn.proc)
-	}
-	return gs
+	return ps
 }

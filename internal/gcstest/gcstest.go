@@ -26,25 +26,24 @@
 package gcstest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/option"
+
+	"github.com/dsdelta/dsdelta/internal/emuproc"
 )
 
 // Version is the fake-gcs-server release the tests are written against.
@@ -93,10 +92,7 @@ func gopathBins() []string {
 // Server is a running fake-gcs-server with an in-memory backend.
 type Server struct {
 	host string
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{} // closed when the process has exited
-	once sync.Once
+	proc *emuproc.Process
 }
 
 // StartServer starts fake-gcs-server on a free port of 127.0.0.1 and waits
@@ -111,7 +107,7 @@ func StartServer(ctx context.Context) (*Server, error) {
 	// can take it in between; then the server exits and we try again.
 	var lastErr error
 	for range 3 {
-		port, err := freePort()
+		port, err := emuproc.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -125,72 +121,40 @@ func StartServer(ctx context.Context) (*Server, error) {
 }
 
 func start(ctx context.Context, bin string, port int) (*Server, error) {
-	s := &Server{
-		host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		out:  &syncBuffer{},
-		done: make(chan struct{}),
+	s := &Server{host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	var err error
+	s.proc, err = emuproc.Start(emuproc.Spec{
+		Name: "fake-gcs-server",
+		Args: []string{bin,
+			"-backend", "memory",
+			"-scheme", "http",
+			"-host", "127.0.0.1",
+			"-port", strconv.Itoa(port),
+			"-log-level", "warn",
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
-	s.cmd = exec.Command(bin,
-		"-backend", "memory",
-		"-scheme", "http",
-		"-host", "127.0.0.1",
-		"-port", strconv.Itoa(port),
-		"-log-level", "warn",
-	)
-	s.cmd.Stdout = s.out
-	s.cmd.Stderr = s.out
-	setProcAttr(s.cmd)
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	go func() {
-		_ = s.cmd.Wait()
-		close(s.done)
-	}()
-	if err := s.waitReady(ctx, 15*time.Second); err != nil {
+	if err := s.proc.WaitHTTP(ctx, "http://"+s.host+"/storage/v1/b", 15*time.Second); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("start %s on %s: %w; output:\n%s", bin, s.host, err, s.out.String())
+		return nil, fmt.Errorf("start %s on %s: %w; output:\n%s", bin, s.host, err, s.Output())
 	}
 	return s, nil
-}
-
-func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	url := "http://" + s.host + "/storage/v1/b"
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-s.done:
-			return errors.New("server exited")
-		case <-ctx.Done():
-			return fmt.Errorf("server not ready: %w", ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // Host returns "127.0.0.1:port".
 func (s *Server) Host() string { return s.host }
 
 // Output returns what the server has logged so far, for failure messages.
-func (s *Server) Output() string { return s.out.String() }
+func (s *Server) Output() string { return s.proc.Output() }
 
-// Close kills the server and waits for it to exit.
+// Close kills the server and waits until it has exited. It is safe to call
+// more than once.
 func (s *Server) Close() {
-	s.once.Do(func() {
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	})
+	if err := s.proc.Kill(); err != nil {
+		fmt.Fprintf(os.Stderr, "gcstest: %v\n", err)
+	}
 }
 
 // Start starts a server for the test and stops it when the test ends. It
@@ -199,10 +163,7 @@ func Start(t testing.TB) string {
 	t.Helper()
 	s, err := StartServer(t.Context())
 	if errors.Is(err, ErrNotInstalled) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%v; CI=true requires it", err)
-		}
-		t.Skipf("%v; skipping", err)
+		emuproc.Require(t, "fake-gcs-server", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -262,31 +223,4 @@ func bucketStem(testName string) string {
 		stem = "test"
 	}
 	return stem
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// syncBuffer collects the server's output from its two pipes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -9,6 +9,8 @@ import (
 
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+
+	"github.com/dsdelta/dsdelta/internal/emuproc"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -47,7 +49,7 @@ func TestClientPublishesToATopicOfItsOwnAndReceives(t *testing.T) {
 }
 
 func TestStopLeavesNoEmulatorProcess(t *testing.T) {
-	if os.Getenv(hostEnv) == "" {
+	if os.Getenv(emuproc.PubSub().HostEnv) == "" {
 		NewClient(t) // skips or fails like every emulator test
 	}
 	e, err := Start(t.Context())

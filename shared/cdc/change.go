@@ -82,10 +82,12 @@ type Batch struct {
 }
 
 // Conform maps a row of schema from into schema to by column name (case
-// insensitive); columns absent from from are null.
-func Conform(row []any, from, to value.StructType) []any {
+// insensitive); columns absent from from are null, and values of a column
+// whose type was widened are converted. A value that does not fit its new
+// type is an error (only a decimal beyond 38 digits can do that).
+func Conform(row []any, from, to value.StructType) ([]any, error) {
 	if value.Equal(from, to) {
-		return row
+		return row, nil
 	}
 	idx := make(map[string]int, len(from.Fields))
 	for i, f := range from.Fields {
@@ -93,11 +95,21 @@ func Conform(row []any, from, to value.StructType) []any {
 	}
 	out := make([]any, len(to.Fields))
 	for i, f := range to.Fields {
-		if j, ok := idx[strings.ToLower(f.Name)]; ok && j < len(row) {
-			out[i] = row[j]
+		j, ok := idx[strings.ToLower(f.Name)]
+		if !ok || j >= len(row) {
+			continue
 		}
+		v := row[j]
+		if ft := from.Fields[j].Type; v != nil && !value.Equal(ft, f.Type) {
+			c, err := value.Convert(v, ft, f.Type)
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", f.Name, err)
+			}
+			v = c
+		}
+		out[i] = v
 	}
-	return out
+	return out, nil
 }
 
 // ChangeFromHistory builds a Change from a history row already conformed to

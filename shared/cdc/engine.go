@@ -168,18 +168,31 @@ func openOrCreate(ctx context.Context, store objstore.Store, id, role string, co
 
 // evolve returns the metadata with the merged source schema, or nil when the
 // table's schema already holds every incoming column.
-func evolve(snap *delta.Snapshot, incoming value.StructType, full func(value.StructType) value.StructType) (*delta.Metadata, value.StructType, error) {
+// evolve returns the metadata with the merged source schema, or nil when the
+// table's schema already holds every incoming column at its type; widened
+// reports that existing columns changed type, so the table's existing files
+// must be rewritten with converted values in the same commit.
+func evolve(snap *delta.Snapshot, incoming value.StructType, full func(value.StructType) value.StructType, key []string) (md *delta.Metadata, merged value.StructType, widened bool, err error) {
 	current := SourceSchema(snap.Schema())
 	merged, ch, err := MergeSchemas(current, incoming)
 	if err != nil {
-		return nil, current, err
+		return nil, current, false, err
 	}
-	if len(ch.Added) == 0 {
-		return nil, current, nil
+	for _, w := range ch.Widened {
+		for _, k := range key {
+			if strings.EqualFold(k, w.Column) {
+				// Tombstones and lookups compare keys by value; a key
+				// column keeps its type.
+				return nil, current, false, fmt.Errorf("%w: primary key %s", ErrSchemaConflict, w)
+			}
+		}
 	}
-	md := snap.Metadata()
-	md.SchemaString = full(merged).SchemaString()
-	return &md, merged, nil
+	if len(ch.Added) == 0 && len(ch.Widened) == 0 {
+		return nil, current, false, nil
+	}
+	m := snap.Metadata()
+	m.SchemaString = full(merged).SchemaString()
+	return &m, merged, len(ch.Widened) > 0, nil
 }
 
 func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Options, res *Result) (*delta.Snapshot, value.StructType, error) {
@@ -190,7 +203,7 @@ func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Option
 	if err != nil {
 		return nil, value.StructType{}, err
 	}
-	md, source, err := evolve(snap, b.Source, HistorySchema)
+	md, source, widened, err := evolve(snap, b.Source, HistorySchema, b.Key)
 	if err != nil {
 		return nil, value.StructType{}, err
 	}
@@ -217,17 +230,46 @@ func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Option
 			}
 			dup[id] = true
 		}
-		if err := w.Write(Conform(c.History, from, schema)); err != nil {
+		row, err := Conform(c.History, from, schema)
+		if err == nil {
+			err = w.Write(row)
+		}
+		if err != nil {
 			w.Abort()
 			return nil, source, err
 		}
 		rows++
+	}
+	// A widened column: every existing file is rewritten with converted
+	// values in this same commit (history is append-only otherwise).
+	var removes []delta.Remove
+	if widened {
+		old := snap.Schema()
+		for _, f := range snap.Files() {
+			err := delta.ReadFile(ctx, t.History, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
+				r, err := Conform(row, old, schema)
+				if err != nil {
+					return err
+				}
+				return w.Write(r)
+			})
+			if err != nil {
+				w.Abort()
+				return nil, source, fmt.Errorf("widen %s: %w", f.Path, err)
+			}
+			removes = append(removes, f.Remove(opts.Now().UnixMilli(), true))
+		}
 	}
 	adds, err := w.Close()
 	if err != nil {
 		return nil, source, err
 	}
 	tx := snap.NewTransaction(delta.Operation{Name: "WRITE", Parameters: map[string]string{"mode": "Append", "partitionBy": `["` + ColSourceDate + `"]`}})
+	if widened {
+		tx = snap.NewTransaction(delta.Operation{Name: "WRITE", Parameters: map[string]string{"mode": "Overwrite", "partitionBy": `["` + ColSourceDate + `"]`}})
+		tx.ReadWholeTable()
+		tx.Remove(removes...)
+	}
 	tx.Add(adds...)
 	tx.SetTxn(AppID(t.ID), seq)
 	if md != nil {
@@ -340,7 +382,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 	if err != nil {
 		return fmt.Errorf("tombstones: %w", err)
 	}
-	stateMD, stateSource, err := evolve(stateSnap, source, StateSchema)
+	stateMD, stateSource, stateWidened, err := evolve(stateSnap, source, StateSchema, b.Key)
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
@@ -467,19 +509,24 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 		if verdicts[i] != Insert && verdicts[i] != Replace {
 			continue
 		}
-		row := Conform(c.Row, from, stateSource)
+		row, err := Conform(c.Row, from, stateSource)
+		if err != nil {
+			return fmt.Errorf("key %s: %w", c.KeyText, err)
+		}
 		row = append(row, c.SourceTS, nullIfEmpty(c.ChangeType), c.Position, c.Order)
 		upserts = append(upserts, row)
 	}
-	if len(upserts) == 0 && len(touched) == 0 && stateMD == nil {
+	if len(upserts) == 0 && len(touched) == 0 && stateMD == nil && !stateWidened {
 		return nil // nothing changes: no commit (a re-run finds nothing to do either)
 	}
 	var removes []delta.Remove
 	var adds []delta.Add
 	md := stateSnap.Metadata()
-	// Files() is sorted by path (and shared: never modify it).
+	// Files() is sorted by path (and shared: never modify it). A widened
+	// column rewrites every file, converting its values.
+	var convErr error
 	for _, f := range stateSnap.Files() {
-		if !touched[f.Path] {
+		if !touched[f.Path] && !stateWidened {
 			continue
 		}
 		// Copy the file's rows except the keys this batch replaces or
@@ -490,8 +537,17 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 			TargetFileBytes: opts.TargetFileBytes,
 			Keys:            keyNames,
 			Drop:            func(k []any) bool { return dropKeys[KeyText(k)] },
-			Conform:         func(row []any) []any { return Conform(row, stateSnap.Schema(), stateSchema) },
+			Conform: func(row []any) []any {
+				r, err := Conform(row, stateSnap.Schema(), stateSchema)
+				if err != nil && convErr == nil {
+					convErr = err
+				}
+				return r
+			},
 		})
+		if err == nil && convErr != nil {
+			err = convErr
+		}
 		if err != nil {
 			return fmt.Errorf("rewrite %s: %w", f.Path, err)
 		}

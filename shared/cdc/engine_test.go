@@ -69,7 +69,11 @@ func readState(t *testing.T, ctx context.Context, tabs Tables) map[string][]any 
 			if _, dup := out[k]; dup {
 				t.Fatalf("key %s appears twice in the current state", k)
 			}
-			out[k] = Conform(row, schema, StateSchema(testSource))
+			r, err := Conform(row, schema, StateSchema(testSource))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[k] = r
 			return nil
 		})
 		if err != nil {
@@ -476,5 +480,28 @@ func TestMergeCopiesUntouchedRowGroups(t *testing.T) {
 	vr, err := Verify(ctx, tabs)
 	if err != nil || !vr.OK() {
 		t.Fatalf("verify: %v %+v", err, vr)
+	}
+}
+
+func TestWideningAKeyColumnIsAConflict(t *testing.T) {
+	ctx := context.Background()
+	small := value.StructType{Fields: []value.Field{{Name: "id", Type: value.Integer, Nullable: true}, {Name: "v", Type: value.Integer, Nullable: true}}}
+	wide := value.StructType{Fields: []value.Field{{Name: "id", Type: value.Long, Nullable: true}, {Name: "v", Type: value.Long, Nullable: true}}}
+	mk := func(st value.StructType, id, v any, n uint64) Change {
+		ev := genEvent(n, 0, "eu", false, 0)
+		ev.Schema, ev.Row, ev.KeyNames, ev.KeyValues = st, []any{id, v}, []string{"id"}, []any{id}
+		c, err := ChangeFromHistory(HistoryRow(ev), st, []int{0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	tabs := memTables()
+	if _, err := Apply(ctx, tabs, 1, Batch{Source: small, Key: []string{"id"}, Changes: []Change{mk(small, int32(1), int32(1), 1)}}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Apply(ctx, tabs, 2, Batch{Source: wide, Key: []string{"id"}, Changes: []Change{mk(wide, int64(2), int64(1<<40), 2)}}, Options{})
+	if !errorsIs(err, ErrSchemaConflict) {
+		t.Fatalf("widening the key: err = %v, want ErrSchemaConflict", err)
 	}
 }

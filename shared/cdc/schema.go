@@ -149,6 +149,11 @@ func ValidateSource(source value.StructType) error {
 type SchemaChange struct {
 	Added   []value.Field
 	Dropped []string
+	// Widened are type changes value.Widen allows (integer to long, long
+	// to decimal, more decimal digits...): the table takes the wider type
+	// and its existing rows are converted.
+	Widened []Retype
+	// Retyped are the other type changes: conflicts.
 	Retyped []Retype
 }
 
@@ -178,7 +183,13 @@ func CompareSchemas(current, incoming value.StructType) SchemaChange {
 		case !ok:
 			ch.Added = append(ch.Added, f)
 		case !value.Equal(old.Type, f.Type):
-			ch.Retyped = append(ch.Retyped, Retype{Column: f.Name, Old: old.Type, New: f.Type})
+			w, ok := value.Widen(old.Type, f.Type)
+			switch {
+			case !ok:
+				ch.Retyped = append(ch.Retyped, Retype{Column: f.Name, Old: old.Type, New: f.Type})
+			case !value.Equal(w, old.Type): // incoming is wider: the table widens
+				ch.Widened = append(ch.Widened, Retype{Column: old.Name, Old: old.Type, New: w})
+			}
 		}
 	}
 	for _, f := range current.Fields {
@@ -189,15 +200,23 @@ func CompareSchemas(current, incoming value.StructType) SchemaChange {
 	return ch
 }
 
-// MergeSchemas is schema mode "merge": the current columns, then added
-// columns (nullable); dropped columns stay. Retyped columns are an error
-// the caller turns into a quarantine.
+// MergeSchemas is schema mode "merge": the current columns (widened where
+// the incoming type is a wider numeric or date type), then added columns
+// (nullable); dropped columns stay. Other type changes are an error the
+// caller turns into a quarantine.
 func MergeSchemas(current, incoming value.StructType) (value.StructType, SchemaChange, error) {
 	ch := CompareSchemas(current, incoming)
 	if len(ch.Retyped) > 0 {
 		return current, ch, fmt.Errorf("%w: %s", ErrSchemaConflict, ch.Retyped[0])
 	}
 	out := value.StructType{Fields: append([]value.Field(nil), current.Fields...)}
+	for _, w := range ch.Widened {
+		for i := range out.Fields {
+			if out.Fields[i].Name == w.Column {
+				out.Fields[i].Type = w.New
+			}
+		}
+	}
 	out.Fields = append(out.Fields, nullable(ch.Added)...)
 	return out, ch, nil
 }

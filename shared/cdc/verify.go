@@ -42,7 +42,11 @@ func replayHistory(ctx context.Context, t Tables, key []string, now time.Time) (
 	for _, f := range snap.Files() {
 		err := delta.ReadFile(ctx, t.History, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
 			events++
-			c, err := ChangeFromHistory(Conform(row, hs, conform), source, keyIdx)
+			h, err := Conform(row, hs, conform)
+			if err != nil {
+				return err
+			}
+			c, err := ChangeFromHistory(h, source, keyIdx)
 			if err != nil {
 				return err
 			}
@@ -128,7 +132,10 @@ func Verify(ctx context.Context, t Tables) (VerifyResult, error) {
 	for _, f := range snap.Files() {
 		err := delta.ReadFile(ctx, t.State, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
 			res.ActualRows++
-			row = Conform(row, ss, want)
+			row, err = Conform(row, ss, want)
+			if err != nil {
+				return err
+			}
 			k := make([]any, len(keyIdx))
 			for i, p := range keyIdx {
 				k[i] = row[p]

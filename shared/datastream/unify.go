@@ -208,8 +208,16 @@ func unifiedColumns(events []Event, known value.StructType) ([]value.Field, map[
 	}
 	fields := make([]value.Field, len(cols))
 	for i, c := range cols {
-		if !c.known && c.typedBy == 0 {
+		switch {
+		case !c.known && c.typedBy == 0:
 			c.field.Type = c.lattice.decide()
+		case c.known && c.typedBy == 0 && c.lattice.votes() > 0:
+			// Values wider than the known type (a fraction in a long
+			// column, more decimal places) take the widened type; the
+			// table widens with them instead of rejecting the file.
+			if w, ok := value.Widen(c.field.Type, c.lattice.decide()); ok {
+				c.field.Type = w
+			}
 		}
 		fields[i] = c.field
 	}
@@ -236,6 +244,9 @@ type lattice struct {
 	// Strings.
 	notTimestamp, notDate bool
 }
+
+// votes counts the non-null values seen.
+func (l *lattice) votes() int { return l.bools + l.numbers + l.strs + l.nested }
 
 func (l *lattice) add(k rawKind, v any, text string) {
 	switch k {

@@ -199,12 +199,25 @@ func TestUnifyJSONKnownSchemaWins(t *testing.T) {
 			}
 		})
 	}
+	t.Run("numbers wider than the table's type widen the column instead of failing", func(t *testing.T) {
+		for _, c := range []struct{ payload, col, want string }{
+			{`{"id":2,"d":1.2345}`, "d", "decimal"},
+			{`{"id":2,"Upper":3000000000}`, "Upper", "long"},
+		} {
+			schema, _, err := unified(t, mysqlJSON(`{"id":1,"n":5}`, c.payload), known)
+			if err != nil {
+				t.Fatalf("%s: %v", c.payload, err)
+			}
+			f, _ := schema.Field(c.col)
+			if !strings.HasPrefix(f.Type.String(), c.want) {
+				t.Fatalf("%s: column %s typed %s, want %s", c.payload, c.col, f.Type, c.want)
+			}
+		}
+	})
 	t.Run("a value that does not fit the table's type is a bad record naming file, line and column", func(t *testing.T) {
 		for _, c := range []struct{ payload, field string }{
 			{`{"id":2,"n":"abc"}`, "payload.n"},
-			{`{"id":2,"d":1.2345}`, "payload.d"},
 			{`{"id":2,"ts":"yesterday"}`, "payload.ts"},
-			{`{"id":2,"Upper":3000000000}`, "payload.Upper"},
 		} {
 			_, _, err := unified(t, mysqlJSON(`{"id":1,"n":5}`, c.payload), known)
 			var re *RecordError

@@ -260,22 +260,40 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 	for _, f := range files {
 		fromSchema := cdc.HistorySchema(f.src)
 		md := delta.Metadata{SchemaString: f.m.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
+		var changes []cdc.Change
+		var convErr error
 		err := delta.ReadFile(ctx, p.Lake, md, f.m.Add, delta.ReadOptions{}, func(row []any) error {
-			h := cdc.Conform(row, fromSchema, hs)
+			h, err := cdc.Conform(row, fromSchema, hs)
+			if err != nil {
+				convErr = err
+				return err
+			}
 			if len(key) == 0 {
-				batch.Changes = append(batch.Changes, cdc.Change{History: h})
+				changes = append(changes, cdc.Change{History: h})
 				return nil
 			}
 			c, err := cdc.ChangeFromHistory(h, source, keyIdx)
 			if err != nil {
 				return err
 			}
-			batch.Changes = append(batch.Changes, c)
+			changes = append(changes, c)
 			return nil
 		})
+		if convErr != nil {
+			// A value that does not fit the widened column: the file
+			// cannot join the table, the rest of the batch goes on.
+			reason := fmt.Sprintf("%s: %v (table %s)", f.rec.Name, convErr, tabs.ID)
+			if _, qerr := p.Coord.Quarantine(ctx, f.rec, reason); qerr != nil {
+				return cdc.Result{}, 0, qerr
+			}
+			p.log().Warn("file quarantined", "event", "quarantined", "table", tabs.ID, "file", f.rec.Name, "batch", b.Seq, "reason", reason)
+			quarantined++
+			continue
+		}
 		if err != nil {
 			return cdc.Result{}, 0, fmt.Errorf("read staged %s: %w", f.rec.StagedPath, err)
 		}
+		batch.Changes = append(batch.Changes, changes...)
 	}
 	if len(files) == 0 {
 		return cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}, quarantined, nil

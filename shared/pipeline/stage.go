@@ -268,7 +268,12 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 		from[i] = cdc.HistorySchema(s)
 	}
 	for i, ev := range events {
-		if err := w.Write(cdc.Conform(cdc.HistoryRow(ev), from[rowSch[i]], hs)); err != nil {
+		row, err := cdc.Conform(cdc.HistoryRow(ev), from[rowSch[i]], hs)
+		if err != nil {
+			w.Abort()
+			return nil, m.Table, permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
+		}
+		if err := w.Write(row); err != nil {
 			w.Abort()
 			return nil, m.Table, err
 		}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"github.com/dsdelta/dsdelta/shared/cdc"
 	"strings"
 	"testing"
 
@@ -264,5 +265,61 @@ func TestJSONFilesStagedBeforeTheFirstMergeAgree(t *testing.T) {
 	schema, rows := stateRows(t, ctx, p, "shop.t", "id")
 	if schema.String() != "struct<id:long,n:long,ts:timestamp>" || len(rows) != 3 {
 		t.Fatalf("schema %s rows %v", schema, rows)
+	}
+}
+
+// TestJSONNumbersWidenAcrossFiles: Datastream writes decimals as bare JSON
+// numbers, so one file may hold only integers and another fractions with
+// more places; the column widens (long → decimal, scale up) and every
+// value lands exactly, whether the files are merged together or apart.
+func TestJSONNumbersWidenAcrossFiles(t *testing.T) {
+	files := []dssim.File{
+		jsonlFile("a", 10, `{"id":1,"amount":100}`, `{"id":2,"amount":7}`),
+		jsonlFile("b", 20, `{"id":3,"amount":12.5}`),
+		jsonlFile("c", 30, `{"id":4,"amount":0.25}`, `{"id":1,"amount":99.99}`),
+	}
+	want := map[string]string{
+		`{"id":1}`: `{"id":1,"amount":"99.99"}`,
+		`{"id":2}`: `{"id":2,"amount":"7.00"}`,
+		`{"id":3}`: `{"id":3,"amount":"12.50"}`,
+		`{"id":4}`: `{"id":4,"amount":"0.25"}`,
+	}
+	for _, together := range []bool{true, false} {
+		name := "merged file by file"
+		if together {
+			name = "merged in one batch"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			source := objstore.NewMemory()
+			p := newPipeline(t, source, config.Config{})
+			for _, n := range write(t, ctx, source, files) {
+				res, err := p.Stage(ctx, n)
+				if err != nil || res.Quarantined != "" {
+					t.Fatalf("stage %s: %+v %v", n.Name, res, err)
+				}
+				if !together {
+					if mr, err := p.MergeTable(ctx, "shop.t"); err != nil || mr.Quarantined != 0 {
+						t.Fatalf("merge: %+v %v", mr, err)
+					}
+				}
+			}
+			if mr, err := p.MergeTable(ctx, "shop.t"); err != nil || mr.Quarantined != 0 {
+				t.Fatalf("merge: %+v %v", mr, err)
+			}
+			schema, rows := stateRows(t, ctx, p, "shop.t", "id")
+			if f, _ := schema.Field("amount"); f.Type.String() != "decimal(38,2)" {
+				t.Fatalf("amount typed %s", f.Type)
+			}
+			for k, w := range want {
+				if rows[k] != w {
+					t.Errorf("row %s: got %s want %s", k, rows[k], w)
+				}
+			}
+			tabs, _ := p.Tables("shop.t")
+			if vr, err := cdc.Verify(ctx, tabs); err != nil || !vr.OK() {
+				t.Fatalf("verify after widening: %v %+v", err, vr)
+			}
+		})
 	}
 }

@@ -1,0 +1,60 @@
+package value
+
+import (
+	"math/big"
+	"testing"
+)
+
+func TestWidenAndConvert(t *testing.T) {
+	cases := []struct {
+		a, b Type
+		want string
+	}{
+		{Integer, Long, "long"},
+		{Long, Short, "long"},
+		{Long, DecimalType{38, 2}, "decimal(38,2)"},
+		{DecimalType{10, 2}, DecimalType{12, 4}, "decimal(12,4)"},
+		{DecimalType{38, 1}, DecimalType{38, 2}, "decimal(38,2)"},
+		{Integer, DecimalType{5, 2}, "decimal(12,2)"},
+		{Float, Double, "double"},
+		{Integer, Double, "double"},
+		{Date, TimestampNTZ, "timestamp_ntz"},
+	}
+	for _, c := range cases {
+		t.Run(c.a.String()+" and "+c.b.String()+" widen to "+c.want, func(t *testing.T) {
+			for _, pair := range [][2]Type{{c.a, c.b}, {c.b, c.a}} {
+				got, ok := Widen(pair[0], pair[1])
+				if !ok || got.String() != c.want {
+					t.Fatalf("Widen(%s, %s) = %v, %v", pair[0], pair[1], got, ok)
+				}
+			}
+		})
+	}
+	for _, bad := range [][2]Type{{Long, String}, {Boolean, Integer}, {Long, Double}, {Timestamp, Date}, {Binary, String}} {
+		if _, ok := Widen(bad[0], bad[1]); ok {
+			t.Errorf("Widen(%s, %s) should fail", bad[0], bad[1])
+		}
+	}
+	t.Run("conversions are exact or refused", func(t *testing.T) {
+		d, err := Convert(int64(12), Long, DecimalType{38, 2})
+		if err != nil || d.(Decimal).String() != "12.00" {
+			t.Fatal(d, err)
+		}
+		d, err = Convert(Decimal{big.NewInt(125), 1}, DecimalType{38, 1}, DecimalType{38, 2})
+		if err != nil || d.(Decimal).String() != "12.50" {
+			t.Fatal(d, err)
+		}
+		if _, err := Convert(Decimal{big.NewInt(125), 2}, DecimalType{10, 2}, DecimalType{10, 1}); err == nil {
+			t.Fatal("losing a digit must fail")
+		}
+		if _, err := Convert(int64(1<<40), Long, Integer); err == nil {
+			t.Fatal("out of range must fail")
+		}
+		if v, err := Convert(int32(7), Integer, Long); err != nil || v != int64(7) {
+			t.Fatal(v, err)
+		}
+		if v, err := Convert(Days(1), Date, TimestampNTZ); err != nil || v != LocalMicros(86400*1_000_000) {
+			t.Fatal(v, err)
+		}
+	})
+}
