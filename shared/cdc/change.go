@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -110,6 +111,53 @@ func Conform(row []any, from, to value.StructType) ([]any, error) {
 		out[i] = v
 	}
 	return out, nil
+}
+
+// ConformCast is Conform for schema mode "overwrite": a value that cannot
+// be converted exactly is cast — to its text for a string column, else to
+// null (the key's next change carries the value in the new type).
+func ConformCast(row []any, from, to value.StructType) []any {
+	idx := make(map[string]int, len(from.Fields))
+	for i, f := range from.Fields {
+		idx[strings.ToLower(f.Name)] = i
+	}
+	out := make([]any, len(to.Fields))
+	for i, f := range to.Fields {
+		j, ok := idx[strings.ToLower(f.Name)]
+		if !ok || j >= len(row) || row[j] == nil {
+			continue
+		}
+		ft := from.Fields[j].Type
+		if value.Equal(ft, f.Type) {
+			out[i] = row[j]
+			continue
+		}
+		if c, err := value.Convert(row[j], ft, f.Type); err == nil {
+			out[i] = c
+			continue
+		}
+		if f.Type == value.String {
+			if b, err := value.AppendJSON(nil, ft, row[j]); err == nil {
+				if s, ok := unquoteJSON(b); ok {
+					out[i] = s
+				} else {
+					out[i] = string(b)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func unquoteJSON(b []byte) (string, bool) {
+	if len(b) < 2 || b[0] != '"' {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // ChangeFromHistory builds a Change from a history row already conformed to

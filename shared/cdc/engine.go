@@ -37,6 +37,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives progress; default slog.Default().
 	Logger *slog.Logger
+	// Overwrite selects schema mode "overwrite": the tables take the
+	// incoming schema (dropped columns go, retyped columns are cast, see
+	// Cast) and their rows are rewritten. Default: mode "merge".
+	Overwrite bool
 	// RowGroupBytes sizes the row groups of current-state files (default
 	// delta.DefaultRowGroupBytes); a merge copies untouched row groups
 	// verbatim, so smaller groups mean less re-encoding per change.
@@ -125,6 +129,37 @@ func applyOnce(ctx context.Context, t Tables, seq int64, b Batch, opts Options) 
 	return res, applyState(ctx, t, seq, b, source, opts, &res)
 }
 
+// replaceSchema is schema mode "overwrite": the table takes the incoming
+// columns; rows are rewritten when a column is dropped or retyped. Key
+// columns must keep their type (tombstones compare keys by value).
+func replaceSchema(snap *delta.Snapshot, current, incoming value.StructType, full func(value.StructType) value.StructType, key []string) (*delta.Metadata, value.StructType, bool, error) {
+	ch := CompareSchemas(current, incoming)
+	if len(ch.Added)+len(ch.Dropped)+len(ch.Widened)+len(ch.Retyped) == 0 {
+		return nil, current, false, nil
+	}
+	for _, r := range append(append([]Retype(nil), ch.Widened...), ch.Retyped...) {
+		for _, k := range key {
+			if strings.EqualFold(k, r.Column) {
+				return nil, current, false, fmt.Errorf("%w: primary key %s", ErrSchemaConflict, r)
+			}
+		}
+	}
+	next := value.StructType{Fields: nullable(incoming.Fields)}
+	m := snap.Metadata()
+	m.SchemaString = full(next).SchemaString()
+	rewrite := len(ch.Dropped)+len(ch.Widened)+len(ch.Retyped) > 0
+	return &m, next, rewrite, nil
+}
+
+// conformFor conforms a stored row to a table's new schema: converting
+// exactly in merge mode, casting in overwrite mode.
+func conformFor(overwrite bool, row []any, from, to value.StructType) ([]any, error) {
+	if overwrite {
+		return ConformCast(row, from, to), nil
+	}
+	return Conform(row, from, to)
+}
+
 // Table properties that say which source table and role a Delta table
 // serves; they stop two source tables from sharing a directory (source
 // table "orders_log" would otherwise land on the history of "orders").
@@ -172,8 +207,11 @@ func openOrCreate(ctx context.Context, store objstore.Store, id, role string, co
 // table's schema already holds every incoming column at its type; widened
 // reports that existing columns changed type, so the table's existing files
 // must be rewritten with converted values in the same commit.
-func evolve(snap *delta.Snapshot, incoming value.StructType, full func(value.StructType) value.StructType, key []string) (md *delta.Metadata, merged value.StructType, widened bool, err error) {
+func evolve(snap *delta.Snapshot, incoming value.StructType, full func(value.StructType) value.StructType, key []string, overwrite bool) (md *delta.Metadata, merged value.StructType, widened bool, err error) {
 	current := SourceSchema(snap.Schema())
+	if overwrite {
+		return replaceSchema(snap, current, incoming, full, key)
+	}
 	merged, ch, err := MergeSchemas(current, incoming)
 	if err != nil {
 		return nil, current, false, err
@@ -203,7 +241,7 @@ func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Option
 	if err != nil {
 		return nil, value.StructType{}, err
 	}
-	md, source, widened, err := evolve(snap, b.Source, HistorySchema, b.Key)
+	md, source, widened, err := evolve(snap, b.Source, HistorySchema, b.Key, opts.Overwrite)
 	if err != nil {
 		return nil, value.StructType{}, err
 	}
@@ -247,7 +285,7 @@ func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Option
 		old := snap.Schema()
 		for _, f := range snap.Files() {
 			err := delta.ReadFile(ctx, t.History, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
-				r, err := Conform(row, old, schema)
+				r, err := conformFor(opts.Overwrite, row, old, schema)
 				if err != nil {
 					return err
 				}
@@ -382,7 +420,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 	if err != nil {
 		return fmt.Errorf("tombstones: %w", err)
 	}
-	stateMD, stateSource, stateWidened, err := evolve(stateSnap, source, StateSchema, b.Key)
+	stateMD, stateSource, stateWidened, err := evolve(stateSnap, source, StateSchema, b.Key, opts.Overwrite)
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
@@ -538,7 +576,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 			Keys:            keyNames,
 			Drop:            func(k []any) bool { return dropKeys[KeyText(k)] },
 			Conform: func(row []any) []any {
-				r, err := Conform(row, stateSnap.Schema(), stateSchema)
+				r, err := conformFor(opts.Overwrite, row, stateSnap.Schema(), stateSchema)
 				if err != nil && convErr == nil {
 					convErr = err
 				}

@@ -159,10 +159,7 @@ func (c Config) Validate() error {
 
 func (t TableConfig) validate(where string) error {
 	switch t.SchemaMode {
-	case "", SchemaMerge:
-	case SchemaOverwrite:
-		// Refused rather than silently treated as merge.
-		return fmt.Errorf("%s.schema_mode: overwrite is not supported yet; use merge", where)
+	case "", SchemaMerge, SchemaOverwrite:
 	default:
 		return fmt.Errorf("%s.schema_mode: %q is not merge or overwrite", where, t.SchemaMode)
 	}

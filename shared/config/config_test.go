@@ -54,7 +54,6 @@ tables:
 	})
 	for _, bad := range []struct{ doc, want string }{
 		{"tables:\n  a.b:\n    schema_mode: replace\n", "schema_mode"},
-		{"tables:\n  a.b:\n    schema_mode: overwrite\n", "not supported yet"},
 		{"defaults:\n  tombstone_retention: soon\n", "invalid duration"},
 		{"tabels: {}\n", "tabels"},
 		{"tables:\n  nodot:\n    primary_key: [id]\n", "not a table id"},

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
+	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -218,6 +220,7 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 	var key []string
 	source := current
 	quarantined := 0
+	overwrite := p.Config.Table(tabs.ID).SchemaMode == config.SchemaOverwrite
 	for _, rec := range b.Files {
 		if rec.State == coord.StateQuarantined {
 			quarantined++
@@ -232,7 +235,14 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 			return cdc.Result{}, 0, fmt.Errorf("staged %s: %w", rec.StagedPath, err)
 		}
 		src := cdc.SourceSchema(hs)
-		merged, _, err := cdc.MergeSchemas(source, withoutUntyped(src, m.Untyped))
+		var merged value.StructType
+		if overwrite {
+			// The newest file's schema is the table's from now on; columns
+			// it only guessed (null throughout) keep the current type.
+			merged = overwriteSchema(current, src, m.Untyped)
+		} else {
+			merged, _, err = cdc.MergeSchemas(source, withoutUntyped(src, m.Untyped))
+		}
 		if err != nil {
 			reason := fmt.Sprintf("%s: %v (table %s)", rec.Name, err, tabs.ID)
 			if _, qerr := p.Coord.Quarantine(ctx, rec, reason); qerr != nil {
@@ -263,10 +273,15 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 		var changes []cdc.Change
 		var convErr error
 		err := delta.ReadFile(ctx, p.Lake, md, f.m.Add, delta.ReadOptions{}, func(row []any) error {
-			h, err := cdc.Conform(row, fromSchema, hs)
-			if err != nil {
-				convErr = err
-				return err
+			var h []any
+			if overwrite {
+				h = cdc.ConformCast(row, fromSchema, hs)
+			} else {
+				var err error
+				if h, err = cdc.Conform(row, fromSchema, hs); err != nil {
+					convErr = err
+					return err
+				}
 			}
 			if len(key) == 0 {
 				changes = append(changes, cdc.Change{History: h})
@@ -299,7 +314,8 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 		return cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}, quarantined, nil
 	}
 	tc := p.Config.Table(tabs.ID)
-	r, err := cdc.Apply(ctx, tabs, b.Seq, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log(), StatePartitionColumns: tc.PartitionColumns})
+	r, err := cdc.Apply(ctx, tabs, b.Seq, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log(),
+		StatePartitionColumns: tc.PartitionColumns, Overwrite: overwrite})
 	return r, quarantined, err
 }
 
@@ -309,4 +325,27 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 // nothing is lost whichever type the column ends up with.
 func withoutUntyped(src value.StructType, untyped []string) value.StructType {
 	return dropColumns(src, untyped)
+}
+
+// overwriteSchema is the batch schema in schema mode "overwrite": the
+// file's columns, except that a column the file only guessed (null in every
+// record) keeps the table's current type, or is left out when the table
+// has none.
+func overwriteSchema(current, src value.StructType, untyped []string) value.StructType {
+	guessed := map[string]bool{}
+	for _, u := range untyped {
+		guessed[strings.ToLower(u)] = true
+	}
+	var out value.StructType
+	for _, f := range src.Fields {
+		if guessed[strings.ToLower(f.Name)] {
+			cur, ok := current.Field(f.Name)
+			if !ok {
+				continue
+			}
+			f.Type = cur.Type
+		}
+		out.Fields = append(out.Fields, f)
+	}
+	return out
 }

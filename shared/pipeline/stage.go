@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
+	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/delta"
@@ -224,6 +225,10 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 		// Ignored columns are dropped below whatever they hold, so their
 		// values must not be held to the table's type.
 		known = dropColumns(known, p.Config.Table(m.Table).IgnoreColumns)
+		if p.Config.Table(m.Table).SchemaMode == config.SchemaOverwrite {
+			// The file's own values decide: its schema replaces the table's.
+			known = value.StructType{}
+		}
 		// A value that does not fit the table's type is a bad record naming
 		// the file, line and column: the file is quarantined.
 		unified, err := datastream.UnifyJSON(events, known)

@@ -323,3 +323,31 @@ func TestJSONNumbersWidenAcrossFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestSchemaModeOverwrite: the table takes the newest file's schema; a
+// dropped column goes, a retyped one is cast, and both tables stay
+// consistent (verify passes).
+func TestSchemaModeOverwrite(t *testing.T) {
+	ctx := context.Background()
+	source := objstore.NewMemory()
+	cfg, err := config.Parse([]byte("defaults:\n  schema_mode: overwrite\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPipeline(t, source, cfg)
+	stageAll(t, ctx, p, source, "shop.t",
+		jsonlFile("a", 10, `{"id":1,"a":5,"b":"x"}`),
+		jsonlFile("b", 20, `{"id":2,"a":"text","c":7}`),
+	)
+	schema, rows := stateRows(t, ctx, p, "shop.t", "id")
+	if schema.String() != "struct<id:long,a:string,c:long>" {
+		t.Fatalf("schema %s", schema)
+	}
+	if rows[`{"id":1}`] != `{"id":1,"a":"5","c":null}` || rows[`{"id":2}`] != `{"id":2,"a":"text","c":7}` {
+		t.Fatalf("rows %v", rows)
+	}
+	tabs, _ := p.Tables("shop.t")
+	if vr, err := cdc.Verify(ctx, tabs); err != nil || !vr.OK() {
+		t.Fatalf("verify: %v %+v", err, vr)
+	}
+}
