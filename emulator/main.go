@@ -75,6 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&sim.Seed, "seed", 1, "simulator seed")
 	fs.IntVar(&sim.Rows, "rows", 20, "simulator: rows per table before the stream starts")
 	fs.IntVar(&sim.Changes, "changes", 80, "simulator: CDC changes per table")
+	latency := fs.Duration("latency", 0, "measure finalize-to-merged latency: trickle files across 20 tables for this long, print a LATENCY line, stop")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -97,6 +98,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		s.Close()
 		fmt.Fprintln(stdout, "stopped")
 	}()
+	if *latency > 0 {
+		r, err := MeasureLatency(ctx, s, LatencyOptions{Duration: *latency, Tables: 20, Interval: 250 * time.Millisecond}, stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "LATENCY p50_ms=%d p99_ms=%d max_ms=%d files=%d tables=20\n", r.P50.Milliseconds(), r.P99.Milliseconds(), r.Max.Milliseconds(), r.Files)
+		return nil
+	}
 	printSummary(stdout, s)
 	if *simulate {
 		opts := SimulationOptions(sim, s.Options().SourcePrefix)
