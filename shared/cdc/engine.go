@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -364,8 +365,13 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 	cols := append(append([]string(nil), names...), ColOrder)
 	md := snap.Metadata()
 	key := make([]any, len(names))
+	firsts := make([]any, len(keys))
+	for i, c := range keys {
+		firsts[i] = c.Key[0]
+	}
+	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: firstKeyFilter(first.Name, firsts)}
 	for _, f := range files {
-		err := delta.ReadFile(ctx, snap.Store(), md, f, delta.ReadOptions{Columns: cols}, func(row []any) error {
+		err := delta.ReadFile(ctx, snap.Store(), md, f, ro, func(row []any) error {
 			copy(key, row[:len(names)])
 			order, _ := row[len(names)].([]byte)
 			id := KeyText(key) + "\x00" + string(order)
@@ -460,7 +466,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 		keyTypes[i] = source.Fields[k].Type
 	}
 	candidates := prune(stateSnap.Files(), keyNames[0], keyTypes[0], keys)
-	if err := lookup(ctx, stateSnap, candidates, keyNames, found, func(s *stored, order []byte, path string) {
+	if err := lookup(ctx, stateSnap, candidates, keyNames, keys, found, func(s *stored, order []byte, path string) {
 		if s.rowOrder == nil || bytes.Compare(order, s.rowOrder) > 0 {
 			s.rowOrder = order
 		}
@@ -470,7 +476,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 	}
 	res.FilesRead = len(candidates)
 	tombCandidates := prune(tombSnap.Files(), keyNames[0], keyTypes[0], keys)
-	if err := lookup(ctx, tombSnap, tombCandidates, keyNames, found, func(s *stored, order []byte, _ string) {
+	if err := lookup(ctx, tombSnap, tombCandidates, keyNames, keys, found, func(s *stored, order []byte, _ string) {
 		if s.tombOrder == nil || bytes.Compare(order, s.tombOrder) > 0 {
 			s.tombOrder = order
 		}
@@ -563,6 +569,15 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 	// Files() is sorted by path (and shared: never modify it). A widened
 	// column rewrites every file, converting its values.
 	var convErr error
+	// Row groups whose first-key bounds exclude every dropped key are
+	// copied without reading their keys (keys is sorted, so is dropFirsts).
+	var dropFirsts []any
+	for i, c := range keys {
+		if verdicts[i] == Replace || verdicts[i] == Delete {
+			dropFirsts = append(dropFirsts, c.Key[0])
+		}
+	}
+	dropFilter := firstKeyFilter(keyNames[0], dropFirsts)
 	for _, f := range stateSnap.Files() {
 		if !touched[f.Path] && !stateWidened {
 			continue
@@ -575,6 +590,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 			TargetFileBytes: opts.TargetFileBytes,
 			Keys:            keyNames,
 			Drop:            func(k []any) bool { return dropKeys[KeyText(k)] },
+			RowGroupFilter:  dropFilter,
 			Conform: func(row []any) []any {
 				r, err := conformFor(opts.Overwrite, row, stateSnap.Schema(), stateSchema)
 				if err != nil && convErr == nil {
@@ -667,14 +683,47 @@ func prune(files []delta.Add, col string, typ value.Type, keys []Change) []delta
 	return out
 }
 
+// firstKeyFilter returns the row-group filter on key column col that keeps a
+// row group when one of firsts (the first key values of a batch's keys,
+// sorted by value.Compare) lies within its bounds — prune's test for files,
+// applied to the row groups of a file. It is nil, reading every row group,
+// when a first value is null (bounds say nothing of null keys) or the values
+// differ in type.
+func firstKeyFilter(col string, firsts []any) *delta.RowGroupFilter {
+	if len(firsts) == 0 {
+		return nil
+	}
+	typ := reflect.TypeOf(firsts[0])
+	for _, v := range firsts {
+		if v == nil || reflect.TypeOf(v) != typ {
+			return nil
+		}
+	}
+	return &delta.RowGroupFilter{Column: col, Keep: func(lo, hi any) bool {
+		// Bounds come in the table's type; a batch whose key type differs
+		// (a widened column) cannot be compared with them: keep.
+		if reflect.TypeOf(lo) != typ || reflect.TypeOf(hi) != typ {
+			return true
+		}
+		i := sort.Search(len(firsts), func(i int) bool { return value.Compare(firsts[i], lo) >= 0 })
+		return i < len(firsts) && value.Compare(firsts[i], hi) <= 0
+	}}
+}
+
 // lookup reads the key columns and the order of candidate files and reports
-// every row whose key is in found.
-func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, found map[string]*stored, hit func(*stored, []byte, string)) error {
+// every row whose key is in found; keys are the batch keys sorted by
+// value.CompareKeys, used to skip the row groups that cannot hold one.
+func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, keys []Change, found map[string]*stored, hit func(*stored, []byte, string)) error {
 	cols := append(append([]string(nil), keyNames...), ColOrder)
 	md := snap.Metadata()
 	key := make([]any, len(keyNames))
+	firsts := make([]any, len(keys))
+	for i, c := range keys {
+		firsts[i] = c.Key[0]
+	}
+	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: firstKeyFilter(keyNames[0], firsts)}
 	for _, f := range files {
-		err := delta.ReadFile(ctx, snap.Store(), md, f, delta.ReadOptions{Columns: cols}, func(row []any) error {
+		err := delta.ReadFile(ctx, snap.Store(), md, f, ro, func(row []any) error {
 			copy(key, row[:len(keyNames)])
 			s, ok := found[KeyText(key)]
 			if !ok {

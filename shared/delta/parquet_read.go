@@ -30,6 +30,109 @@ type ReadOptions struct {
 	// Columns projects the rows onto these top-level columns (logical
 	// names), in this order; nil means every column of the table schema.
 	Columns []string
+	// RowGroupFilter, when set, skips the Parquet row groups whose footer
+	// bounds of its column cannot hold a wanted row: their pages are not
+	// read and none of their rows is returned.
+	RowGroupFilter *RowGroupFilter
+}
+
+// RowGroupFilter selects Parquet row groups by the bounds of one column
+// recorded in the file footer's column-chunk statistics.
+//
+// Bounds are used only where they order exactly as value.Compare does:
+// byte, short, integer, long, date and timestamp columns stored as signed
+// INT32/INT64 (any timestamp unit), and string columns in files written by
+// dsdelta (parquet-go records untruncated chunk bounds). A row group with
+// any other column type, a partition column, or missing bounds is always
+// kept.
+type RowGroupFilter struct {
+	// Column is the logical name of a top-level column of the table schema.
+	Column string
+	// Keep reports whether a row group whose non-null values of Column all
+	// lie within [min, max] may hold a wanted row. min and max are in the
+	// Go representation of the column's type in the table schema. Rows
+	// whose Column is null go with their row group: a caller looking for
+	// null values must not filter.
+	Keep func(min, max any) bool
+}
+
+// rowGroupBounds reads the footer bounds of one leaf column, converted to
+// the Go representation of a Delta type.
+type rowGroupBounds struct {
+	leaf int
+	conv func(parquet.Value) (any, error)
+}
+
+// newRowGroupBounds returns how to read the bounds of schema field fld in
+// f, or nil when they cannot be trusted for value.Compare's order.
+func newRowGroupBounds(f *parquet.File, root *pqNode, fld value.Field, mode string) *rowGroupBounds {
+	p := root.child(fld, mode)
+	if p == nil || !p.isLeaf() || p.repetition() == format.Repeated {
+		return nil
+	}
+	phys, _ := p.el.Type.Get()
+	if it, ok := p.el.LogicalType.Value.(*format.IntType); ok && !it.IsSigned {
+		return nil // unsigned order
+	}
+	if ct, ok := p.el.ConvertedType.Get(); ok && ct >= deprecated.Uint8 && ct <= deprecated.Uint64 {
+		return nil
+	}
+	switch fld.Type {
+	case value.Byte, value.Short, value.Integer, value.Long, value.Date:
+		if phys != format.Int32 && phys != format.Int64 {
+			return nil
+		}
+	case value.Timestamp, value.TimestampNTZ:
+		// INT96 bounds have no defined order. INT64 in millis or nanos
+		// converts monotonically to micros, so converted bounds still
+		// bound the converted values.
+		if phys != format.Int64 {
+			return nil
+		}
+	case value.String:
+		// Other writers may truncate byte-array statistics (or, in old
+		// files, order them signed); parquet-go as dsdelta uses it keeps
+		// the exact page bounds, and verbatim row-group copies clone them.
+		if phys != format.ByteArray || !strings.HasPrefix(f.Metadata().CreatedBy, dsdeltaCreatedBy) {
+			return nil
+		}
+	default:
+		return nil
+	}
+	conv, err := converter(fld.Type, p)
+	if err != nil {
+		return nil
+	}
+	return &rowGroupBounds{leaf: p.leaf, conv: conv}
+}
+
+// keep applies filter to the bounds of row group rg; a row group without
+// usable bounds is kept.
+func (b *rowGroupBounds) keep(rg parquet.RowGroup, filter *RowGroupFilter) bool {
+	if b == nil || filter == nil || filter.Keep == nil {
+		return true
+	}
+	chunks := rg.ColumnChunks()
+	if b.leaf >= len(chunks) {
+		return true
+	}
+	fc, ok := chunks[b.leaf].(*parquet.FileColumnChunk)
+	if !ok {
+		return true
+	}
+	lo, hi, ok := fc.Bounds()
+	if !ok || lo.IsNull() || hi.IsNull() {
+		return true
+	}
+	min, err := b.conv(lo)
+	if err != nil {
+		return true
+	}
+	max, err := b.conv(hi)
+	if err != nil {
+		return true
+	}
+	return filter.Keep(min, max)
 }
 
 // ReadFile streams the logical rows of one data file of the table described
@@ -38,8 +141,8 @@ type ReadOptions struct {
 // column mapping); columns missing from the file read as null; partition
 // columns come from add.partitionValues; rows marked in the file's deletion
 // vector are skipped. It reads one row group at a time, fetching only the
-// selected columns. fn may keep the row; returning an error stops the read
-// with that error.
+// selected columns, and nothing of a row group opts.RowGroupFilter rejects.
+// fn may keep the row; returning an error stops the read with that error.
 func ReadFile(ctx context.Context, store objstore.Store, md Metadata, add Add, opts ReadOptions, fn func(row []any) error) error {
 	name, err := decodeAddPath(add.Path)
 	if err != nil {
@@ -132,12 +235,28 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		out[k] = a
 	}
 
+	var bounds *rowGroupBounds
+	if flt := opts.RowGroupFilter; flt != nil && flt.Keep != nil {
+		fld, ok := schema.Field(flt.Column)
+		if !ok {
+			return fmt.Errorf("row group filter: %w %q", ErrUnknownColumn, flt.Column)
+		}
+		if !isPart[fld.Name] {
+			bounds = newRowGroupBounds(f, root, fld, mode)
+		}
+	}
+
 	var base int64 // physical index of the row group's first row
 	for g, rg := range f.RowGroups() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		n := rg.NumRows()
+		if !bounds.keep(rg, opts.RowGroupFilter) {
+			// base still advances: deletion vectors index physical rows.
+			base += n
+			continue
+		}
 		if err := readRowGroup(ctx, ra, f, g, rg, b.streams, out, base, deleted, fn); err != nil {
 			return fmt.Errorf("row group %d: %w", g, err)
 		}

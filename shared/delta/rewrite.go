@@ -31,6 +31,12 @@ type RewriteOptions struct {
 	// verbatim are not conformed: that path requires both schemas to be
 	// equal.
 	Conform func(row []any) []any
+	// RowGroupFilter, when set, tells which row groups can hold a dropped
+	// row: a row group it rejects (see RowGroupFilter for when bounds are
+	// used) is copied verbatim without reading its key columns. Keep must
+	// return true for any range that can hold a key Drop reports. Files
+	// read row by row ignore it.
+	RowGroupFilter *RowGroupFilter
 }
 
 // RewriteResult is what RewriteFile wrote.
@@ -77,6 +83,9 @@ func RewriteFile(ctx context.Context, store objstore.Store, md Metadata, add Add
 	}
 	if opts.Drop == nil {
 		opts.Drop = func([]any) bool { return false }
+	}
+	if flt := opts.RowGroupFilter; flt != nil && opts.Write.Schema.Index(flt.Column) < 0 {
+		return RewriteResult{}, fmt.Errorf("rewrite data file %s: row group filter: %w %q", name, ErrUnknownColumn, flt.Column)
 	}
 	res, ok, err := rewriteByRowGroup(ctx, store, name, md, add, opts)
 	if err != nil {
@@ -230,6 +239,12 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 	if err != nil {
 		return RewriteResult{}, false, nil
 	}
+	var filterBounds *rowGroupBounds
+	if flt := opts.RowGroupFilter; flt != nil && flt.Keep != nil {
+		if fld, ok := schema.Field(flt.Column); ok && !isPart[fld.Name] {
+			filterBounds = newRowGroupBounds(f, root, fld, mode)
+		}
+	}
 
 	wo := opts.Write
 	wo.PartitionValues = partVals
@@ -261,14 +276,17 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 		}
 		dropped = slices.Grow(dropped[:0], int(n))[:0]
 		drops := int64(0)
-		err := readRowGroup(ctx, ra, f, g, rg, keys.streams, keyOut, base, nil, func(key []any) error {
-			d := opts.Drop(key)
-			if d {
-				drops++
-			}
-			dropped = append(dropped, d)
-			return nil
-		})
+		var err error
+		if filterBounds.keep(rg, opts.RowGroupFilter) {
+			err = readRowGroup(ctx, ra, f, g, rg, keys.streams, keyOut, base, nil, func(key []any) error {
+				d := opts.Drop(key)
+				if d {
+					drops++
+				}
+				dropped = append(dropped, d)
+				return nil
+			})
+		}
 		if err != nil {
 			rw.abort()
 			return RewriteResult{}, false, fmt.Errorf("row group %d: read keys: %w", g, err)

@@ -1,0 +1,178 @@
+package cdc
+
+import (
+	"context"
+	"io"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+func TestFirstKeyFilterKeepsARangeOnlyWhenABatchKeyFallsInIt(t *testing.T) {
+	keys := []any{int64(5), int64(10), int64(20)}
+	for _, tc := range []struct {
+		name   string
+		lo, hi any
+		want   bool
+	}{
+		{"a range between two keys is skipped", int64(6), int64(9), false},
+		{"a range ending on a key is kept", int64(0), int64(5), true},
+		{"a range starting on a key is kept", int64(20), int64(30), true},
+		{"a range holding a middle key is kept", int64(9), int64(11), true},
+		{"a range below every key is skipped", int64(-3), int64(4), false},
+		{"a range above every key is skipped", int64(21), int64(1 << 40), false},
+		{"a one-value range equal to a key is kept", int64(10), int64(10), true},
+		{"bounds of another type than the keys are kept", int32(6), int32(9), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := firstKeyFilter("id", keys)
+			if f == nil || f.Column != "id" {
+				t.Fatalf("filter = %+v, want one on column id", f)
+			}
+			if got := f.Keep(tc.lo, tc.hi); got != tc.want {
+				t.Errorf("Keep(%v, %v) = %v, want %v", tc.lo, tc.hi, got, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		firsts []any
+	}{
+		{"no keys give no filter", nil},
+		{"a null first key value gives no filter", []any{nil, int64(3)}},
+		{"first key values of mixed types give no filter", []any{int32(1), int64(3)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if f := firstKeyFilter("id", tc.firsts); f != nil {
+				t.Errorf("filter = %+v, want nil", f)
+			}
+		})
+	}
+}
+
+// readCounter counts the bytes read from a store.
+type readCounter struct {
+	objstore.Store
+	n *atomic.Int64
+}
+
+func (s readCounter) NewReader(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	r, err := s.Store.NewReader(ctx, name, off, length)
+	if err != nil {
+		return nil, err
+	}
+	return countingReader{r, s.n}, nil
+}
+
+type countingReader struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (r countingReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	r.n.Add(int64(n))
+	return n, err
+}
+
+func TestMergeIntoAStateFileOfManyRowGroupsReadsAndRewritesOnlyTheOneTouched(t *testing.T) {
+	ctx := context.Background()
+	tabs := memTables()
+	opts := Options{RowGroupBytes: 1} // a row group per write batch
+	key := []string{"id", "region"}
+	model := map[string]datastream.Event{}
+	apply := func(seq int64, evs []datastream.Event) Result {
+		t.Helper()
+		b := Batch{Source: testSource, Key: key}
+		for _, ev := range evs {
+			b.Changes = append(b.Changes, toChange(t, ev))
+			k := KeyText(ev.KeyValues)
+			if cur, ok := model[k]; !ok || ev.Order.Compare(cur.Order) > 0 {
+				model[k] = ev
+			}
+		}
+		r, err := Apply(ctx, tabs, seq, b, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var seed []datastream.Event
+	for i := range 5000 {
+		seed = append(seed, genEvent(uint64(i+1), int64(i), "eu", false, int64(i)))
+	}
+	apply(1, seed)
+	snap, err := delta.Open(tabs.State).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.NumFiles() != 1 {
+		t.Fatalf("state has %d files, want 1", snap.NumFiles())
+	}
+
+	t.Run("the lookup reads less of the file than without the filter and still finds the key", func(t *testing.T) {
+		var n atomic.Int64
+		counted, err := delta.Open(readCounter{tabs.State, &n}).Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		probe := toChange(t, genEvent(9000, 2500, "eu", false, 0))
+		read := func(keys []Change) (int64, *stored) {
+			found := map[string]*stored{probe.KeyText: {}}
+			n.Store(0)
+			err := lookup(ctx, counted, counted.Files(), key, keys, found, func(s *stored, order []byte, path string) {
+				s.rowOrder = order
+				s.rowFiles = append(s.rowFiles, path)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n.Load(), found[probe.KeyText]
+		}
+		all, plain := read(nil) // no keys: no filter, every row group is read
+		some, filtered := read([]Change{probe})
+		if plain.rowOrder == nil || filtered.rowOrder == nil || string(plain.rowOrder) != string(filtered.rowOrder) {
+			t.Fatalf("found order %x with the filter, %x without", filtered.rowOrder, plain.rowOrder)
+		}
+		t.Logf("lookup read %d bytes with the filter, %d without", some, all)
+		if some >= all {
+			t.Errorf("lookup read %d bytes with the row-group filter, %d without: nothing was skipped", some, all)
+		}
+	})
+
+	// One update, one delete and one insert, clustered in one row group.
+	r := apply(2, []datastream.Event{
+		genEvent(10_001, 2500, "eu", false, 7),
+		genEvent(10_002, 2501, "eu", true, 0),
+		genEvent(10_003, 2502, "xx", false, 8),
+	})
+	if r.Updated != 1 || r.Deleted != 1 || r.Inserted != 1 {
+		t.Errorf("updated/deleted/inserted = %d/%d/%d, want 1/1/1", r.Updated, r.Deleted, r.Inserted)
+	}
+	if r.RowGroupsDecoded != 1 || r.RowGroupsCopied < 3 {
+		t.Errorf("row groups decoded %d, copied %d: want the one holding the keys decoded and the others (several) copied", r.RowGroupsDecoded, r.RowGroupsCopied)
+	}
+	got := readState(t, ctx, tabs)
+	want := 0
+	for k, ev := range model {
+		if ev.Op == datastream.OpDelete {
+			continue
+		}
+		want++
+		row, ok := got[k]
+		if !ok || !value.EqualValues(row[2], ev.Row[2]) {
+			t.Fatalf("key %s: got %v want %v", k, row, ev.Row)
+		}
+	}
+	if len(got) != want {
+		t.Fatalf("state has %d rows, model %d: a key was duplicated or lost", len(got), want)
+	}
+	vr, err := Verify(ctx, tabs)
+	if err != nil || !vr.OK() {
+		t.Fatalf("verify: %v %+v", err, vr)
+	}
+}
