@@ -421,32 +421,12 @@ func TestTwoHoldersApplyingOneBatchConverge(t *testing.T) {
 // TestMergeCopiesUntouchedRowGroups drives the verbatim row-group copy of
 // the merge with tiny row groups, against the same reference model.
 func TestMergeCopiesUntouchedRowGroups(t *testing.T) {
-	ctx := context.Background()
-	tabs := memTables()
-	opts := Options{RowGroupBytes: 1} // a row group per write batch
-	key := []string{"id", "region"}
-	model := map[string]datastream.Event{}
-	apply := func(seq int64, evs []datastream.Event) Result {
-		t.Helper()
-		b := Batch{Source: testSource, Key: key}
-		for _, ev := range evs {
-			b.Changes = append(b.Changes, toChange(t, ev))
-			k := KeyText(ev.KeyValues)
-			if cur, ok := model[k]; !ok || ev.Order.Compare(cur.Order) > 0 {
-				model[k] = ev
-			}
-		}
-		r, err := Apply(ctx, tabs, seq, b, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	m := newModelRun(t, Options{RowGroupBytes: 1}) // a row group per write batch
 	var seed []datastream.Event
 	for i := 0; i < 2000; i++ {
 		seed = append(seed, genEvent(uint64(i+1), int64(i), "eu", false, int64(i)))
 	}
-	apply(1, seed)
+	m.apply(1, seed)
 	var copied, decoded int
 	n := uint64(5000)
 	for seq := int64(2); seq <= 4; seq++ {
@@ -455,31 +435,71 @@ func TestMergeCopiesUntouchedRowGroups(t *testing.T) {
 			n++
 			evs = append(evs, genEvent(n, int64(1900+j*3+int(seq)), "eu", j%4 == 0, int64(n)))
 		}
-		r := apply(seq, evs)
+		r := m.apply(seq, evs)
 		copied += r.RowGroupsCopied
 		decoded += r.RowGroupsDecoded
 	}
 	if copied == 0 || decoded == 0 {
 		t.Fatalf("row groups copied %d, decoded %d: the verbatim path was not exercised", copied, decoded)
 	}
-	got := readState(t, ctx, tabs)
+	m.check()
+}
+
+// modelRun applies batches to fresh tables while replaying the same events
+// into the reference model (per key, the event with the greatest order).
+type modelRun struct {
+	t     *testing.T
+	ctx   context.Context
+	tabs  Tables
+	opts  Options
+	key   []string
+	model map[string]datastream.Event
+}
+
+func newModelRun(t *testing.T, opts Options) *modelRun {
+	return &modelRun{t: t, ctx: context.Background(), tabs: memTables(), opts: opts, key: []string{"id", "region"}, model: map[string]datastream.Event{}}
+}
+
+func (m *modelRun) apply(seq int64, evs []datastream.Event) Result {
+	m.t.Helper()
+	b := Batch{Source: testSource, Key: m.key}
+	for _, ev := range evs {
+		b.Changes = append(b.Changes, toChange(m.t, ev))
+		k := KeyText(ev.KeyValues)
+		if cur, ok := m.model[k]; !ok || ev.Order.Compare(cur.Order) > 0 {
+			m.model[k] = ev
+		}
+	}
+	r, err := Apply(m.ctx, m.tabs, seq, b, m.opts)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return r
+}
+
+// check compares the current state with the model and runs Verify.
+func (m *modelRun) check() {
+	m.t.Helper()
+	got := readState(m.t, m.ctx, m.tabs)
 	want := 0
-	for k, ev := range model {
+	for k, ev := range m.model {
 		if ev.Op == datastream.OpDelete {
+			if _, ok := got[k]; ok {
+				m.t.Fatalf("deleted key %s is in the current state", k)
+			}
 			continue
 		}
 		want++
 		row, ok := got[k]
 		if !ok || !value.EqualValues(row[2], ev.Row[2]) {
-			t.Fatalf("key %s: got %v want %v", k, row, ev.Row)
+			m.t.Fatalf("key %s: got %v want %v", k, row, ev.Row)
 		}
 	}
 	if len(got) != want {
-		t.Fatalf("state has %d rows, model %d", len(got), want)
+		m.t.Fatalf("state has %d rows, model %d: a key was duplicated or lost", len(got), want)
 	}
-	vr, err := Verify(ctx, tabs)
-	if err != nil || !vr.OK() {
-		t.Fatalf("verify: %v %+v", err, vr)
+	if vr, err := Verify(m.ctx, m.tabs); err != nil || !vr.OK() {
+		m.t.Fatalf("verify: %v %+v", err, vr)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
-	"github.com/dsdelta/dsdelta/shared/value"
 )
 
 func TestFirstKeyFilterKeepsARangeOnlyWhenABatchKeyFallsInIt(t *testing.T) {
@@ -80,27 +79,8 @@ func (r countingReader) Read(p []byte) (int, error) {
 }
 
 func TestMergeIntoAStateFileOfManyRowGroupsReadsAndRewritesOnlyTheOneTouched(t *testing.T) {
-	ctx := context.Background()
-	tabs := memTables()
-	opts := Options{RowGroupBytes: 1} // a row group per write batch
-	key := []string{"id", "region"}
-	model := map[string]datastream.Event{}
-	apply := func(seq int64, evs []datastream.Event) Result {
-		t.Helper()
-		b := Batch{Source: testSource, Key: key}
-		for _, ev := range evs {
-			b.Changes = append(b.Changes, toChange(t, ev))
-			k := KeyText(ev.KeyValues)
-			if cur, ok := model[k]; !ok || ev.Order.Compare(cur.Order) > 0 {
-				model[k] = ev
-			}
-		}
-		r, err := Apply(ctx, tabs, seq, b, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	m := newModelRun(t, Options{RowGroupBytes: 1}) // a row group per write batch
+	ctx, tabs, key, apply := m.ctx, m.tabs, m.key, m.apply
 	var seed []datastream.Event
 	for i := range 5000 {
 		seed = append(seed, genEvent(uint64(i+1), int64(i), "eu", false, int64(i)))
@@ -156,23 +136,5 @@ func TestMergeIntoAStateFileOfManyRowGroupsReadsAndRewritesOnlyTheOneTouched(t *
 	if r.RowGroupsDecoded != 1 || r.RowGroupsCopied < 3 {
 		t.Errorf("row groups decoded %d, copied %d: want the one holding the keys decoded and the others (several) copied", r.RowGroupsDecoded, r.RowGroupsCopied)
 	}
-	got := readState(t, ctx, tabs)
-	want := 0
-	for k, ev := range model {
-		if ev.Op == datastream.OpDelete {
-			continue
-		}
-		want++
-		row, ok := got[k]
-		if !ok || !value.EqualValues(row[2], ev.Row[2]) {
-			t.Fatalf("key %s: got %v want %v", k, row, ev.Row)
-		}
-	}
-	if len(got) != want {
-		t.Fatalf("state has %d rows, model %d: a key was duplicated or lost", len(got), want)
-	}
-	vr, err := Verify(ctx, tabs)
-	if err != nil || !vr.OK() {
-		t.Fatalf("verify: %v %+v", err, vr)
-	}
+	m.check()
 }
