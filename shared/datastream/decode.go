@@ -192,14 +192,69 @@ type rawEvent struct {
 	readTS, sourceTS                                value.Micros
 	// meta is source_metadata: values are string, int64, int32, bool, nil,
 	// json.Number (JSON) or []any.
-	meta   map[string]any
+	meta map[string]any
+	// jmeta is source_metadata as the JSON decoder read it: its members
+	// raw, converted only when build asks for them. When set, meta is nil.
+	jmeta []metaMember
+	// strs interns the source_metadata strings of JSON events.
+	strs   *strCache
 	schema value.StructType
 	row    []any
 }
 
+// metaMember is one member of a JSON source_metadata object. Nested values
+// (objects, arrays) are converted when the member is read, as converting the
+// whole object did; scalars are converted on demand.
+type metaMember struct {
+	key    string
+	val    []byte
+	nested any
+}
+
+// jsonMember returns the raw value of the last member named k (the one a
+// map of the object would hold).
+func (raw *rawEvent) jsonMember(k string) (*metaMember, bool) {
+	for i := len(raw.jmeta) - 1; i >= 0; i-- {
+		if raw.jmeta[i].key == k {
+			return &raw.jmeta[i], true
+		}
+	}
+	return nil, false
+}
+
+// metaValue returns source_metadata field k as the generic value of the
+// metadata map (nil when absent).
+func (raw *rawEvent) metaValue(k string) (any, error) {
+	if raw.jmeta == nil {
+		return raw.meta[k], nil
+	}
+	m, ok := raw.jsonMember(k)
+	if !ok {
+		return nil, nil
+	}
+	if m.nested != nil {
+		return m.nested, nil
+	}
+	v, err := genericJSON(m.val, 1)
+	if err != nil {
+		return nil, fieldErr("source_metadata", "malformed", err)
+	}
+	return v, nil
+}
+
+// has reports whether source_metadata holds a non-null field k.
+func (raw *rawEvent) has(k string) bool {
+	if raw.jmeta == nil {
+		v, ok := raw.meta[k]
+		return ok && v != nil
+	}
+	m, ok := raw.jsonMember(k)
+	return ok && !isNull(m.val)
+}
+
 // build normalises a raw record into an Event. Errors are *fieldError.
 func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
-	has := func(k string) bool { v, ok := raw.meta[k]; return ok && v != nil }
+	has := raw.has
 	src := d.opts.Source
 	if src == Unknown {
 		src = detectSource(raw.readMethod, has)
@@ -221,12 +276,12 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 	m.Source, m.File, m.Record = src, d.file, record
 
 	var err error
-	if m.ChangeType, err = metaString(raw.meta, "change_type"); err != nil {
+	if m.ChangeType, err = metaString(raw, "change_type"); err != nil {
 		return ev, err
 	}
 	m.ChangeType = strings.ToUpper(strings.TrimSpace(m.ChangeType))
 	ev.ChangeType = m.ChangeType
-	if m.IsDeleted, err = metaBool(raw.meta, "is_deleted"); err != nil {
+	if m.IsDeleted, err = metaBool(raw, "is_deleted"); err != nil {
 		return ev, err
 	}
 	ev.Op = OpUpsert
@@ -239,11 +294,11 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 	if src == MySQL || (src == Unknown && !has("schema")) {
 		dbField = "database"
 	}
-	db, err := metaString(raw.meta, dbField)
+	db, err := metaString(raw, dbField)
 	if err != nil {
 		return ev, err
 	}
-	tbl, err := metaString(raw.meta, "table")
+	tbl, err := metaString(raw, "table")
 	if err != nil {
 		return ev, err
 	}
@@ -266,34 +321,34 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 		if !has(posKey) && has("binlog_position") {
 			posKey = "binlog_position"
 		}
-		if p.LogFile, err = metaString(raw.meta, fileKey); err != nil {
+		if p.LogFile, err = metaString(raw, fileKey); err != nil {
 			return ev, err
 		}
-		if p.LogPosition, err = metaInt(raw.meta, posKey); err != nil {
+		if p.LogPosition, err = metaInt(raw, posKey); err != nil {
 			return ev, err
 		}
 	case Oracle:
-		if p.SCN, err = metaInt(raw.meta, "scn"); err != nil {
+		if p.SCN, err = metaInt(raw, "scn"); err != nil {
 			return ev, err
 		}
-		if p.RSID, err = metaString(raw.meta, "rs_id"); err != nil {
+		if p.RSID, err = metaString(raw, "rs_id"); err != nil {
 			return ev, err
 		}
-		if p.SSN, err = metaInt(raw.meta, "ssn"); err != nil {
+		if p.SSN, err = metaInt(raw, "ssn"); err != nil {
 			return ev, err
 		}
-		if p.RowID, err = metaString(raw.meta, "row_id"); err != nil {
+		if p.RowID, err = metaString(raw, "row_id"); err != nil {
 			return ev, err
 		}
-		if p.LogFile, err = metaString(raw.meta, "log_file"); err != nil {
+		if p.LogFile, err = metaString(raw, "log_file"); err != nil {
 			return ev, err
 		}
 	case PostgreSQL, SQLServer:
-		if p.LSN, err = metaString(raw.meta, "lsn"); err != nil {
+		if p.LSN, err = metaString(raw, "lsn"); err != nil {
 			return ev, err
 		}
 	}
-	if p.TxID, err = metaText(raw.meta, "tx_id"); err != nil {
+	if p.TxID, err = metaText(raw, "tx_id"); err != nil {
 		return ev, err
 	}
 	ev.Order, err = BuildOrder(src, ev.ReadMethod, *p, m.ChangeType, raw.sourceTS)
@@ -308,12 +363,12 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 	// Key.
 	keys, override := d.opts.PrimaryKeys[ev.Table.String()]
 	if !override {
-		if keys, err = metaStrings(raw.meta, "primary_keys"); err != nil {
+		if keys, err = metaStrings(raw, "primary_keys"); err != nil {
 			return ev, err
 		}
 		if len(keys) == 0 {
 			// SQL Server tables keyed by a unique index.
-			if keys, err = metaStrings(raw.meta, "replication_index"); err != nil {
+			if keys, err = metaStrings(raw, "replication_index"); err != nil {
 				return ev, err
 			}
 		}
@@ -351,8 +406,17 @@ func columnIndex(s value.StructType, name string) int {
 	return -1
 }
 
-func metaString(meta map[string]any, k string) (string, error) {
-	switch v := meta[k].(type) {
+func metaString(raw *rawEvent, k string) (string, error) {
+	if m, ok := raw.jsonMember(k); ok && len(m.val) > 0 && m.val[0] == '"' {
+		if s, err := raw.strs.unquote(m.val); err == nil {
+			return s, nil
+		}
+	}
+	x, err := raw.metaValue(k)
+	if err != nil {
+		return "", err
+	}
+	switch v := x.(type) {
 	case nil:
 		return "", nil
 	case string:
@@ -364,8 +428,12 @@ func metaString(meta map[string]any, k string) (string, error) {
 
 // metaText renders a string or integer field as text (tx_id is a long for
 // PostgreSQL and a string elsewhere).
-func metaText(meta map[string]any, k string) (string, error) {
-	switch v := meta[k].(type) {
+func metaText(raw *rawEvent, k string) (string, error) {
+	x, err := raw.metaValue(k)
+	if err != nil {
+		return "", err
+	}
+	switch v := x.(type) {
 	case nil:
 		return "", nil
 	case string:
@@ -381,8 +449,17 @@ func metaText(meta map[string]any, k string) (string, error) {
 	}
 }
 
-func metaInt(meta map[string]any, k string) (int64, error) {
-	switch v := meta[k].(type) {
+func metaInt(raw *rawEvent, k string) (int64, error) {
+	if m, ok := raw.jsonMember(k); ok {
+		if n, ok := smallInt(m.val); ok {
+			return n, nil
+		}
+	}
+	x, err := raw.metaValue(k)
+	if err != nil {
+		return 0, err
+	}
+	switch v := x.(type) {
 	case nil:
 		return 0, nil
 	case int64:
@@ -410,8 +487,12 @@ func metaInt(meta map[string]any, k string) (int64, error) {
 	}
 }
 
-func metaBool(meta map[string]any, k string) (bool, error) {
-	switch v := meta[k].(type) {
+func metaBool(raw *rawEvent, k string) (bool, error) {
+	x, err := raw.metaValue(k)
+	if err != nil {
+		return false, err
+	}
+	switch v := x.(type) {
 	case nil:
 		return false, nil
 	case bool:
@@ -421,8 +502,12 @@ func metaBool(meta map[string]any, k string) (bool, error) {
 	}
 }
 
-func metaStrings(meta map[string]any, k string) ([]string, error) {
-	switch v := meta[k].(type) {
+func metaStrings(raw *rawEvent, k string) ([]string, error) {
+	x, err := raw.metaValue(k)
+	if err != nil {
+		return nil, err
+	}
+	switch v := x.(type) {
 	case nil:
 		return nil, nil
 	case []any:
@@ -438,6 +523,28 @@ func metaStrings(meta map[string]any, k string) ([]string, error) {
 	default:
 		return nil, fieldErr("source_metadata."+k, fmt.Sprintf("is %s, want an array of strings", kindOf(v)), nil)
 	}
+}
+
+// smallInt parses JSON integer text of at most 18 digits, which cannot
+// overflow an int64, without allocating; ok is false for anything else.
+func smallInt(b []byte) (n int64, ok bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 func kindOf(v any) string {

@@ -1,6 +1,7 @@
 package datastream
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,10 +191,24 @@ func scanNumber(b []byte, i int) (int, error) {
 	return i, nil
 }
 
+// strSpecial marks the bytes that end a run of plain string text: the
+// closing quote, a backslash and the control characters.
+var strSpecial = [256]bool{'"': true, '\\': true,
+	0x00: true, 0x01: true, 0x02: true, 0x03: true, 0x04: true, 0x05: true, 0x06: true, 0x07: true,
+	0x08: true, 0x09: true, 0x0a: true, 0x0b: true, 0x0c: true, 0x0d: true, 0x0e: true, 0x0f: true,
+	0x10: true, 0x11: true, 0x12: true, 0x13: true, 0x14: true, 0x15: true, 0x16: true, 0x17: true,
+	0x18: true, 0x19: true, 0x1a: true, 0x1b: true, 0x1c: true, 0x1d: true, 0x1e: true, 0x1f: true}
+
 // scanString scans a string starting at the quote b[i].
 func scanString(b []byte, i int) (int, error) {
 	i++
 	for i < len(b) {
+		for i < len(b) && !strSpecial[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -255,9 +270,86 @@ func containsByte(b []byte, c byte) bool {
 	return false
 }
 
+// plainString reports whether a string token's body reads as itself: no
+// escapes and valid UTF-8 (the cases unquote copies without encoding/json).
+func plainString(body []byte) bool {
+	for _, c := range body {
+		if c == '\\' {
+			return false
+		}
+		if c >= utf8.RuneSelf {
+			return utf8.Valid(body) && !containsByte(body, '\\')
+		}
+	}
+	return true
+}
+
+// Bounds of a strCache: enough for every key and table name of a file, small
+// enough that a file of unique values cannot make it grow without limit.
+const (
+	maxCachedStrings   = 1024
+	maxCachedStringLen = 64
+)
+
+// strCache interns short strings that repeat from line to line (object keys,
+// table names, read methods), so that decoding a file allocates each of them
+// once instead of once per event. Interned strings are immutable and may be
+// shared by any number of events. A nil *strCache interns nothing.
+type strCache struct {
+	m map[string]string
+	// recent is a direct-mapped cache in front of m: a repeated key is
+	// found by comparing bytes, without hashing all of them.
+	recent [256]string
+}
+
+// slot picks b's entry in recent from its length and a few of its bytes.
+func slot(b []byte) uint8 {
+	if len(b) == 0 {
+		return 0
+	}
+	return uint8(len(b)*31 + int(b[0])*7 + int(b[len(b)/2])*3 + int(b[len(b)-1]))
+}
+
+// intern returns b as a string, shared with earlier calls for the same bytes.
+func (c *strCache) intern(b []byte) string {
+	if c == nil {
+		return string(b)
+	}
+	h := slot(b)
+	if s := c.recent[h]; s == string(b) && len(b) > 0 {
+		return s
+	}
+	if s, ok := c.m[string(b)]; ok {
+		c.recent[h] = s
+		return s
+	}
+	s := string(b)
+	if len(b) <= maxCachedStringLen && len(c.m) < maxCachedStrings {
+		if c.m == nil {
+			c.m = make(map[string]string, 64)
+		}
+		c.m[s] = s
+		c.recent[h] = s
+	}
+	return s
+}
+
+// unquote is the package's unquote, interning strings without escapes.
+func (c *strCache) unquote(tok []byte) (string, error) {
+	if body := tok[1 : len(tok)-1]; plainString(body) {
+		return c.intern(body), nil
+	}
+	return unquote(tok)
+}
+
 // eachMember calls fn for every member of the JSON object obj (a complete,
 // valid value), in order, with the unquoted key and the raw value.
 func eachMember(obj []byte, fn func(key string, val []byte) error) error {
+	return eachMemberIn(obj, nil, fn)
+}
+
+// eachMemberIn is eachMember with keys interned in c.
+func eachMemberIn(obj []byte, c *strCache, fn func(key string, val []byte) error) error {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return errors.New("not a JSON object")
@@ -267,20 +359,14 @@ func eachMember(obj []byte, fn func(key string, val []byte) error) error {
 		return nil
 	}
 	for i < len(obj) {
-		ke, err := scanString(obj, i)
-		if err != nil {
-			return err
-		}
-		key, err := unquote(obj[i:ke])
+		ke := skipValid(obj, i)
+		key, err := c.unquote(obj[i:ke])
 		if err != nil {
 			return err
 		}
 		i = skipSpace(obj, ke) + 1 // past ':'
 		vs := skipSpace(obj, i)
-		ve, err := scanValueDepth(obj, vs, 1)
-		if err != nil {
-			return err
-		}
+		ve := skipValid(obj, vs)
 		if err := fn(key, obj[vs:ve]); err != nil {
 			return err
 		}
@@ -291,6 +377,65 @@ func eachMember(obj []byte, fn func(key string, val []byte) error) error {
 		i = skipSpace(obj, i+1) // past ','
 	}
 	return nil
+}
+
+// skipValid returns the index just past the value starting at b[i], which
+// is part of a value scanValue accepted: validation is done, so it only
+// needs to find the end, which it does faster than scanValue.
+func skipValid(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipValidString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipValidString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	default: // a number or a literal
+		for i < len(b) {
+			switch b[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+			i++
+		}
+		return i
+	}
+}
+
+// skipValidString returns the index just past the valid string token that
+// starts at the quote b[i].
+func skipValidString(b []byte, i int) int {
+	i++
+	for {
+		k := bytes.IndexByte(b[i:], '"')
+		if k < 0 {
+			return len(b)
+		}
+		i += k
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
+			n++
+		}
+		i++
+		if n%2 == 0 {
+			return i
+		}
+	}
 }
 
 // eachElement calls fn for every element of the JSON array arr (a complete,
@@ -305,10 +450,7 @@ func eachElement(arr []byte, fn func(val []byte) error) error {
 		return nil
 	}
 	for i < len(arr) {
-		ve, err := scanValueDepth(arr, i, 1)
-		if err != nil {
-			return err
-		}
+		ve := skipValid(arr, i)
 		if err := fn(arr[i:ve]); err != nil {
 			return err
 		}

@@ -20,6 +20,36 @@ type jsonDecoder struct {
 	record int64
 	done   bool
 	avro   *value.StructType // payload schema from Options.AvroSchema
+
+	// Per-file state reused from line to line, so that decoding allocates
+	// little beyond the events themselves.
+	strs     strCache       // keys and repeated envelope/metadata strings
+	meta     []metaMember   // source_metadata members of the current line
+	nested   map[string]any // nested source_metadata values by their text
+	readTS   tsCache
+	sourceTS tsCache
+	nFields  int // payload columns of the previous line, to size the next
+}
+
+// tsCache remembers the last envelope timestamp read, as consecutive lines
+// often carry the same read_timestamp and source_timestamp text.
+type tsCache struct {
+	raw []byte
+	ts  value.Micros
+	ok  bool
+}
+
+// time is jsonEnvelopeTime, answered from the cache when b repeats.
+func (c *tsCache) time(b []byte) (value.Micros, error) {
+	if c.ok && bytes.Equal(c.raw, b) {
+		return c.ts, nil
+	}
+	ts, err := jsonEnvelopeTime(b)
+	if err != nil {
+		return 0, err
+	}
+	c.raw, c.ts, c.ok = append(c.raw[:0], b...), ts, true
+	return ts, nil
 }
 
 func (d *Reader) startJSON(r io.Reader) error {
@@ -123,11 +153,12 @@ func (jd *jsonDecoder) event(raw []byte, line int64) (Event, error) {
 	}
 	var re rawEvent
 	var readTS, sourceTS, meta, payload []byte
-	err := eachMember(raw, func(key string, v []byte) error {
+	err := eachMemberIn(raw, &jd.strs, func(key string, v []byte) error {
 		var dst *string
+		intern := true
 		switch key {
 		case "uuid":
-			dst = &re.uuid
+			dst, intern = &re.uuid, false
 		case "object":
 			dst = &re.object
 		case "read_method":
@@ -149,7 +180,13 @@ func (jd *jsonDecoder) event(raw []byte, line int64) (Event, error) {
 			if v[0] != '"' {
 				return fieldErr(key, "want a string", nil)
 			}
-			s, err := unquote(v)
+			var s string
+			var err error
+			if intern {
+				s, err = jd.strs.unquote(v)
+			} else {
+				s, err = unquote(v)
+			}
 			if err != nil {
 				return fieldErr(key, "malformed string", err)
 			}
@@ -160,62 +197,109 @@ func (jd *jsonDecoder) event(raw []byte, line int64) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	if re.readTS, err = jsonEnvelopeTime(readTS); err != nil {
+	if re.readTS, err = jd.readTS.time(readTS); err != nil {
 		return Event{}, fieldErr("read_timestamp", "invalid timestamp", err)
 	}
 	if isNull(sourceTS) {
 		return Event{}, fieldErr("source_timestamp", "missing", nil)
 	}
-	if re.sourceTS, err = jsonEnvelopeTime(sourceTS); err != nil {
+	if re.sourceTS, err = jd.sourceTS.time(sourceTS); err != nil {
 		return Event{}, fieldErr("source_timestamp", "invalid timestamp", err)
 	}
 	if isNull(meta) || meta[0] != '{' {
 		return Event{}, fieldErr("source_metadata", "missing or not an object", nil)
 	}
-	m, err := genericJSON(meta, 0)
-	if err != nil {
+	if err := jd.readMeta(meta); err != nil {
 		return Event{}, fieldErr("source_metadata", "malformed", err)
 	}
-	re.meta = m.(map[string]any)
-	known := jd.knownSchema(re.meta)
+	re.jmeta, re.strs = jd.meta, &jd.strs
+	known, err := jd.knownSchema(&re)
+	if err != nil {
+		return Event{}, err
+	}
 	if isNull(payload) || payload[0] != '{' {
 		return Event{}, fieldErr("payload", "missing or not an object", nil)
 	}
 	src := &jsonSource{file: jd.d.name, line: line}
-	if re.schema, re.row, err = typePayload(payload, known, src); err != nil {
+	if re.schema, re.row, err = typePayload(payload, known, src, &jd.strs, jd.nFields); err != nil {
 		return Event{}, prefixField("payload", err)
 	}
+	jd.nFields = len(re.schema.Fields)
 	ev, err := jd.d.build(&re, jd.record)
 	ev.jsonSrc = src
 	return ev, err
 }
 
+// readMeta reads the members of the source_metadata object meta into
+// jd.meta. It converts nested values now, so that a malformed one fails the
+// event whether or not build reads it.
+func (jd *jsonDecoder) readMeta(meta []byte) error {
+	jd.meta = jd.meta[:0]
+	return eachMemberIn(meta, &jd.strs, func(k string, v []byte) error {
+		m := metaMember{key: k, val: v}
+		if v[0] == '{' || v[0] == '[' {
+			// Values such as primary_keys repeat on every line; build only
+			// reads them, so one converted value can serve every event.
+			x, ok := jd.nested[string(v)]
+			if !ok {
+				var err error
+				if x, err = genericJSON(v, 1); err != nil {
+					return err
+				}
+				if len(v) <= maxCachedStringLen && len(jd.nested) < maxCachedStrings {
+					if jd.nested == nil {
+						jd.nested = map[string]any{}
+					}
+					jd.nested[string(v)] = x
+				}
+			}
+			m.nested = x
+		}
+		jd.meta = append(jd.meta, m)
+		return nil
+	})
+}
+
 // knownSchema picks the schema that types the payload: the configured table
 // schema, else the Avro schema file's payload, else none (inference).
-func (jd *jsonDecoder) knownSchema(meta map[string]any) *value.StructType {
+func (jd *jsonDecoder) knownSchema(re *rawEvent) (*value.StructType, error) {
 	if len(jd.d.opts.Schemas) > 0 {
-		tbl, _ := meta["table"].(string)
+		x, err := re.metaValue("table")
+		if err != nil {
+			return nil, err
+		}
+		tbl, _ := x.(string)
 		for _, k := range []string{"schema", "database"} {
-			if db, ok := meta[k].(string); ok {
+			x, err := re.metaValue(k)
+			if err != nil {
+				return nil, err
+			}
+			if db, ok := x.(string); ok {
 				if s, ok := jd.d.opts.Schemas[db+"."+tbl]; ok {
-					return &s
+					return &s, nil
 				}
 			}
 		}
 	}
-	return jd.avro
+	return jd.avro, nil
 }
 
 // typePayload walks the payload object in key order and types each value,
 // recording in src how each inferred value was written (for UnifyJSON).
-func typePayload(pl []byte, known *value.StructType, src *jsonSource) (value.StructType, []any, error) {
+// Column names are interned in strs; sizeHint is the expected number of
+// columns.
+func typePayload(pl []byte, known *value.StructType, src *jsonSource, strs *strCache, sizeHint int) (value.StructType, []any, error) {
 	var st value.StructType
 	var row []any
 	if known != nil {
-		st.Fields = append(st.Fields, known.Fields...)
-		row = make([]any, len(st.Fields))
+		sizeHint = max(sizeHint, len(known.Fields))
+		st.Fields = append(make([]value.Field, 0, sizeHint), known.Fields...)
+		row = make([]any, len(st.Fields), sizeHint)
+	} else if sizeHint > 0 {
+		st.Fields = make([]value.Field, 0, sizeHint)
+		row = make([]any, 0, sizeHint)
 	}
-	err := eachMember(pl, func(name string, v []byte) error {
+	err := eachMemberIn(pl, strs, func(name string, v []byte) error {
 		if known != nil {
 			if i := known.Index(name); i >= 0 {
 				x, err := convertJSON(known.Fields[i].Type, v)
@@ -235,7 +319,7 @@ func typePayload(pl []byte, known *value.StructType, src *jsonSource) (value.Str
 		}
 		k, text := writtenAs(v, x)
 		if src.kinds == nil {
-			src.kinds = make([]rawKind, len(row), len(st.Fields)+8)
+			src.kinds = make([]rawKind, len(row), max(sizeHint, len(st.Fields)+8))
 		}
 		if text != "" {
 			if src.text == nil {

@@ -37,6 +37,9 @@ func inferJSON(raw json.RawMessage) (value.Type, any, error) {
 	case c == '{' || c == '[':
 		return value.String, compactJSON(raw), nil
 	default:
+		if n, ok := smallInt(raw); ok {
+			return value.Long, n, nil // the common case, without copying the text
+		}
 		text := string(raw)
 		if isIntegerText(text) {
 			if n, err := strconv.ParseInt(text, 10, 64); err == nil {
