@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
@@ -69,7 +70,27 @@ func (h Handler) Handle(ctx context.Context, e event.Event) error {
 		svc.Logger.Error("merge failed; the platform will retry", "event", "merge_failed", "table", table, "error", err)
 		return err
 	}
+	if res.Busy {
+		// A live holder merges what is pending before it releases. A holder
+		// that died keeps the table until its lease expires; acknowledging
+		// would drop this wake-up, so ask the platform to redeliver it (with
+		// backoff) when the lease has not been renewed lately.
+		st, err := svc.Coord.Status(ctx, table)
+		if err == nil && staleLease(st.LeaseExpires, time.Now(), svc.Pipeline.LeaseTTL) && (st.Pending > 0 || st.OpenBatchSeq > 0) {
+			return fmt.Errorf("merge %s: lease held by %s, not renewed lately (expires %s); retry after it expires", table, st.LeaseHolder, st.LeaseExpires.Format(time.RFC3339))
+		}
+	}
 	svc.Logger.Info("merge finished", "event", "merge_done", "table", table, "batches", res.Batches, "files", res.Files,
 		"busy", res.Busy, "remaining", res.Remaining, "state_version", res.Result.StateVersion)
 	return nil
+}
+
+// staleLease reports whether a lease looks abandoned: a live holder renews
+// at a third of the TTL, so its expiry stays at least two thirds of a TTL
+// ahead; an expiry closer than half a TTL means renewals stopped.
+func staleLease(expires, now time.Time, ttl time.Duration) bool {
+	if ttl <= 0 {
+		ttl = 2 * time.Minute // the pipeline's default
+	}
+	return expires.Sub(now) < ttl/2
 }

@@ -3,6 +3,7 @@ package merge
 import (
 	"encoding/base64"
 	"testing"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 )
@@ -43,6 +44,27 @@ func TestTable(t *testing.T) {
 			}
 			if err != nil || got != c.want {
 				t.Fatalf("Table = %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestStaleLease(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	ttl := 90 * time.Second
+	for _, c := range []struct {
+		name    string
+		expires time.Time
+		want    bool
+	}{
+		{"a lease renewed a moment ago is live", now.Add(85 * time.Second), false},
+		{"a lease due for renewal is still live", now.Add(60 * time.Second), false},
+		{"a lease not renewed for over a TTL/2 looks abandoned", now.Add(40 * time.Second), true},
+		{"an expired lease is abandoned", now.Add(-time.Second), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := staleLease(c.expires, now, ttl); got != c.want {
+				t.Fatalf("staleLease = %v, want %v", got, c.want)
 			}
 		})
 	}
