@@ -12,9 +12,9 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/dsdelta/dsdelta/shared/coord"
-	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
 
 type statusOutput struct {
@@ -75,15 +75,14 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// commits too), not only the last batch's.
 	if lake != nil {
 		for i, t := range tables {
-			id, err := datastream.ParseTableID(t.Table)
+			tabs, err := pipeline.TablesIn(lake, t.Table)
 			if err != nil {
-				continue
+				continue // a quarantine record whose table is unknown
 			}
-			base := id.Database + "/" + id.Table
-			if s, err := delta.Open(objstore.Sub(lake, base)).Snapshot(ctx); err == nil {
+			if s, err := delta.Open(tabs.State).Snapshot(ctx); err == nil {
 				tables[i].StateVersion = s.Version()
 			}
-			if s, err := delta.Open(objstore.Sub(lake, base+"_log")).Snapshot(ctx); err == nil {
+			if s, err := delta.Open(tabs.History).Snapshot(ctx); err == nil {
 				tables[i].HistoryVersion = s.Version()
 			}
 		}

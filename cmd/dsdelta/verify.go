@@ -9,6 +9,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
 
 // stateTables resolves the three tables from the current-state table's URL:
@@ -21,11 +22,11 @@ func stateTables(ctx context.Context, url string) (cdc.Tables, error) {
 	if err != nil {
 		return cdc.Tables{}, err
 	}
-	hist, err := open(url + "_log")
+	hist, err := open(url + pipeline.HistorySuffix)
 	if err != nil {
 		return cdc.Tables{}, fmt.Errorf("history table beside %s: %w", url, err)
 	}
-	tomb, err := objstore.Open(ctx, url+"_tombstones")
+	tomb, err := objstore.Open(ctx, url+pipeline.TombstoneSuffix)
 	if err != nil {
 		return cdc.Tables{}, err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"reflect"
 	"sort"
 	"strconv"
@@ -128,6 +127,14 @@ func applyOnce(ctx context.Context, t Tables, seq int64, b Batch, opts Options) 
 		return res, nil // history-only table
 	}
 	return res, applyState(ctx, t, seq, b, source, opts, &res)
+}
+
+// openTombstones opens (or creates) a table's tombstone table.
+func openTombstones(ctx context.Context, t Tables, schema value.StructType, key []string) (*delta.Snapshot, error) {
+	return openOrCreate(ctx, t.Tombstones, t.ID, "tombstones", delta.CreateOptions{
+		Schema: schema, Name: t.ID + "_tombstones", Configuration: map[string]string{PropKey: strings.Join(key, ",")},
+		Description: "dsdelta tombstones of " + t.ID + ": deleted keys and the position of their delete",
+	})
 }
 
 // replaceSchema is schema mode "overwrite": the table takes the incoming
@@ -411,18 +418,14 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 	if err != nil {
 		return err
 	}
-	keyProp := map[string]string{PropKey: strings.Join(b.Key, ",")}
 	stateSnap, err := openOrCreate(ctx, t.State, t.ID, "state", delta.CreateOptions{
-		Schema: StateSchema(source), Name: t.ID, Configuration: maps.Clone(keyProp), PartitionColumns: opts.StatePartitionColumns,
+		Schema: StateSchema(source), Name: t.ID, Configuration: map[string]string{PropKey: strings.Join(b.Key, ",")}, PartitionColumns: opts.StatePartitionColumns,
 		Description: "dsdelta current state of " + t.ID + ": one row per primary key",
 	})
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
-	tombSnap, err := openOrCreate(ctx, t.Tombstones, t.ID, "tombstones", delta.CreateOptions{
-		Schema: tombSchema, Name: t.ID + "_tombstones", Configuration: maps.Clone(keyProp),
-		Description: "dsdelta tombstones of " + t.ID + ": deleted keys and the position of their delete",
-	})
+	tombSnap, err := openTombstones(ctx, t, tombSchema, b.Key)
 	if err != nil {
 		return fmt.Errorf("tombstones: %w", err)
 	}

@@ -251,7 +251,7 @@ func Rebuild(ctx context.Context, t Tables, targetFileBytes int64) (VerifyResult
 	if err != nil {
 		return res, err
 	}
-	tsnap, err := openOrCreate(ctx, t.Tombstones, t.ID, "tombstones", delta.CreateOptions{Schema: tombSchema, Name: t.ID + "_tombstones", Configuration: map[string]string{PropKey: strings.Join(key, ",")}})
+	tsnap, err := openTombstones(ctx, t, tombSchema, key)
 	if err != nil {
 		return res, err
 	}

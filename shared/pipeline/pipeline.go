@@ -94,10 +94,20 @@ func (p *Pipeline) leaseTTL() time.Duration {
 	return 2 * time.Minute
 }
 
-// Tables maps a table id to its three Delta tables in the lake. It is the
+// Directory suffixes of a table's history and tombstone tables, beside its
+// current-state table.
+const (
+	HistorySuffix   = "_log"
+	TombstoneSuffix = "_tombstones"
+)
+
+// Tables maps a table id to its three Delta tables in the lake.
+func (p *Pipeline) Tables(id string) (cdc.Tables, error) { return TablesIn(p.Lake, id) }
+
+// TablesIn maps a table id to its three Delta tables in a lake. It is the
 // only function that turns an id into paths; the id is validated so no part
 // can escape the lake.
-func (p *Pipeline) Tables(id string) (cdc.Tables, error) {
+func TablesIn(lake objstore.Store, id string) (cdc.Tables, error) {
 	tid, err := datastream.ParseTableID(id)
 	if err != nil {
 		return cdc.Tables{}, err
@@ -105,9 +115,9 @@ func (p *Pipeline) Tables(id string) (cdc.Tables, error) {
 	base := tid.Database + "/" + tid.Table
 	return cdc.Tables{
 		ID:         tid.String(),
-		State:      objstore.Sub(p.Lake, base),
-		History:    objstore.Sub(p.Lake, base+"_log"),
-		Tombstones: objstore.Sub(p.Lake, base+"_tombstones"),
+		State:      objstore.Sub(lake, base),
+		History:    objstore.Sub(lake, base+HistorySuffix),
+		Tombstones: objstore.Sub(lake, base+TombstoneSuffix),
 	}, nil
 }
 
