@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/config"
@@ -330,7 +329,6 @@ func (p *Pipeline) readStaged(ctx context.Context, path string) (*manifest, erro
 	return &m, nil
 }
 
-var _ = time.Second
 
 // untypedColumns returns the columns of a unified JSON schema that the
 // table does not know and that are null in every event.
