@@ -329,7 +329,6 @@ func (p *Pipeline) readStaged(ctx context.Context, path string) (*manifest, erro
 	return &m, nil
 }
 
-
 // untypedColumns returns the columns of a unified JSON schema that the
 // table does not know and that are null in every event.
 func untypedColumns(events []datastream.Event, unified, known value.StructType) []string {
