@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -617,6 +618,43 @@ func TestIDModeMatchesColumnsByFieldIDBeforeName(t *testing.T) {
 			got := pqRead(t, store, pqMetadata(read, nil, map[string]string{"delta.columnMapping.mode": tc.mode}), add, ReadOptions{})
 			if len(got) != 1 || !pqEqual(got[0], tc.want) {
 				t.Errorf("rows = %v, want [%v]", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFileWriterCapsRowGroupsAtRowGroupRows(t *testing.T) {
+	schema := value.StructType{Fields: []value.Field{{Name: "id", Type: value.Long}}}
+	cases := []struct {
+		name string
+		rows int
+		cap  int64
+		want []int64
+	}{
+		{"rows beyond the cap start a new row group", 700, 256, []int64{256, 256, 188}},
+		{"a file under the cap is one row group", 100, 256, []int64{100}},
+		{"the default cap leaves small files whole", 1000, 0, []int64{1000}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newPQMemStore()
+			var rows [][]any
+			for i := range tc.rows {
+				rows = append(rows, []any{int64(i)})
+			}
+			add := pqWrite(t, store, WriteOptions{Schema: schema, RowGroupRows: tc.cap}, rows)
+			name, _ := decodeAddPath(add.Path)
+			data := store.objects[name]
+			f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for _, rg := range f.RowGroups() {
+				got = append(got, rg.NumRows())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("row groups of %v rows, want %v", got, tc.want)
 			}
 		})
 	}

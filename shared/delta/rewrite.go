@@ -9,6 +9,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // RewriteOptions configure RewriteFile.
@@ -201,24 +202,9 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 		return RewriteResult{}, false, nil
 	}
 
-	// Full-row assemblers (for row groups with dropped rows), key
-	// assemblers (to find them) and the chunk-bound converters.
+	// Key assemblers find the dropped rows; the chunk-bound converters
+	// summarise what is copied.
 	mode := ColumnMappingNone
-	full := &asmBuilder{mode: mode, streams: make([]*colStream, nleaves)}
-	out := make([]*asm, len(schema.Fields))
-	for i, fld := range schema.Fields {
-		if isPart[fld.Name] {
-			out[i] = &asm{kind: asmConst, constant: partVals[fld.Name]}
-			continue
-		}
-		p := root.child(fld, mode)
-		if p == nil {
-			return RewriteResult{}, false, nil
-		}
-		if out[i], err = full.build(fld.Type, p, false); err != nil {
-			return RewriteResult{}, false, nil
-		}
-	}
 	keys := &asmBuilder{mode: mode, streams: make([]*colStream, nleaves)}
 	keyOut := make([]*asm, len(opts.Keys))
 	for i, k := range opts.Keys {
@@ -308,20 +294,15 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 			res.Rows += n
 			res.RowGroupsCopied++
 		default:
-			r := 0
-			err := readRowGroup(ctx, ra, f, g, rg, full.streams, out, base, nil, func(row []any) error {
-				keep := !dropped[r]
-				r++
-				if !keep {
-					return nil
-				}
-				res.Rows++
-				return rw.write(row)
-			})
-			if err != nil {
+			keep := make([]bool, n)
+			for r, d := range dropped {
+				keep[r] = !d
+			}
+			if err := rw.copyKept(ra, f, g, rg, keep, bounds); err != nil {
 				rw.abort()
 				return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
 			}
+			res.Rows += n - drops
 			res.RowGroupsDecoded++
 		}
 		base += n
@@ -330,6 +311,30 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 		return RewriteResult{}, false, err
 	}
 	return res, true, nil
+}
+
+// chunkRanges are the byte ranges of a row group's column chunks and, with
+// indexes, of their column and offset indexes.
+func chunkRanges(meta format.RowGroup, indexes bool) [][2]int64 {
+	var ranges [][2]int64
+	for _, c := range meta.Columns {
+		cm := c.MetaData
+		start := cm.DataPageOffset
+		if cm.DictionaryPageOffset > 0 && cm.DictionaryPageOffset < start {
+			start = cm.DictionaryPageOffset
+		}
+		ranges = append(ranges, [2]int64{start, start + cm.TotalCompressedSize})
+		if !indexes {
+			continue
+		}
+		if c.ColumnIndexOffset > 0 {
+			ranges = append(ranges, [2]int64{c.ColumnIndexOffset, c.ColumnIndexOffset + int64(c.ColumnIndexLength)})
+		}
+		if c.OffsetIndexOffset > 0 {
+			ranges = append(ranges, [2]int64{c.OffsetIndexOffset, c.OffsetIndexOffset + int64(c.OffsetIndexLength)})
+		}
+	}
+	return ranges
 }
 
 // rewriter writes the output of the row-group path, rolling files at the
@@ -376,27 +381,27 @@ func (r *rewriter) copyRowGroup(ra *storeReaderAt, f *parquet.File, g int, rg pa
 	if err := r.open(); err != nil {
 		return err
 	}
-	meta := f.Metadata().RowGroups[g]
-	var ranges [][2]int64
-	for _, c := range meta.Columns {
-		cm := c.MetaData
-		start := cm.DataPageOffset
-		if cm.DictionaryPageOffset > 0 && cm.DictionaryPageOffset < start {
-			start = cm.DictionaryPageOffset
-		}
-		ranges = append(ranges, [2]int64{start, start + cm.TotalCompressedSize})
-		if c.ColumnIndexOffset > 0 {
-			ranges = append(ranges, [2]int64{c.ColumnIndexOffset, c.ColumnIndexOffset + int64(c.ColumnIndexLength)})
-		}
-		if c.OffsetIndexOffset > 0 {
-			ranges = append(ranges, [2]int64{c.OffsetIndexOffset, c.OffsetIndexOffset + int64(c.OffsetIndexLength)})
-		}
-	}
-	if err := ra.prefetch(ranges); err != nil {
+	if err := ra.prefetch(chunkRanges(f.Metadata().RowGroups[g], true)); err != nil {
 		return err
 	}
 	defer ra.release()
 	if err := r.w.writeRowGroup(rg, leaves); err != nil {
+		return err
+	}
+	return r.maybeRoll()
+}
+
+// copyKept appends the rows of row group g of f that keep marks, decoding
+// and re-encoding them column by column.
+func (r *rewriter) copyKept(ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, keep []bool, bounds *chunkBounds) error {
+	if err := r.open(); err != nil {
+		return err
+	}
+	if err := ra.prefetch(chunkRanges(f.Metadata().RowGroups[g], false)); err != nil {
+		return err
+	}
+	defer ra.release()
+	if err := r.w.writeRowGroupKept(rg, keep, bounds); err != nil {
 		return err
 	}
 	return r.maybeRoll()

@@ -456,3 +456,108 @@ func BenchmarkRewriteFile(b *testing.B) {
 		}
 	}
 }
+
+func TestRewriteFileStatsOfDecodedRowGroupsAreTheKeptRowsExactBounds(t *testing.T) {
+	// Every row group loses a row, so every one is re-encoded column by
+	// column: the stats come from the kept values themselves and must be
+	// their exact extremes, not the source's (which the dropped rows set).
+	drop := func(id int64) bool { return id%128 == 0 || id == rwRows-1 || id%7 == 1 }
+	_, _, rows, res := rwRewriteDropping(t, drop)
+	if res.RowGroupsCopied != 0 || res.RowGroupsDecoded != (rwRows+127)/128 {
+		t.Fatalf("copied %d and decoded %d row groups, want every one decoded", res.RowGroupsCopied, res.RowGroupsDecoded)
+	}
+	var kept [][]any
+	for _, r := range rows {
+		if !drop(r[0].(int64)) {
+			kept = append(kept, r)
+		}
+	}
+	st, err := ParseStats(res.Adds[0].Stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range rwSchema().Fields {
+		if !hasMinMax(f.Type) {
+			continue
+		}
+		var lo, hi any
+		for _, r := range kept {
+			if r[i] == nil {
+				continue
+			}
+			if lo == nil || value.Compare(r[i], lo) < 0 {
+				lo = r[i]
+			}
+			if hi == nil || value.Compare(r[i], hi) > 0 {
+				hi = r[i]
+			}
+		}
+		gotLo, gotHi, ok := st.MinMax(f.Name, f.Type)
+		switch {
+		case f.Type == value.Double || f.Name == "big":
+			// Bounds the chunk cannot prove come from the source file:
+			// looser, never narrower.
+			if ok && (value.Compare(gotLo, lo) > 0 || value.Compare(gotHi, hi) < 0) {
+				t.Errorf("%s: bounds [%v, %v] do not cover the kept values [%v, %v]", f.Name, gotLo, gotHi, lo, hi)
+			}
+		case f.Type == value.Timestamp:
+			// Stats carry milliseconds (as Spark writes them): the bounds
+			// are the kept extremes widened to the millisecond.
+			l, h := int64(lo.(value.Micros)), int64(hi.(value.Micros))
+			if !ok || int64(gotLo.(value.Micros)) != l-l%1000 || int64(gotHi.(value.Micros)) != h-h%1000+999 {
+				t.Errorf("%s: bounds [%v, %v] (present %v), want [%v, %v] widened to the millisecond", f.Name, gotLo, gotHi, ok, lo, hi)
+			}
+		case f.Type == value.String:
+			// Strings are truncated to a prefix in stats; the kept rows'
+			// extremes must still be inside them.
+			if !ok || value.Compare(gotLo, lo) > 0 || value.Compare(gotHi, hi) < 0 {
+				t.Errorf("%s: bounds [%v, %v] (present %v) do not cover [%v, %v]", f.Name, gotLo, gotHi, ok, lo, hi)
+			}
+		default:
+			if !ok || value.Compare(gotLo, lo) != 0 || value.Compare(gotHi, hi) != 0 {
+				t.Errorf("%s: bounds [%v, %v] (present %v), want the kept rows' exact [%v, %v]", f.Name, gotLo, gotHi, ok, lo, hi)
+			}
+		}
+	}
+	rwCheckStats(t, rwSchema(), nil, res.Adds[0], kept)
+}
+
+func TestRewriteFileInterleavesCopiedAndDecodedRowGroupsInOrder(t *testing.T) {
+	// Copied and re-encoded row groups alternate in the output; reading it
+	// back gives the kept rows in the source's order.
+	drop := func(id int64) bool { return (id/128)%2 == 1 && id%3 == 0 }
+	store, md, rows, res := rwRewriteDropping(t, drop)
+	if res.RowGroupsCopied == 0 || res.RowGroupsDecoded == 0 {
+		t.Fatalf("copied %d and decoded %d row groups, want both paths taken", res.RowGroupsCopied, res.RowGroupsDecoded)
+	}
+	got := pqRead(t, store, md, res.Adds[0], ReadOptions{})
+	i := 0
+	for _, r := range rows {
+		if drop(r[0].(int64)) {
+			continue
+		}
+		if i >= len(got) || !pqEqual(got[i], r) {
+			t.Fatalf("row %d of the output is not the kept row %v", i, r)
+		}
+		i++
+	}
+	if i != len(got) {
+		t.Errorf("output has %d rows, want %d", len(got), i)
+	}
+}
+
+// rwRewriteDropping rewrites the test source without the ids drop reports.
+func rwRewriteDropping(t *testing.T, drop func(id int64) bool) (*pqMemStore, Metadata, [][]any, RewriteResult) {
+	t.Helper()
+	store := newPQMemStore()
+	md, add, rows := rwSource(t, store, false)
+	res, err := RewriteFile(context.Background(), store, md, add, RewriteOptions{
+		Write: WriteOptions{Schema: rwSchema()},
+		Keys:  []string{"id"},
+		Drop:  func(k []any) bool { return drop(k[0].(int64)) },
+	})
+	if err != nil {
+		t.Fatalf("RewriteFile: %v", err)
+	}
+	return store, md, rows, res
+}
