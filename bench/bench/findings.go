@@ -52,12 +52,10 @@ func mergeCPUFindings(why, rows, prof string) []string {
 		return nil
 	}
 	return []string{
-		fmt.Sprintf("Merge CPU (%s, %s rows): copying the touched files is the merge — `delta.readRowGroup` (reading the old file, with the copy loop and the writer called from its callback) is %s cum; row assembly `delta.(*asm).read` alone is %s (one `[]any` and boxed values per row).",
-			why, rows, share(m, pkgDelta+"readRowGroup"), share(m, pkgDelta+"(*asm).read")),
-		fmt.Sprintf("`delta.(*FileWriter).BytesWritten` is %s cum (%s rows): cdc's `rolling.Write` calls it after every row to decide when to roll, and it calls `flushBatch`, so parquet-go's `WriteRows` receives one row per call and the 128-row batching of `FileWriter.Write` never takes effect. Checking the size every few thousand rows, or having FileWriter keep a running estimate without flushing, removes most of this. `delta.(*FileWriter).Write` (shredding + stats) is another %s, snappy encoding %s.",
-			share(m, pkgDelta+"(*FileWriter).BytesWritten"), rows, share(m, pkgDelta+"(*FileWriter).Write"), share(m, "github.com/klauspost/compress/snappy.Encode")),
-		fmt.Sprintf("The key lookup (`cdc.lookup`) is %s and the history append (`cdc.applyHistory`) %s: the work is the copy-on-write rewrite, which is why a file rolled at 128 MiB bounds how small a merge can be.",
-			share(m, pkgCDC+"lookup"), share(m, pkgCDC+"applyHistory")),
+		fmt.Sprintf("Merge CPU (%s, %s rows): re-encoding the row groups that hold a changed key — `delta.(*FileWriter).writeRowGroupKept` %s cum (page decode, column writes, snappy encoding `s2.EncodeSnappy` %s); finding their dropped rows — `delta.readRowGroup` over the key column %s; copying the other row groups verbatim — `delta.(*rewriter).copyRowGroup` %s.",
+			why, rows, share(m, pkgDelta+"(*FileWriter).writeRowGroupKept"), share(m, "github.com/klauspost/compress/s2.EncodeSnappy"), share(m, pkgDelta+"readRowGroup"), share(m, pkgDelta+"(*rewriter).copyRowGroup")),
+		fmt.Sprintf("Around the rewrite: the key lookup that finds the stored rows and their order (`cdc.lookup`) %s, the history append (`cdc.applyHistory`) %s, new rows written (`cdc.writeRows`) %s, commits (`delta.(*Transaction).Commit`) %s.",
+			share(m, pkgCDC+"lookup"), share(m, pkgCDC+"applyHistory"), share(m, pkgCDC+"writeRows"), share(m, pkgDelta+"(*Transaction).Commit")),
 	}
 }
 
@@ -67,9 +65,9 @@ func heapFindings(rows, mode string, r mergebench.ChildResult, prof string) []st
 		return nil
 	}
 	return []string{
-		fmt.Sprintf("Peak memory (%s rows, %s batch, peak RSS %d MiB; %d MiB resident before the merge): the live heap at the peak is two buffers — `delta.(*storeReaderAt).prefetch` (%s of the in-use heap) holds the whole compressed row group of the file being copied, and parquet-go's `memory.newSlice` (%s, via `FileWriter.BytesWritten`/`flushBatch` → `ColumnWriter`) is the writer's buffered row group, up to `delta.DefaultRowGroupBytes` (16 MiB) uncompressed plus its pages. With GOGC=100 the RSS reaches about twice the live heap, plus the process baseline.",
+		fmt.Sprintf("Peak memory (%s rows, %s batch, peak RSS %d MiB; %d MiB resident before the merge): the live heap at the peak is two buffers — `delta.(*storeReaderAt).prefetch` (%s of the in-use heap) holds the whole compressed row group of the file being copied, and parquet-go's `memory.newSlice` (%s, via `FileWriter.BytesWritten`/`flushBatch` → `ColumnWriter`) is the writer's buffered row group, up to `delta.DefaultRowGroupBytes` (16 MiB) or `delta.DefaultRowGroupRows` rows. With GOGC=100 the RSS reaches about twice the live heap, plus the process baseline.",
 			rows, mode, r.PeakKiB>>10, r.BeforeKiB>>10, share(m, pkgDelta+"(*storeReaderAt).prefetch"), share(m, "github.com/parquet-go/parquet-go/internal/memory.newSlice[go.shape.uint8]")),
-		"Levers for ≤ 256 MiB: a smaller row group for rewritten files (e.g. 16 MiB) bounds both buffers (the reader's prefetch is one row group of the input), reading column chunks page by page instead of prefetching the row group, and a GOMEMLIMIT in the functions so the collector runs before the RSS doubles.",
+		"Levers for ≤ 256 MiB: smaller row groups bound both buffers (the reader's prefetch is one row group of the input, the writer buffers one of the output), reading column chunks page by page instead of prefetching the row group, and a GOMEMLIMIT in the functions (they set one) so the collector runs before the RSS doubles.",
 	}
 }
 

@@ -213,18 +213,25 @@ func KeyIndexes(st value.StructType, key []string) ([]int, error) {
 
 // KeyText is a canonical text of key values, usable as a map key.
 func KeyText(key []any) string {
-	var b []byte
+	return string(AppendKeyText(nil, key))
+}
+
+// AppendKeyText appends the KeyText of key to dst. Probing a map with
+// m[string(AppendKeyText(buf[:0], key))] allocates nothing, which matters
+// where every stored row's key is checked.
+func AppendKeyText(dst []byte, key []any) []byte {
 	for i, k := range key {
 		if i > 0 {
-			b = append(b, 0x1f)
+			dst = append(dst, 0x1f)
 		}
-		enc, err := value.AppendJSON(nil, nil, k)
+		n := len(dst)
+		enc, err := value.AppendJSON(dst, nil, k)
 		if err != nil {
-			enc = fmt.Appendf(nil, "%v", k)
+			enc = fmt.Appendf(dst[:n], "%v", k)
 		}
-		b = append(b, enc...)
+		dst = enc
 	}
-	return string(b)
+	return dst
 }
 
 // Latest dedupes changes to the one with the greatest order per key.

@@ -88,8 +88,9 @@ type Result struct {
 	AlreadyHistory, AlreadyState, AlreadyTombstones bool
 	FilesRead, FilesRewritten, FilesAdded           int
 	// Row groups of rewritten files copied verbatim (no changed key in
-	// them) or decoded and re-encoded.
+	// them) or decoded and re-encoded, and the rows re-encoded.
 	RowGroupsCopied, RowGroupsDecoded int
+	RowsReencoded                     int64
 }
 
 // Apply applies one batch to the three tables exactly once: each table's
@@ -377,13 +378,14 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 		firsts[i] = c.Key[0]
 	}
 	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: firstKeyFilter(first.Name, firsts)}
+	var buf []byte
 	for _, f := range files {
 		err := delta.ReadFile(ctx, snap.Store(), md, f, ro, func(row []any) error {
 			copy(key, row[:len(names)])
 			order, _ := row[len(names)].([]byte)
-			id := KeyText(key) + "\x00" + string(order)
-			if want[id] {
-				out[id] = true
+			buf = append(append(AppendKeyText(buf[:0], key), 0), order...)
+			if want[string(buf)] {
+				out[string(buf)] = true
 			}
 			return nil
 		})
@@ -491,6 +493,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 	verdicts := make([]Verdict, len(keys))
 	touched := map[string]bool{}  // state files to rewrite
 	dropKeys := map[string]bool{} // keys whose stored row goes away
+	var keyBuf []byte             // reused by the rewrite's Drop
 	var res2 Result
 	for i, c := range keys {
 		s := found[c.KeyText]
@@ -592,8 +595,11 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 			Write:           delta.WriteOptions{Schema: stateSchema, PartitionColumns: stateSnap.PartitionColumns(), DataChange: true, RowGroupBytes: opts.RowGroupBytes},
 			TargetFileBytes: opts.TargetFileBytes,
 			Keys:            keyNames,
-			Drop:            func(k []any) bool { return dropKeys[KeyText(k)] },
-			RowGroupFilter:  dropFilter,
+			Drop: func(k []any) bool {
+				keyBuf = AppendKeyText(keyBuf[:0], k)
+				return dropKeys[string(keyBuf)]
+			},
+			RowGroupFilter: dropFilter,
 			Conform: func(row []any) []any {
 				r, err := conformFor(opts.Overwrite, row, stateSnap.Schema(), stateSchema)
 				if err != nil && convErr == nil {
@@ -613,6 +619,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 		res.FilesRewritten++
 		res.RowGroupsCopied += rw.RowGroupsCopied
 		res.RowGroupsDecoded += rw.RowGroupsDecoded
+		res.RowsReencoded += rw.Reencoded
 	}
 	if len(upserts) > 0 {
 		a, err := writeRows(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: stateSnap.PartitionColumns(), RowGroupBytes: opts.RowGroupBytes}, upserts, opts.TargetFileBytes)
@@ -725,10 +732,12 @@ func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNam
 		firsts[i] = c.Key[0]
 	}
 	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: firstKeyFilter(keyNames[0], firsts)}
+	var buf []byte
 	for _, f := range files {
 		err := delta.ReadFile(ctx, snap.Store(), md, f, ro, func(row []any) error {
 			copy(key, row[:len(keyNames)])
-			s, ok := found[KeyText(key)]
+			buf = AppendKeyText(buf[:0], key)
+			s, ok := found[string(buf)]
 			if !ok {
 				return nil
 			}

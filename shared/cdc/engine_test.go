@@ -525,3 +525,27 @@ func TestWideningAKeyColumnIsAConflict(t *testing.T) {
 		t.Fatalf("widening the key: err = %v, want ErrSchemaConflict", err)
 	}
 }
+
+func TestKeyTextTellsKeysApartAndAppendsToABuffer(t *testing.T) {
+	keys := [][]any{
+		{int64(1), "eu"},
+		{int64(1), "e\u001fu"},
+		{int64(11), ""},
+		{"1", "eu"},
+		{int64(1), nil},
+		{value.Decimal{Unscaled: big.NewInt(100), Scale: 2}, "eu"},
+	}
+	seen := map[string]int{}
+	buf := []byte("prefix")
+	for i, k := range keys {
+		kt := KeyText(k)
+		if j, dup := seen[kt]; dup {
+			t.Errorf("keys %v and %v share the text %q", keys[j], k, kt)
+		}
+		seen[kt] = i
+		buf = AppendKeyText(buf[:6], k)
+		if string(buf) != "prefix"+kt {
+			t.Errorf("AppendKeyText(%v) = %q, want the prefix then %q", k, buf, kt)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"math/big"
 	"reflect"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
@@ -385,21 +387,41 @@ func (w *FileWriter) writeRowGroupKept(rg parquet.RowGroup, keep []bool, bounds 
 	if int64(len(keep)) != rg.NumRows() {
 		return fmt.Errorf("write %s: keep mask of %d rows for a row group of %d", w.name, len(keep), rg.NumRows())
 	}
+	// Columns are independent until the row group is flushed: each has its
+	// own pages to read and its own column writer (parquet-go's shared
+	// buffers are pools), so they are copied on all cores.
 	leaves := make([]leafSummary, len(chunks))
+	counts := make([]int64, len(chunks))
+	errs := make([]error, len(chunks))
+	next := make(chan int, len(chunks))
+	for k := range chunks {
+		next <- k
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(chunks)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]parquet.Value, 4096)
+			out := make([]parquet.Value, 0, len(buf))
+			for k := range next {
+				counts[k], errs[k] = copyKeptValues(chunks[k], cols[k], keep, bounds, k, buf, out, &leaves[k])
+			}
+		}()
+	}
+	wg.Wait()
 	var kept int64
-	buf := make([]parquet.Value, 4096)
-	out := make([]parquet.Value, 0, len(buf))
-	for k, c := range chunks {
-		n, err := copyKeptValues(c, cols[k], keep, bounds, k, buf, out, &leaves[k])
+	for k, err := range errs {
 		if err != nil {
 			w.err = fmt.Errorf("write %s: column %d: %w", w.name, k, err)
 			return w.err
 		}
-		if k > 0 && n != kept {
-			w.err = fmt.Errorf("write %s: column %d has %d kept values, column 0 has %d", w.name, k, n, kept)
+		if k > 0 && counts[k] != kept {
+			w.err = fmt.Errorf("write %s: column %d has %d kept values, column 0 has %d", w.name, k, counts[k], kept)
 			return w.err
 		}
-		kept = n
+		kept = counts[k]
 	}
 	if err := w.pw.Flush(); err != nil {
 		w.err = fmt.Errorf("write %s: flush row group: %w", w.name, err)

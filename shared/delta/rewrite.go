@@ -53,6 +53,10 @@ type RewriteResult struct {
 	// columns, column mapping, a file not written by dsdelta) counts none
 	// of either.
 	RowGroupsCopied, RowGroupsDecoded int
+	// Reencoded counts the kept rows that were decoded and written again
+	// (all of them on the row path, those of decoded row groups on the
+	// row-group path): the work a rewrite does beyond copying bytes.
+	Reencoded int64
 }
 
 // dsdeltaCreatedBy prefixes the created_by of the Parquet files FileWriter
@@ -133,6 +137,7 @@ func rewriteByRow(ctx context.Context, store objstore.Store, md Metadata, add Ad
 	if res.Adds, err = w.Close(); err != nil {
 		return RewriteResult{}, err
 	}
+	res.Reencoded = res.Rows
 	return res, nil
 }
 
@@ -303,6 +308,7 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 				return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
 			}
 			res.Rows += n - drops
+			res.Reencoded += n - drops
 			res.RowGroupsDecoded++
 		}
 		base += n

@@ -179,6 +179,23 @@ func TestRewriteFileKeepsEveryRowButTheDroppedOnes(t *testing.T) {
 				if res.RowGroupsCopied != tc.copied || res.RowGroupsDecoded != tc.decoded {
 					t.Errorf("copied %d and decoded %d row groups, want %d and %d", res.RowGroupsCopied, res.RowGroupsDecoded, tc.copied, tc.decoded)
 				}
+				// Rows of row groups that lost some (not all) rows are re-encoded.
+				var reenc int64
+				for g := 0; g < rwRows; g += 128 {
+					var size, drops int64
+					for id := g; id < min(g+128, rwRows); id++ {
+						size++
+						if tc.drop(int64(id)) {
+							drops++
+						}
+					}
+					if drops > 0 && drops < size {
+						reenc += size - drops
+					}
+				}
+				if res.Reencoded != reenc {
+					t.Errorf("re-encoded %d rows, want %d", res.Reencoded, reenc)
+				}
 				if res.Rows != int64(len(want)) || res.Dropped != int64(rwRows-len(want)) {
 					t.Errorf("kept %d and dropped %d rows, want %d and %d", res.Rows, res.Dropped, len(want), rwRows-len(want))
 				}
@@ -320,6 +337,9 @@ func TestRewriteFileFallsBackToRowsWhenTheSchemaChanged(t *testing.T) {
 	}
 	if res.RowGroupsCopied != 0 || res.RowGroupsDecoded != 0 {
 		t.Errorf("copied %d and decoded %d row groups, want the row path (0 and 0)", res.RowGroupsCopied, res.RowGroupsDecoded)
+	}
+	if res.Reencoded != rwRows-1 {
+		t.Errorf("re-encoded %d rows, want every kept row (%d) on the row path", res.Reencoded, rwRows-1)
 	}
 	got := pqRead(t, store, pqMetadata(wider, nil, nil), res.Adds[0], ReadOptions{})
 	if len(got) != rwRows-1 {

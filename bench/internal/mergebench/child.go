@@ -26,6 +26,11 @@ type ChildResult struct {
 	Updated      int64   `json:"updated"`
 	Deleted      int64   `json:"deleted"`
 	StateVersion int64   `json:"state_version"`
+	// Row groups of the rewritten files copied verbatim and re-encoded, and
+	// the rows re-encoded.
+	RowGroupsCopied  int   `json:"row_groups_copied"`
+	RowGroupsDecoded int   `json:"row_groups_reencoded"`
+	RowsReencoded    int64 `json:"rows_reencoded"`
 }
 
 // RunChild applies the benchmark batch for a table of rows to the tables
@@ -79,6 +84,7 @@ func RunChild(ctx context.Context, dir string, rows int64, mode, cpuProfile, hea
 		Millis: float64(elapsed.Microseconds()) / 1000, PeakKiB: peak, StartKiB: startKiB, BeforeKiB: before,
 		FilesRead: res.FilesRead, Rewritten: res.FilesRewritten,
 		Inserted: res.Inserted, Updated: res.Updated, Deleted: res.Deleted, StateVersion: res.StateVersion,
+		RowGroupsCopied: res.RowGroupsCopied, RowGroupsDecoded: res.RowGroupsDecoded, RowsReencoded: res.RowsReencoded,
 	})
 }
 
