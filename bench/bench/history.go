@@ -41,7 +41,7 @@ func (r *report) historyMarkdown(change string) string {
 	if r.quick {
 		run += " (--quick: smaller data, not comparable)"
 	}
-	fmt.Fprintf(&b, "| %s | %s | %s× | %s× | %s× | %s | %s |\n", run, change, f(r.decodeRatio, "%.2f"), f(r.mergeRatio, "%.2f"), f(r.scalingRatio, "%.2f"), f(r.peakMiB, "%.0f"), f(r.latencyP50, "%.0f"))
+	fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", run, change, f(r.decodeRatio, "%.2f×"), f(r.mergeRatio, "%.2f×"), f(r.scalingRatio, "%.2f×"), f(r.peakMiB, "%.0f"), f(r.latencyP50, "%.0f"))
 	return b.String()
 }
 

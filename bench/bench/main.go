@@ -577,6 +577,9 @@ func humanRows(n int64) string {
 	if n >= 1_000_000 {
 		return fmt.Sprintf("%.2fM", float64(n)/1e6)
 	}
+	if n >= 10_000 {
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
 	return fmt.Sprint(n)
 }
 

@@ -26,12 +26,26 @@ func TestHumanRows(t *testing.T) {
 		{"round millions read as M", 10_000_000, "10M"},
 		{"round thousands read as k", 100_000, "100k"},
 		{"other millions keep two decimals", 1_521_280, "1.52M"},
-		{"small counts are plain", 950, "950"},
+		{"other counts of ten thousand and more keep a decimal of k", 131_840, "131.8k"},
+		{"small counts are plain", 9_500, "9500"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := humanRows(tc.n); got != tc.want {
 				t.Errorf("humanRows(%d) = %q, want %q", tc.n, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestMarkdownListsEveryPastRunAndThisOne(t *testing.T) {
+	r := &report{mergeRatio: 0.8}
+	md := r.markdown()
+	for _, p := range pastRuns {
+		if !strings.Contains(md, "| "+p.commit+" | "+p.change+" |") {
+			t.Errorf("markdown lacks the run %s", p.commit)
+		}
+	}
+	if !strings.Contains(md, "| this run | "+thisChange+" | NA | 0.80× |") {
+		t.Errorf("markdown lacks this run's figures:\n%s", md)
 	}
 }
