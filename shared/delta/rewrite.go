@@ -366,20 +366,6 @@ func (r *rewriter) open() error {
 	return nil
 }
 
-func (r *rewriter) write(row []any) error {
-	if err := r.open(); err != nil {
-		return err
-	}
-	if err := r.w.Write(row); err != nil {
-		return err
-	}
-	// BytesWritten flushes the writer's row batch: ask now and then only.
-	if r.w.Rows()%sizeCheckRows == 0 {
-		return r.maybeRoll()
-	}
-	return nil
-}
-
 // copyRowGroup appends row group g of f. The row group's column chunks and
 // page indexes (which parquet-go copies with the pages) are fetched in a few
 // ranged reads first, so the copy reads from memory.
