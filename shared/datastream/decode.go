@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dsdelta/dsdelta/shared/value"
 )
@@ -62,6 +63,16 @@ type Options struct {
 	AvroSchemas *AvroSchemaCache
 	// MaxBlockBytes bounds one Avro block; 0 means DefaultMaxBlockBytes.
 	MaxBlockBytes int64
+	// Workers is how many goroutines decode JSON lines at once; 0 means
+	// runtime.GOMAXPROCS(0) and 1 decodes on the goroutine calling Next.
+	// Events arrive in file order either way (see the package
+	// documentation of parallel decoding).
+	Workers int
+
+	// chunkBytes is the size of the input chunks of parallel JSON decoding;
+	// 0 means defaultChunkBytes. Tests make it small to cross chunk
+	// boundaries often.
+	chunkBytes int
 }
 
 // Reader streams the events of one file. It is not safe for concurrent use.
@@ -74,17 +85,20 @@ type Reader struct {
 	log    *slog.Logger
 	closer io.Closer
 	next   func() (Event, error)
-	err    error        // sticky
-	json   *jsonDecoder // set when decoding JSON, for tests
+	err    error         // sticky
+	json   *jsonDecoder  // set when decoding JSON, for tests
+	par    *parallelJSON // set when decoding JSON lines in parallel
 
-	warnedUnknown bool
+	// warnedUnknown is set once the unknown-source warning is logged;
+	// parallel workers build events concurrently.
+	warnedUnknown atomic.Bool
 }
 
 // Decode starts decoding the Datastream file read from r; name is used in
 // errors and, unless opts.File says otherwise, in event metadata. Call Next
-// until it returns io.EOF. Errors match ErrBadFile or ErrBadRecord and are
-// *RecordError values that name the file, the record and the field; a decode
-// error is final (Next keeps returning it).
+// until it returns io.EOF, and Close the Reader. Errors match ErrBadFile or
+// ErrBadRecord and are *RecordError values that name the file, the record
+// and the field; a decode error is final (Next keeps returning it).
 func Decode(ctx context.Context, r io.Reader, name string, opts Options) (*Reader, error) {
 	d := &Reader{ctx: ctx, name: name, opts: opts, file: opts.File, log: opts.Logger}
 	if d.file.Name == "" {
@@ -150,9 +164,13 @@ func (d *Reader) Next() (Event, error) {
 	return ev, err
 }
 
-// Close releases the decompressor, if any. It does not close the io.Reader
-// given to Decode.
+// Close stops and waits for the goroutines decoding ahead, if any, and
+// releases the decompressor, if any. It does not close the io.Reader given
+// to Decode.
 func (d *Reader) Close() error {
+	if d.par != nil {
+		d.par.stop()
+	}
 	if d.closer != nil {
 		return d.closer.Close()
 	}
@@ -197,7 +215,11 @@ type rawEvent struct {
 	// raw, converted only when build asks for them. When set, meta is nil.
 	jmeta []metaMember
 	// strs interns the source_metadata strings of JSON events.
-	strs   *strCache
+	strs *strCache
+	// al hands out the event's small slices and arena holds its strings
+	// (nil: plain allocations).
+	al     *slabs
+	arena  *strArena
 	schema value.StructType
 	row    []any
 }
@@ -206,7 +228,7 @@ type rawEvent struct {
 // (objects, arrays) are converted when the member is read, as converting the
 // whole object did; scalars are converted on demand.
 type metaMember struct {
-	key    string
+	key    []byte // valid while the line is decoded
 	val    []byte
 	nested any
 }
@@ -215,7 +237,7 @@ type metaMember struct {
 // map of the object would hold).
 func (raw *rawEvent) jsonMember(k string) (*metaMember, bool) {
 	for i := len(raw.jmeta) - 1; i >= 0; i-- {
-		if raw.jmeta[i].key == k {
+		if string(raw.jmeta[i].key) == k {
 			return &raw.jmeta[i], true
 		}
 	}
@@ -259,8 +281,7 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 	if src == Unknown {
 		src = detectSource(raw.readMethod, has)
 	}
-	if src == Unknown && !d.warnedUnknown {
-		d.warnedUnknown = true
+	if src == Unknown && !d.warnedUnknown.Load() && d.warnedUnknown.CompareAndSwap(false, true) {
 		d.log.Warn("unknown Datastream source; events order by source timestamp only",
 			"file", d.name, "read_method", raw.readMethod)
 	}
@@ -351,7 +372,7 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 	if p.TxID, err = metaText(raw, "tx_id"); err != nil {
 		return ev, err
 	}
-	ev.Order, err = BuildOrder(src, ev.ReadMethod, *p, m.ChangeType, raw.sourceTS)
+	ev.Order, err = buildOrder(src, ev.ReadMethod, *p, m.ChangeType, raw.sourceTS, raw.arena)
 	if err != nil {
 		var pe *positionError
 		if errors.As(err, &pe) {
@@ -361,14 +382,19 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 	}
 
 	// Key.
-	keys, override := d.opts.PrimaryKeys[ev.Table.String()]
+	var keyBuf [4]string // the key names are only read here: no allocation
+	var keys []string
+	override := false
+	if len(d.opts.PrimaryKeys) > 0 {
+		keys, override = d.opts.PrimaryKeys[ev.Table.String()]
+	}
 	if !override {
-		if keys, err = metaStrings(raw, "primary_keys"); err != nil {
+		if keys, err = metaStrings(raw, "primary_keys", keyBuf[:0]); err != nil {
 			return ev, err
 		}
 		if len(keys) == 0 {
 			// SQL Server tables keyed by a unique index.
-			if keys, err = metaStrings(raw, "replication_index"); err != nil {
+			if keys, err = metaStrings(raw, "replication_index", keyBuf[:0]); err != nil {
 				return ev, err
 			}
 		}
@@ -377,8 +403,8 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 		ev.HistoryOnly = true
 		return ev, nil
 	}
-	ev.KeyNames = make([]string, len(keys))
-	ev.KeyValues = make([]any, len(keys))
+	ev.KeyNames = raw.al.names(len(keys))
+	ev.KeyValues = raw.al.keys(len(keys))
 	for i, k := range keys {
 		j := columnIndex(raw.schema, k)
 		if j < 0 {
@@ -407,10 +433,9 @@ func columnIndex(s value.StructType, name string) int {
 }
 
 func metaString(raw *rawEvent, k string) (string, error) {
-	if m, ok := raw.jsonMember(k); ok && len(m.val) > 0 && m.val[0] == '"' {
-		if s, err := raw.strs.unquote(m.val); err == nil {
-			return s, nil
-		}
+	s, ok, err := metaStringOf(raw, k)
+	if err != nil || ok {
+		return s, err
 	}
 	x, err := raw.metaValue(k)
 	if err != nil {
@@ -419,11 +444,25 @@ func metaString(raw *rawEvent, k string) (string, error) {
 	switch v := x.(type) {
 	case nil:
 		return "", nil
-	case string:
-		return v, nil
 	default:
 		return "", fieldErr("source_metadata."+k, fmt.Sprintf("is %s, want a string", kindOf(v)), nil)
 	}
+}
+
+// metaStringOf returns source_metadata field k when it is a string; ok is
+// false when it is absent or not a string. JSON strings are interned.
+func metaStringOf(raw *rawEvent, k string) (s string, ok bool, err error) {
+	if m, found := raw.jsonMember(k); found && len(m.val) > 0 && m.val[0] == '"' {
+		if s, err := raw.strs.unquote(m.val); err == nil {
+			return s, true, nil
+		}
+	}
+	x, err := raw.metaValue(k)
+	if err != nil {
+		return "", false, err
+	}
+	s, ok = x.(string)
+	return s, ok, nil
 }
 
 // metaText renders a string or integer field as text (tx_id is a long for
@@ -502,7 +541,8 @@ func metaBool(raw *rawEvent, k string) (bool, error) {
 	}
 }
 
-func metaStrings(raw *rawEvent, k string) ([]string, error) {
+// metaStrings appends the names of the string array field k to out.
+func metaStrings(raw *rawEvent, k string, out []string) ([]string, error) {
 	x, err := raw.metaValue(k)
 	if err != nil {
 		return nil, err
@@ -511,7 +551,6 @@ func metaStrings(raw *rawEvent, k string) ([]string, error) {
 	case nil:
 		return nil, nil
 	case []any:
-		out := make([]string, 0, len(v))
 		for i, e := range v {
 			s, ok := e.(string)
 			if !ok || s == "" {

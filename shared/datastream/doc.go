@@ -8,7 +8,22 @@
 //
 // Decode returns a Reader whose Next yields one Event at a time and io.EOF
 // at the end; All is the callback form. Memory is bounded by one JSON value
-// or one Avro block. Fields are read by name, never by position.
+// or one Avro block, and for JSON lines decoded in parallel by a few chunks
+// of input and their events. Fields are read by name, never by position.
+//
+// # Parallel decoding
+//
+// JSON lines (plain or gzip, not a JSON array) are decoded by
+// Options.Workers goroutines, GOMAXPROCS by default: the goroutine calling
+// Next reads the input in chunks of whole lines (1 MiB), at most two per
+// worker in flight, and each chunk is decoded on its own goroutine with its
+// own caches. Next returns the events in file order with the record and
+// line numbers of sequential decoding. A chunk that fails in any way (a bad
+// record, a read error, a value spread over lines that a chunk boundary
+// cuts) is not trusted: the rest of the file, from that chunk's start, is
+// decoded sequentially, so the events and the first error in file order
+// are exactly those of sequential decoding. Close (which All calls) stops
+// the goroutines and waits for them.
 //
 // An Event carries the table identity from source_metadata
 // (<database>.<table> for MySQL, <schema>.<table> for Oracle, PostgreSQL and

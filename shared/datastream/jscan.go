@@ -2,6 +2,7 @@ package datastream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +46,38 @@ func scanValue(b []byte, i int) (int, error) {
 }
 
 func scanValueDepth(b []byte, i, depth int) (int, error) {
+	return scanValueSpans(b, i, depth, nil)
+}
+
+// memberSpan locates a member of an object in the scanned input: the key
+// token is b[keyStart:keyEnd] and the value b[valStart:valEnd]. For a
+// member of the top object, kids[0]:kids[1] indexes the members of its
+// value in objectSpans.kids (none unless the value is an object).
+type memberSpan struct {
+	keyStart, keyEnd, valStart, valEnd int
+	kids                               [2]int
+}
+
+// objectSpans locates, in a scanned object, its members (top) and the
+// members of the objects that are their values (kids), so that a caller
+// walking them need not find them again.
+type objectSpans struct {
+	top  []memberSpan
+	kids []memberSpan
+}
+
+// scanValueMembers is scanValue that also records in spans the members of
+// the value and of its member objects when it is an object (and nothing
+// otherwise), as offsets into b.
+func scanValueMembers(b []byte, i int, spans *objectSpans) (int, error) {
+	spans.top, spans.kids = spans.top[:0], spans.kids[:0]
+	return scanValueSpans(b, skipSpace(b, i), 0, spans)
+}
+
+// scanValueSpans is scanValueDepth, recording in spans (when not nil) the
+// members of an object at depth 0 in spans.top and of objects at depth 1
+// in spans.kids; deeper values are not recorded.
+func scanValueSpans(b []byte, i, depth int, spans *objectSpans) (int, error) {
 	if i >= len(b) {
 		return i, errJSONIncomplete
 	}
@@ -68,6 +101,7 @@ func scanValueDepth(b []byte, i, depth int) (int, error) {
 		}
 		for {
 			var err error
+			var m memberSpan
 			if c == '{' {
 				if i >= len(b) {
 					return i, errJSONIncomplete
@@ -75,9 +109,11 @@ func scanValueDepth(b []byte, i, depth int) (int, error) {
 				if b[i] != '"' {
 					return i, &jsonSyntaxError{"object key is not a string", i}
 				}
+				m.keyStart = i
 				if i, err = scanString(b, i); err != nil {
 					return i, err
 				}
+				m.keyEnd = i
 				i = skipSpace(b, i)
 				if i >= len(b) {
 					return i, errJSONIncomplete
@@ -87,8 +123,26 @@ func scanValueDepth(b []byte, i, depth int) (int, error) {
 				}
 				i++
 			}
-			if i, err = scanValueDepth(b, skipSpace(b, i), depth+1); err != nil {
+			m.valStart = skipSpace(b, i)
+			var inner *objectSpans
+			if depth == 0 && c == '{' {
+				inner = spans
+			}
+			if inner != nil {
+				m.kids[0] = len(spans.kids)
+			}
+			if i, err = scanValueSpans(b, m.valStart, depth+1, inner); err != nil {
 				return i, err
+			}
+			if c == '{' && spans != nil {
+				m.valEnd = i
+				switch depth {
+				case 0:
+					m.kids[1] = len(spans.kids)
+					spans.top = append(spans.top, m)
+				case 1:
+					spans.kids = append(spans.kids, m)
+				}
 			}
 			i = skipSpace(b, i)
 			if i >= len(b) {
@@ -199,10 +253,45 @@ var strSpecial = [256]bool{'"': true, '\\': true,
 	0x10: true, 0x11: true, 0x12: true, 0x13: true, 0x14: true, 0x15: true, 0x16: true, 0x17: true,
 	0x18: true, 0x19: true, 0x1a: true, 0x1b: true, 0x1c: true, 0x1d: true, 0x1e: true, 0x1f: true}
 
+// Word-at-a-time tests on 8 bytes read little-endian: each reports whether
+// any of the bytes is of the kind (exactly, though not which byte).
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// hasZeroByte reports whether a byte of x is 0.
+func hasZeroByte(x uint64) bool { return (x-ones)&^x&highs != 0 }
+
+// hasStrSpecial reports whether a byte of x is a quote, a backslash or a
+// control character (the bytes strSpecial marks).
+func hasStrSpecial(x uint64) bool {
+	return (x-ones*0x20)&^x&highs != 0 || hasZeroByte(x^(ones*'"')) || hasZeroByte(x^(ones*'\\'))
+}
+
+// hasEscapeOrNonASCII reports whether a byte of x is a backslash or not
+// ASCII.
+func hasEscapeOrNonASCII(x uint64) bool {
+	return x&highs != 0 || hasZeroByte(x^(ones*'\\'))
+}
+
+// plainPrefix returns how many leading bytes of b, in whole words, hold
+// neither a backslash nor a non-ASCII byte.
+func plainPrefix(b []byte) int {
+	i := 0
+	for i+8 <= len(b) && !hasEscapeOrNonASCII(binary.LittleEndian.Uint64(b[i:])) {
+		i += 8
+	}
+	return i
+}
+
 // scanString scans a string starting at the quote b[i].
 func scanString(b []byte, i int) (int, error) {
 	i++
 	for i < len(b) {
+		for i+8 <= len(b) && !hasStrSpecial(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
 		for i < len(b) && !strSpecial[b[i]] {
 			i++
 		}
@@ -247,7 +336,7 @@ func scanString(b []byte, i int) (int, error) {
 func unquote(tok []byte) (string, error) {
 	body := tok[1 : len(tok)-1]
 	plain := true
-	for _, c := range body {
+	for _, c := range body[plainPrefix(body):] {
 		if c == '\\' || c >= utf8.RuneSelf {
 			plain = false
 			break
@@ -273,7 +362,7 @@ func containsByte(b []byte, c byte) bool {
 // plainString reports whether a string token's body reads as itself: no
 // escapes and valid UTF-8 (the cases unquote copies without encoding/json).
 func plainString(body []byte) bool {
-	for _, c := range body {
+	for _, c := range body[plainPrefix(body):] {
 		if c == '\\' {
 			return false
 		}
@@ -345,11 +434,39 @@ func (c *strCache) unquote(tok []byte) (string, error) {
 // eachMember calls fn for every member of the JSON object obj (a complete,
 // valid value), in order, with the unquoted key and the raw value.
 func eachMember(obj []byte, fn func(key string, val []byte) error) error {
-	return eachMemberIn(obj, nil, fn)
+	return eachMemberKey(obj, func(key, val []byte) error { return fn(string(key), val) })
 }
 
-// eachMemberIn is eachMember with keys interned in c.
-func eachMemberIn(obj []byte, c *strCache, fn func(key string, val []byte) error) error {
+// eachSpan is eachMemberKey over the members of an object that
+// scanValueMembers located in b.
+func eachSpan(b []byte, spans []memberSpan, fn func(key, val []byte) error) error {
+	for _, m := range spans {
+		key, err := keyText(b[m.keyStart:m.keyEnd])
+		if err != nil {
+			return err
+		}
+		if err := fn(key, b[m.valStart:m.valEnd]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyText returns the text of a valid string token: its body when that
+// reads as itself (no copy), else the unquoted text.
+func keyText(tok []byte) ([]byte, error) {
+	if body := tok[1 : len(tok)-1]; plainString(body) {
+		return body, nil
+	}
+	s, err := unquote(tok)
+	return []byte(s), err
+}
+
+// eachMemberKey calls fn for every member of the JSON object obj (a
+// complete, valid value), in order, with the key's text and the raw value.
+// The key is valid during the call: callers that only compare keys need not
+// make strings.
+func eachMemberKey(obj []byte, fn func(key, val []byte) error) error {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return errors.New("not a JSON object")
@@ -360,7 +477,7 @@ func eachMemberIn(obj []byte, c *strCache, fn func(key string, val []byte) error
 	}
 	for i < len(obj) {
 		ke := skipValid(obj, i)
-		key, err := c.unquote(obj[i:ke])
+		key, err := keyText(obj[i:ke])
 		if err != nil {
 			return err
 		}

@@ -2,8 +2,10 @@ package datastream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 )
@@ -68,4 +70,97 @@ func TestUnquoteMatchesEncodingJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestWordTestsAgreeWithByteTests(t *testing.T) {
+	// Every byte value at every position of a word of plain text, and
+	// random words: the word tests must answer as the byte tests do.
+	words := [][8]byte{}
+	for c := range 256 {
+		for pos := range 8 {
+			w := [8]byte{'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}
+			w[pos] = byte(c)
+			words = append(words, w)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], rng.Uint64())
+		words = append(words, w)
+	}
+	for _, w := range words {
+		special, escOrHigh := false, false
+		for _, c := range w {
+			special = special || strSpecial[c]
+			escOrHigh = escOrHigh || c == '\\' || c >= 0x80
+		}
+		x := binary.LittleEndian.Uint64(w[:])
+		if got := hasStrSpecial(x); got != special {
+			t.Fatalf("hasStrSpecial(%q) = %v, want %v", w, got, special)
+		}
+		if got := hasEscapeOrNonASCII(x); got != escOrHigh {
+			t.Fatalf("hasEscapeOrNonASCII(%q) = %v, want %v", w, got, escOrHigh)
+		}
+	}
+}
+
+// FuzzMemberSpansAgreeWithEachMember checks that the members the framer
+// records while validating an object, and those of the objects it holds,
+// are those a walk of each object finds.
+func FuzzMemberSpansAgreeWithEachMember(f *testing.F) {
+	for _, s := range []string{`{}`, ` { "a" : 1 , "b":[1,{"c":2}], "a\u0062":"x\"y", "d":{} } `, `{"a":1`, `[{"a":1}]`, `{"a":-1.5e3,"b":null,"c":true}`, `{"m":{"k":[1],"o":{"x":1}},"p":{"a":"b"}}`} {
+		f.Add([]byte(s))
+	}
+	type member struct{ key, val string }
+	walk := func(t *testing.T, obj []byte) []member {
+		var out []member
+		if err := eachMemberKey(obj, func(k, v []byte) error {
+			out = append(out, member{string(k), string(v)})
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	fromSpans := func(t *testing.T, b []byte, spans []memberSpan) []member {
+		var out []member
+		if err := eachSpan(b, spans, func(k, v []byte) error {
+			out = append(out, member{string(k), string(v)})
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var spans objectSpans
+		end, err := scanValueMembers(data, 0, &spans)
+		if err != nil {
+			return
+		}
+		obj := data[skipSpace(data, 0):end]
+		if obj[0] != '{' {
+			if len(spans.top) != 0 || len(spans.kids) != 0 {
+				t.Fatalf("recorded members of a %q value", obj[0])
+			}
+			return
+		}
+		if got, want := fromSpans(t, data, spans.top), walk(t, obj); !reflect.DeepEqual(got, want) {
+			t.Fatalf("spans give %q, a walk gives %q", got, want)
+		}
+		for _, m := range spans.top {
+			kids := spans.kids[m.kids[0]:m.kids[1]]
+			v := data[m.valStart:m.valEnd]
+			if v[0] != '{' {
+				if len(kids) != 0 {
+					t.Fatalf("recorded members of the %q value %s", v[0], v)
+				}
+				continue
+			}
+			if got, want := fromSpans(t, data, kids), walk(t, v); !reflect.DeepEqual(got, want) {
+				t.Fatalf("spans of %s give %q, a walk gives %q", v, got, want)
+			}
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/dsdelta/dsdelta/shared/value"
 )
@@ -29,6 +30,16 @@ type jsonDecoder struct {
 	readTS   tsCache
 	sourceTS tsCache
 	nFields  int // payload columns of the previous line, to size the next
+	al       slabs
+	arena    strArena
+	// schemas caches Options.Schemas lookups by table; lastSchema is the
+	// last one, which every line of a one-table file asks for.
+	schemas    map[tableKey]*value.StructType
+	lastSchema struct {
+		key tableKey
+		st  *value.StructType
+		ok  bool
+	}
 }
 
 // tsCache remembers the last envelope timestamp read, as consecutive lines
@@ -71,6 +82,10 @@ func (d *Reader) startJSON(r io.Reader) error {
 	}
 	d.next = jd.next
 	d.json = jd
+	if workers := d.workers(); ok && !jd.array && workers > 1 {
+		d.par = newParallelJSON(d, jd, r, workers)
+		d.next = d.par.next
+	}
 	return nil
 }
 
@@ -133,7 +148,7 @@ func (jd *jsonDecoder) next() (Event, error) {
 		return Event{}, jd.syntaxErr(line, "read JSON value", err)
 	}
 	jd.record++
-	ev, err := jd.event(raw, line)
+	ev, err := jd.event(raw, &fr.members, line)
 	if err != nil {
 		re := &RecordError{File: jd.d.name, Line: line, Record: jd.record, Kind: ErrBadRecord}
 		var fe *fieldError
@@ -147,16 +162,24 @@ func (jd *jsonDecoder) next() (Event, error) {
 	return ev, nil
 }
 
-func (jd *jsonDecoder) event(raw []byte, line int64) (Event, error) {
+// event decodes the JSON value raw, an object whose members (and theirs)
+// the framer located (spans).
+func (jd *jsonDecoder) event(raw []byte, spans *objectSpans, line int64) (Event, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return Event{}, fieldErr("", "event is not a JSON object", nil)
 	}
 	var re rawEvent
 	var readTS, sourceTS, meta, payload []byte
-	err := eachMemberIn(raw, &jd.strs, func(key string, v []byte) error {
+	var metaSpans, payloadSpans []memberSpan
+	var err error
+	for _, m := range spans.top {
+		key, v := raw[m.keyStart:m.keyEnd], raw[m.valStart:m.valEnd]
+		if key, err = keyText(key); err != nil {
+			return Event{}, err
+		}
 		var dst *string
 		intern := true
-		switch key {
+		switch string(key) {
 		case "uuid":
 			dst, intern = &re.uuid, false
 		case "object":
@@ -172,30 +195,25 @@ func (jd *jsonDecoder) event(raw []byte, line int64) (Event, error) {
 		case "source_timestamp":
 			sourceTS = v
 		case "source_metadata":
-			meta = v
+			meta, metaSpans = v, spans.kids[m.kids[0]:m.kids[1]]
 		case "payload":
-			payload = v
+			payload, payloadSpans = v, spans.kids[m.kids[0]:m.kids[1]]
 		}
 		if dst != nil && !isNull(v) {
 			if v[0] != '"' {
-				return fieldErr(key, "want a string", nil)
+				return Event{}, fieldErr(string(key), "want a string", nil)
 			}
 			var s string
-			var err error
 			if intern {
 				s, err = jd.strs.unquote(v)
 			} else {
-				s, err = unquote(v)
+				s, err = jd.arena.unquote(v)
 			}
 			if err != nil {
-				return fieldErr(key, "malformed string", err)
+				return Event{}, fieldErr(string(key), "malformed string", err)
 			}
 			*dst = s
 		}
-		return nil
-	})
-	if err != nil {
-		return Event{}, err
 	}
 	if re.readTS, err = jd.readTS.time(readTS); err != nil {
 		return Event{}, fieldErr("read_timestamp", "invalid timestamp", err)
@@ -209,7 +227,7 @@ func (jd *jsonDecoder) event(raw []byte, line int64) (Event, error) {
 	if isNull(meta) || meta[0] != '{' {
 		return Event{}, fieldErr("source_metadata", "missing or not an object", nil)
 	}
-	if err := jd.readMeta(meta); err != nil {
+	if err := jd.readMetaSpans(raw, metaSpans); err != nil {
 		return Event{}, fieldErr("source_metadata", "malformed", err)
 	}
 	re.jmeta, re.strs = jd.meta, &jd.strs
@@ -220,11 +238,13 @@ func (jd *jsonDecoder) event(raw []byte, line int64) (Event, error) {
 	if isNull(payload) || payload[0] != '{' {
 		return Event{}, fieldErr("payload", "missing or not an object", nil)
 	}
-	src := &jsonSource{file: jd.d.name, line: line}
-	if re.schema, re.row, err = typePayload(payload, known, src, &jd.strs, jd.nFields); err != nil {
+	src := jd.al.source()
+	src.file, src.line = jd.d.name, line
+	if re.schema, re.row, err = typePayload(raw, payloadSpans, known, src, &jd.strs, jd.nFields, &jd.al, &jd.arena); err != nil {
 		return Event{}, prefixField("payload", err)
 	}
 	jd.nFields = len(re.schema.Fields)
+	re.al, re.arena = &jd.al, &jd.arena
 	ev, err := jd.d.build(&re, jd.record)
 	ev.jsonSrc = src
 	return ev, err
@@ -235,48 +255,57 @@ func (jd *jsonDecoder) event(raw []byte, line int64) (Event, error) {
 // event whether or not build reads it.
 func (jd *jsonDecoder) readMeta(meta []byte) error {
 	jd.meta = jd.meta[:0]
-	return eachMemberIn(meta, &jd.strs, func(k string, v []byte) error {
-		m := metaMember{key: k, val: v}
-		if v[0] == '{' || v[0] == '[' {
-			// Values such as primary_keys repeat on every line; build only
-			// reads them, so one converted value can serve every event.
-			x, ok := jd.nested[string(v)]
-			if !ok {
-				var err error
-				if x, err = genericJSON(v, 1); err != nil {
-					return err
-				}
-				if len(v) <= maxCachedStringLen && len(jd.nested) < maxCachedStrings {
-					if jd.nested == nil {
-						jd.nested = map[string]any{}
-					}
-					jd.nested[string(v)] = x
-				}
+	return eachMemberKey(meta, jd.addMeta)
+}
+
+// readMetaSpans is readMeta for a source_metadata object whose members
+// spans locates in line.
+func (jd *jsonDecoder) readMetaSpans(line []byte, spans []memberSpan) error {
+	jd.meta = jd.meta[:0]
+	return eachSpan(line, spans, jd.addMeta)
+}
+
+// addMeta appends a member of source_metadata to jd.meta.
+func (jd *jsonDecoder) addMeta(k, v []byte) error {
+	m := metaMember{key: k, val: v}
+	if v[0] == '{' || v[0] == '[' {
+		// Values such as primary_keys repeat on every line; build only
+		// reads them, so one converted value can serve every event.
+		x, ok := jd.nested[string(v)]
+		if !ok {
+			var err error
+			if x, err = genericJSON(v, 1); err != nil {
+				return err
 			}
-			m.nested = x
+			if len(v) <= maxCachedStringLen && len(jd.nested) < maxCachedStrings {
+				if jd.nested == nil {
+					jd.nested = map[string]any{}
+				}
+				jd.nested[string(v)] = x
+			}
 		}
-		jd.meta = append(jd.meta, m)
-		return nil
-	})
+		m.nested = x
+	}
+	jd.meta = append(jd.meta, m)
+	return nil
 }
 
 // knownSchema picks the schema that types the payload: the configured table
 // schema, else the Avro schema file's payload, else none (inference).
 func (jd *jsonDecoder) knownSchema(re *rawEvent) (*value.StructType, error) {
 	if len(jd.d.opts.Schemas) > 0 {
-		x, err := re.metaValue("table")
+		tbl, _, err := metaStringOf(re, "table")
 		if err != nil {
 			return nil, err
 		}
-		tbl, _ := x.(string)
 		for _, k := range []string{"schema", "database"} {
-			x, err := re.metaValue(k)
+			db, ok, err := metaStringOf(re, k)
 			if err != nil {
 				return nil, err
 			}
-			if db, ok := x.(string); ok {
-				if s, ok := jd.d.opts.Schemas[db+"."+tbl]; ok {
-					return &s, nil
+			if ok {
+				if s := jd.tableSchema(db, tbl); s != nil {
+					return s, nil
 				}
 			}
 		}
@@ -284,32 +313,75 @@ func (jd *jsonDecoder) knownSchema(re *rawEvent) (*value.StructType, error) {
 	return jd.avro, nil
 }
 
-// typePayload walks the payload object in key order and types each value,
-// recording in src how each inferred value was written (for UnifyJSON).
-// Column names are interned in strs; sizeHint is the expected number of
-// columns.
-func typePayload(pl []byte, known *value.StructType, src *jsonSource, strs *strCache, sizeHint int) (value.StructType, []any, error) {
+// tableSchema returns Options.Schemas["db.tbl"], or nil. The events of a
+// file share one copy of it (so that a caller changing an event's Schema
+// cannot change Options.Schemas).
+func (jd *jsonDecoder) tableSchema(db, tbl string) *value.StructType {
+	k := tableKey{db, tbl}
+	if jd.lastSchema.key == k && jd.lastSchema.ok {
+		return jd.lastSchema.st
+	}
+	st, ok := jd.schemas[k]
+	if !ok {
+		if s, found := jd.d.opts.Schemas[db+"."+tbl]; found {
+			st = &value.StructType{Fields: slices.Clone(s.Fields)}
+		}
+		if len(jd.schemas) < maxCachedStrings {
+			if jd.schemas == nil {
+				jd.schemas = map[tableKey]*value.StructType{}
+			}
+			jd.schemas[k] = st
+		}
+	}
+	jd.lastSchema.key, jd.lastSchema.st, jd.lastSchema.ok = k, st, true
+	return st
+}
+
+// tableKey is a table's database (or schema) and name, as written.
+type tableKey struct{ db, tbl string }
+
+// typePayload walks the payload object (its members located in line by
+// spans) in key order and types each value, recording in src how each
+// inferred value was written (for UnifyJSON). Inferred column names are
+// interned in strs; sizeHint is the expected number of columns; rows come
+// from al and the text of string columns from arena. When every column is
+// known, the result shares known.Fields.
+func typePayload(line []byte, spans []memberSpan, known *value.StructType, src *jsonSource, strs *strCache, sizeHint int, al *slabs, arena *strArena) (value.StructType, []any, error) {
 	var st value.StructType
 	var row []any
+	shared := false // st.Fields is known.Fields: copy before appending
 	if known != nil {
-		sizeHint = max(sizeHint, len(known.Fields))
-		st.Fields = append(make([]value.Field, 0, sizeHint), known.Fields...)
-		row = make([]any, len(st.Fields), sizeHint)
+		st.Fields, shared = known.Fields, true
+		row = al.row(len(known.Fields))
 	} else if sizeHint > 0 {
 		st.Fields = make([]value.Field, 0, sizeHint)
 		row = make([]any, 0, sizeHint)
 	}
-	err := eachMemberIn(pl, strs, func(name string, v []byte) error {
+	next := 0 // the column expected next: payloads list columns in order
+	err := eachSpan(line, spans, func(key, v []byte) error {
 		if known != nil {
-			if i := known.Index(name); i >= 0 {
-				x, err := convertJSON(known.Fields[i].Type, v)
+			i := -1
+			if next < len(known.Fields) && known.Fields[next].Name == string(key) {
+				i = next
+			} else {
+				for j, f := range known.Fields {
+					if f.Name == string(key) {
+						i = j
+						break
+					}
+				}
+			}
+			if i >= 0 {
+				next = i + 1
+				x, err := convertJSONIn(known.Fields[i].Type, v, arena, al)
 				if err != nil {
-					return prefixField(name, err)
+					return prefixField(known.Fields[i].Name, err)
 				}
 				row[i] = x
 				return nil
 			}
 		}
+		name := strs.intern(key)
 		if st.Index(name) >= 0 {
 			return fieldErr(name, "duplicate column", nil)
 		}
@@ -328,6 +400,10 @@ func typePayload(pl []byte, known *value.StructType, src *jsonSource, strs *strC
 			src.text[len(row)] = text
 		}
 		src.kinds = append(src.kinds, k)
+		if shared {
+			st.Fields = append(make([]value.Field, 0, max(sizeHint, len(st.Fields)+8)), st.Fields...)
+			shared = false
+		}
 		st.Fields = append(st.Fields, value.Field{Name: name, Type: typ, Nullable: true})
 		row = append(row, x)
 		return nil
@@ -381,6 +457,9 @@ func jsonEnvelopeTime(b json.RawMessage) (value.Micros, error) {
 	}
 	b = bytes.TrimSpace(b)
 	if b[0] == '"' {
+		if us, ok := fastMicros(b[1 : len(b)-1]); ok {
+			return us, nil
+		}
 		s, err := unquote(b)
 		if err != nil {
 			return 0, err
@@ -414,6 +493,13 @@ type jsonFramer struct {
 	eof  bool
 	err  error
 	line int64 // newlines consumed
+	// members locates the members of the last value returned, when it is
+	// an object, relative to its start.
+	members objectSpans
+	// pastStart is set once the first non-space byte has been seen (or the
+	// input starts after the beginning of the file): a UTF-8 byte order
+	// mark is skipped only at the very beginning.
+	pastStart bool
 }
 
 // fill reads more input, keeping buf[pos:]; it grows the buffer so that a
@@ -455,10 +541,12 @@ func (f *jsonFramer) peek() (c byte, ok bool, err error) {
 		for f.pos < len(f.buf) {
 			c := f.buf[f.pos]
 			if !isSpace(c) {
-				if f.pos == 0 && c == 0xEF && len(f.buf) >= 3 && f.buf[1] == 0xBB && f.buf[2] == 0xBF && f.line == 0 {
+				if !f.pastStart && f.pos == 0 && c == 0xEF && len(f.buf) >= 3 && f.buf[1] == 0xBB && f.buf[2] == 0xBF && f.line == 0 {
 					f.pos += 3 // a UTF-8 byte order mark
+					f.pastStart = true
 					continue
 				}
+				f.pastStart = true
 				return c, true, nil
 			}
 			if c == '\n' {
@@ -475,7 +563,7 @@ func (f *jsonFramer) peek() (c byte, ok bool, err error) {
 // value returns the next complete JSON value.
 func (f *jsonFramer) value() ([]byte, error) {
 	for {
-		end, err := scanValue(f.buf[f.pos:], 0)
+		end, err := scanValueMembers(f.buf[f.pos:], 0, &f.members)
 		if err == nil {
 			v := f.buf[f.pos : f.pos+end]
 			f.advance(end)
@@ -490,7 +578,7 @@ func (f *jsonFramer) value() ([]byte, error) {
 			}
 			if f.eof {
 				// A number at the very end is complete at end of input.
-				if end, err2 := scanValue(append(f.buf[f.pos:len(f.buf):len(f.buf)], ' '), 0); err2 == nil {
+				if end, err2 := scanValueMembers(append(f.buf[f.pos:len(f.buf):len(f.buf)], ' '), 0, &f.members); err2 == nil {
 					v := f.buf[f.pos : f.pos+end]
 					f.advance(end)
 					return v, nil

@@ -328,18 +328,7 @@ func TestDecodeJSONHoldsOneRecordAtATime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	count, maxBuf := 0, 0
-	for {
-		_, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		count++
-		maxBuf = max(maxBuf, cap(jsonBuffer(t, d)))
-	}
+	count, maxBuf := drainMeasuring(t, d, func() int { return cap(jsonBuffer(t, d)) })
 	if count != n {
 		t.Fatalf("decoded %d events, want %d", count, n)
 	}
@@ -355,4 +344,21 @@ func jsonBuffer(t *testing.T, d *Reader) []byte {
 		t.Fatal("not decoding JSON")
 	}
 	return d.json.fr.buf
+}
+
+// drainMeasuring reads every event of d and returns how many there were
+// and the largest value measure took after each.
+func drainMeasuring(t *testing.T, d *Reader, measure func() int) (count, most int) {
+	t.Helper()
+	for {
+		_, err := d.Next()
+		if errors.Is(err, io.EOF) {
+			return count, most
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		count++
+		most = max(most, measure())
+	}
 }

@@ -124,8 +124,72 @@ func toDecimal(text string, dt value.DecimalType) (value.Decimal, error) {
 	return d, nil
 }
 
+// smallDecimal converts JSON number text of at most 18 digits, without an
+// exponent, to decimal dt when it fits exactly, its big.Int cut from al; ok
+// is false for anything else, which toDecimal then converts or refuses.
+func smallDecimal(b []byte, dt value.DecimalType, al *slabs) (value.Decimal, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	var n uint64
+	digits, frac := 0, -1 // frac counts fraction digits once '.' is seen
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			if n != 0 || c != '0' || frac >= 0 { // leading zeros do not count
+				digits++
+			}
+			n = n*10 + uint64(c-'0')
+			if frac >= 0 {
+				frac++
+			}
+		case c == '.' && frac < 0:
+			frac = 0
+		default:
+			return value.Decimal{}, false
+		}
+	}
+	if len(b) == 0 || digits > 18 || frac == 0 {
+		return value.Decimal{}, false
+	}
+	scale := max(frac, 0)
+	for ; scale > dt.Scale; scale-- {
+		if n%10 != 0 {
+			return value.Decimal{}, false // digits would be lost
+		}
+		n /= 10
+	}
+	for ; scale < dt.Scale; scale++ {
+		if n > (1<<63-1)/10 {
+			return value.Decimal{}, false
+		}
+		n *= 10
+	}
+	p := 1
+	for x := n; x >= 10; x /= 10 {
+		p++
+	}
+	if (p > dt.Precision && n != 0) || n > 1<<63-1 {
+		return value.Decimal{}, false
+	}
+	u := al.bigInt()
+	u.i.SetBits(u.w[:0])
+	u.i.SetInt64(int64(n))
+	if neg {
+		u.i.Neg(&u.i)
+	}
+	return value.Decimal{Unscaled: &u.i, Scale: dt.Scale}, true
+}
+
 // convertJSON converts a JSON value to the Go representation of t.
 func convertJSON(t value.Type, raw json.RawMessage) (any, error) {
+	return convertJSONIn(t, raw, nil, nil)
+}
+
+// convertJSONIn is convertJSON copying the value of a string column into
+// arena and cutting small decimals from al.
+func convertJSONIn(t value.Type, raw json.RawMessage, arena *strArena, al *slabs) (any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -133,16 +197,46 @@ func convertJSON(t value.Type, raw json.RawMessage) (any, error) {
 	c := raw[0]
 	var str string
 	isStr := c == '"'
+	if isStr && (t == value.Timestamp || t == value.TimestampNTZ) {
+		if us, ok := fastMicros(raw[1 : len(raw)-1]); ok {
+			if t == value.TimestampNTZ {
+				return value.LocalMicros(us), nil
+			}
+			return us, nil
+		}
+	}
 	if isStr {
 		var err error
-		if str, err = unquote(raw); err != nil {
+		if t == value.String {
+			// The text is the value, kept with the event.
+			str, err = arena.unquote(raw)
+		} else {
+			str, err = unquote(raw)
+		}
+		if err != nil {
 			return nil, fieldErr("", "malformed string", err)
 		}
 	}
 	isNum := c == '-' || (c >= '0' && c <= '9')
 	// numText is the number as text, whether written as a number or quoted.
+	// Converting raw copies it, so the common cases below avoid it.
 	numText := str
 	if isNum {
+		switch tt := t.(type) {
+		case value.Primitive:
+			if n, ok := smallInt(raw); ok {
+				switch {
+				case tt == value.Long:
+					return n, nil
+				case tt == value.Integer && n == int64(int32(n)):
+					return int32(n), nil
+				}
+			}
+		case value.DecimalType:
+			if d, ok := smallDecimal(raw, tt, al); ok {
+				return d, nil
+			}
+		}
 		numText = string(raw)
 	}
 	mismatch := func() error {

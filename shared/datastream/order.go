@@ -78,16 +78,20 @@ func (e *positionError) Error() string { return e.field + ": " + e.reason }
 // field is present but malformed (for example an LSN that is not hex); a
 // missing position on a CDC event orders as position zero.
 func BuildOrder(src Source, rm ReadMethod, pos Position, changeType string, ts value.Micros) (OrderKey, error) {
+	return buildOrder(src, rm, pos, changeType, ts, nil)
+}
+
+// buildOrder is BuildOrder copying the key's bytes and text into a.
+func buildOrder(src Source, rm ReadMethod, pos Position, changeType string, ts value.Micros, a *strArena) (OrderKey, error) {
 	rank := rankOf(changeType)
+	var kb [64]byte // longer than every layout
 	if rm == Backfill {
-		b := make([]byte, 0, 10)
-		b = append(b, classBackfill)
+		b := append(kb[:0], classBackfill)
 		b = appendTimestamp(b, ts)
 		b = append(b, rank)
-		return OrderKey{Bytes: b, Text: "backfill"}, nil
+		return OrderKey{Bytes: a.bytes(b), Text: "backfill"}, nil
 	}
-	b := make([]byte, 0, 50)
-	b = append(b, classCDC)
+	b := append(kb[:0], classCDC)
 	var text string
 	switch src {
 	case MySQL:
@@ -100,7 +104,8 @@ func BuildOrder(src Source, rm ReadMethod, pos Position, changeType string, ts v
 		}
 		b = appendU64(b, n)
 		b = appendU64(b, uint64(pos.LogPosition))
-		text = pos.LogFile + ":" + strconv.FormatInt(pos.LogPosition, 10)
+		var tb [64]byte
+		text = a.string(strconv.AppendInt(append(append(tb[:0], pos.LogFile...), ':'), pos.LogPosition, 10))
 	case PostgreSQL:
 		lsn, err := parsePostgresLSN(pos.LSN)
 		if err != nil {
@@ -137,11 +142,11 @@ func BuildOrder(src Source, rm ReadMethod, pos Position, changeType string, ts v
 	default:
 		b = appendTimestamp(b, ts)
 		b = append(b, rank)
-		return OrderKey{Bytes: b, Text: ts.String()}, nil
+		return OrderKey{Bytes: a.bytes(b), Text: ts.String()}, nil
 	}
 	b = append(b, rank)
 	b = appendTimestamp(b, ts)
-	return OrderKey{Bytes: b, Text: text}, nil
+	return OrderKey{Bytes: a.bytes(b), Text: text}, nil
 }
 
 // parseBinlogFile returns the numeric suffix of a MySQL binlog file name

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/dsdelta/dsdelta/shared/value"
 )
 
 // parseTimestamp parses the timestamp forms Datastream and its consumers
@@ -121,4 +123,90 @@ func parseTimestamp(s string) (t time.Time, hasZone bool, err error) {
 		return bad("no such day")
 	}
 	return t.UTC(), hasZone, nil
+}
+
+// fastMicros reads the timestamp forms Datastream writes,
+// "2021-05-16T01:13:01.000Z" and "2021-12-25 05:42:04.408" (0 to 9
+// fraction digits; zone Z, z, UTC or none), as microseconds since the
+// epoch without building a time.Time; ok is false for anything else,
+// including invalid dates, which parseTimestamp then reads or refuses. It
+// agrees with value.MicrosOf(parseTimestamp(s)) on every input it accepts.
+func fastMicros(b []byte) (us value.Micros, ok bool) {
+	if len(b) < 19 || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != 't' && b[10] != ' ') || b[13] != ':' || b[16] != ':' {
+		return 0, false
+	}
+	num := func(i, n int) int {
+		v := 0
+		for _, c := range b[i : i+n] {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	year, month, day := num(0, 4), num(5, 2), num(8, 2)
+	hour, minute, sec := num(11, 2), num(14, 2), num(17, 2)
+	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) ||
+		hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return 0, false
+	}
+	rest := b[19:]
+	nanos := 0
+	if len(rest) > 0 && (rest[0] == '.' || rest[0] == ',') {
+		n := 1
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			nanos = nanos*10 + int(rest[n]-'0')
+			n++
+		}
+		if n == 1 || n > 10 {
+			return 0, false
+		}
+		for i := n; i < 10; i++ {
+			nanos *= 10
+		}
+		rest = rest[n:]
+	}
+	switch string(rest) {
+	case "", "Z", "z", "UTC":
+	default:
+		return 0, false
+	}
+	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
+	return value.Micros(secs*1_000_000 + int64(nanos/1000)), true
+}
+
+// daysIn is the number of days of a month of the proleptic Gregorian
+// calendar.
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil is the number of days from 1970-01-01 to a date of the
+// proleptic Gregorian calendar (Howard Hinnant's days_from_civil).
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	mp := m + 9
+	if m > 2 {
+		mp = m - 3
+	}
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
 }

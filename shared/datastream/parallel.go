@@ -1,0 +1,298 @@
+package datastream
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Parallel decoding of JSON lines.
+//
+// The goroutine calling Next reads the input in chunks of whole lines and
+// hands each chunk to a goroutine that decodes it with its own decoder state
+// (string cache, timestamp caches); Next then returns the events chunk by
+// chunk, in file order, numbering records and lines from the chunks before.
+//
+// A chunk is trusted only when it decodes without any error and ends between
+// two values. Any failure (a bad record, a read error, a value split across
+// two chunks because a pretty-printed object spans lines) hands the rest of
+// the file, from the start of the failed chunk, to the sequential decoder,
+// which then returns the same events and the same first error, with the same
+// line and record numbers, as decoding the whole file sequentially would. A
+// chunk that ends between values makes the next one start between values, so
+// every trusted chunk was framed exactly as the sequential decoder frames it.
+
+// defaultChunkBytes is the size of a chunk: small enough that two workers
+// share the tail of a file evenly and that little input is held, large
+// enough that the per-chunk cost vanishes.
+const defaultChunkBytes = 1 << 20
+
+// minRead is the smallest read into a chunk.
+const minRead = 512
+
+// workers is the number of decoding goroutines for JSON lines.
+func (d *Reader) workers() int {
+	if d.opts.Workers > 0 {
+		return d.opts.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// errChunkStopped ends a chunk's decoding when the Reader is closed.
+var errChunkStopped = errors.New("datastream: decoding stopped")
+
+// parallelJSON decodes JSON lines on several goroutines. It is owned by the
+// goroutine calling Next; the chunk goroutines only touch their chunkJob
+// and the decoder state they hold.
+type parallelJSON struct {
+	d          *Reader
+	r          io.Reader // the input after carry
+	carry      []byte    // input read past the last chunk boundary
+	readErr    error     // the input failed (after carry); nil at io.EOF
+	eof        bool      // r is exhausted (or failed)
+	chunkBytes int
+	maxJobs    int         // chunks in flight: bounds the memory held
+	window     []*chunkJob // chunks read and handed out, in file order
+	states     chan *jsonDecoder
+	free       []*chunkJob // delivered chunks, for their buffers
+
+	cur        *chunkJob // the chunk whose events Next is returning
+	pos        int
+	baseLine   int64 // newlines before cur (or before window[0])
+	baseRecord int64 // records before cur (or before window[0])
+
+	seq *jsonDecoder // the sequential decoder, once it has taken over
+
+	stopping atomic.Bool // Close: chunk goroutines give up
+	wg       sync.WaitGroup
+}
+
+// chunkJob is one chunk of whole lines and, once done is closed, its
+// events or the reason it cannot be trusted.
+type chunkJob struct {
+	data   []byte
+	buf    []byte // the allocation data lives in, reused for a later chunk
+	events []Event
+	lines  int64 // newlines in data
+	err    error
+	done   chan struct{}
+}
+
+// newParallelJSON takes over from jd, which has read the start of r (and
+// skipped a byte order mark) but consumed no value.
+func newParallelJSON(d *Reader, jd *jsonDecoder, r io.Reader, workers int) *parallelJSON {
+	p := &parallelJSON{
+		d:          d,
+		r:          r,
+		carry:      append([]byte(nil), jd.fr.buf[jd.fr.pos:]...),
+		eof:        jd.fr.eof || jd.fr.err != nil,
+		readErr:    jd.fr.err,
+		chunkBytes: d.opts.chunkBytes,
+		maxJobs:    2 * workers,
+		states:     make(chan *jsonDecoder, workers),
+		baseLine:   jd.fr.line,
+	}
+	if p.chunkBytes <= 0 {
+		p.chunkBytes = defaultChunkBytes
+	}
+	for range workers {
+		p.states <- &jsonDecoder{d: d, avro: jd.avro, fr: &jsonFramer{}}
+	}
+	return p
+}
+
+// next returns the next event in file order.
+func (p *parallelJSON) next() (Event, error) {
+	for {
+		if p.seq != nil {
+			return p.seq.next()
+		}
+		if p.cur != nil {
+			if p.pos < len(p.cur.events) {
+				// The copy left behind is overwritten when the buffer is
+				// reused, and dropped at the end of the file.
+				ev := p.cur.events[p.pos]
+				p.pos++
+				return ev, nil
+			}
+			p.baseLine += p.cur.lines
+			p.baseRecord += int64(len(p.cur.events))
+			p.free = append(p.free, p.cur)
+			p.cur = nil
+		}
+		p.fill()
+		if len(p.window) == 0 {
+			if p.readErr != nil {
+				p.fallBack()
+				continue
+			}
+			p.free = nil // nor keep the buffers or the events' copies in them
+			return Event{}, io.EOF
+		}
+		j := p.window[0]
+		select {
+		case <-j.done:
+		case <-p.d.ctx.Done():
+			return Event{}, p.d.ctx.Err()
+		}
+		if j.err != nil {
+			p.fallBack()
+			continue
+		}
+		p.window = p.window[1:]
+		for i := range j.events {
+			ev := &j.events[i]
+			ev.Meta.Record += p.baseRecord
+			if ev.jsonSrc != nil {
+				ev.jsonSrc.line += p.baseLine
+			}
+		}
+		p.cur, p.pos = j, 0
+	}
+}
+
+// fill reads chunks and starts their decoding until maxJobs are in flight
+// or the input is exhausted.
+func (p *parallelJSON) fill() {
+	for len(p.window) < p.maxJobs && (!p.eof || len(p.carry) > 0) {
+		j := p.readChunk()
+		if j == nil {
+			return
+		}
+		p.window = append(p.window, j)
+		p.wg.Add(1)
+		go p.decodeChunk(j)
+	}
+}
+
+// readChunk reads the next chunk: at least chunkBytes (unless the input
+// ends first) cut after its last newline, the rest kept in carry. It
+// returns nil when no input is left.
+func (p *parallelJSON) readChunk() *chunkJob {
+	var j *chunkJob
+	if n := len(p.free); n > 0 {
+		j = p.free[n-1]
+		p.free = p.free[:n-1]
+		*j = chunkJob{buf: j.buf[:0], events: j.events[:0]}
+	} else {
+		j = &chunkJob{}
+	}
+	j.done = make(chan struct{})
+	buf := append(j.buf[:0], p.carry...)
+	p.carry = p.carry[:0]
+	searched := 0 // buf[:searched] holds no newline
+	for {
+		if len(buf) >= p.chunkBytes || p.eof {
+			if i := bytes.LastIndexByte(buf[searched:], '\n'); i >= 0 {
+				cut := searched + i + 1
+				p.carry = append(p.carry, buf[cut:]...)
+				buf = buf[:cut]
+				break
+			}
+			searched = len(buf)
+			if p.eof {
+				if p.readErr != nil {
+					// The sequential decoder reports the error after the
+					// values before it: leave it the partial last line.
+					p.carry = append(p.carry, buf...)
+					buf = buf[:0]
+				}
+				break
+			}
+		}
+		// Grow geometrically: a line longer than a chunk is read in
+		// linear time.
+		if cap(buf)-len(buf) < max(p.chunkBytes/2, minRead) {
+			buf = slices.Grow(buf, max(p.chunkBytes, len(buf), minRead))
+		}
+		n, err := io.ReadAtLeast(p.r, buf[len(buf):cap(buf)], 1)
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			p.eof = true
+			if !errors.Is(err, io.EOF) {
+				p.readErr = err
+			}
+		}
+	}
+	j.buf = buf
+	if len(buf) == 0 {
+		p.free = append(p.free, j)
+		return nil
+	}
+	j.data = buf
+	return j
+}
+
+// decodeChunk decodes one chunk on its own goroutine, with a decoder state
+// no other goroutine holds meanwhile.
+func (p *parallelJSON) decodeChunk(j *chunkJob) {
+	defer p.wg.Done()
+	defer close(j.done)
+	jd := <-p.states
+	defer func() {
+		jd.fr.buf = nil // do not keep the chunk alive
+		p.states <- jd
+	}()
+	// Line and record numbers count from the chunk's start; next adds the
+	// numbers of the chunks before when it returns the events.
+	*jd.fr = jsonFramer{buf: j.data, eof: true, pastStart: true}
+	jd.record, jd.done = 0, false
+	if n := bytes.Count(j.data, []byte{'\n'}) + 1; cap(j.events) < n {
+		// Usually one event a line: grow once rather than step by step.
+		j.events = make([]Event, 0, n)
+	}
+	for {
+		if len(j.events)%64 == 0 && (p.stopping.Load() || p.d.ctx.Err() != nil) {
+			j.err = errChunkStopped
+			return
+		}
+		ev, err := jd.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			j.err = err
+			return
+		}
+		j.events = append(j.events, ev)
+	}
+	j.lines = jd.fr.line
+}
+
+// fallBack hands the rest of the input, from the start of the oldest chunk
+// not yet returned, to the sequential decoder.
+func (p *parallelJSON) fallBack() {
+	p.stop()
+	var rest []byte
+	for _, j := range p.window {
+		rest = append(rest, j.data...)
+	}
+	rest = append(rest, p.carry...)
+	var tail io.Reader = p.r
+	switch {
+	case p.readErr != nil:
+		tail = errReader{p.readErr}
+	case p.eof:
+		tail = bytes.NewReader(nil)
+	}
+	jd := &jsonDecoder{d: p.d, avro: p.d.json.avro, record: p.baseRecord,
+		fr: &jsonFramer{r: io.MultiReader(bytes.NewReader(rest), tail), line: p.baseLine, pastStart: true}}
+	p.window, p.free, p.carry = nil, nil, nil
+	p.seq = jd
+	p.d.json = jd
+}
+
+// stop makes the chunk goroutines give up and waits for them.
+func (p *parallelJSON) stop() {
+	p.stopping.Store(true)
+	p.wg.Wait()
+}
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
