@@ -48,4 +48,4 @@ func (r *report) historyMarkdown(change string) string {
 // thisChange names what the code measured by this run changed since the
 // last entry of pastRuns; move it there with the run's figures when
 // RESULTS.md is committed.
-const thisChange = "touched row groups re-encoded column by column on all cores, row groups capped at 122,880 rows, standard-level Snappy"
+const thisChange = "touched row groups re-encoded column by column on all cores, row groups capped at 122,880 rows, standard-level Snappy; JSON lines decoded in parallel in file order, 6.6 allocations per event instead of 34"

@@ -171,8 +171,8 @@ func decodeScenario(ctx context.Context, rep *report, db *sql.DB, tmp string, qu
 		logf("decode: run %d: dsdelta json %v, duckdb json %v, dsdelta avro %v", i+1, dsJSON[i], duck[i], dsAvro[i])
 	}
 	j, k, a := slices.Min(dsJSON), slices.Min(duck), slices.Min(dsAvro)
-	// dsdelta decodes one file on one goroutine; DuckDB's single-thread
-	// time says how much of the gap is parallelism.
+	// Both sides decode on all cores; DuckDB's single-thread time is for
+	// information (what one core of it does).
 	var duck1 []time.Duration
 	if err := setThreads(ctx, db, 1); err != nil {
 		return err
