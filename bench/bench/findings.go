@@ -52,8 +52,8 @@ func mergeCPUFindings(why, rows, prof string) []string {
 		return nil
 	}
 	return []string{
-		fmt.Sprintf("Merge CPU (%s, %s rows): re-encoding the row groups that hold a changed key — `delta.(*FileWriter).writeRowGroupKept` %s cum (page decode, column writes, snappy encoding `s2.EncodeSnappy` %s); finding their dropped rows — `delta.readRowGroup` over the key column %s; copying the other row groups verbatim — `delta.(*rewriter).copyRowGroup` %s.",
-			why, rows, share(m, pkgDelta+"(*FileWriter).writeRowGroupKept"), share(m, "github.com/klauspost/compress/s2.EncodeSnappy"), share(m, pkgDelta+"readRowGroup"), share(m, pkgDelta+"(*rewriter).copyRowGroup")),
+		fmt.Sprintf("Merge CPU (%s, %s rows): re-encoding the row groups that hold a changed key — `delta.copyKeptValues`, one goroutine per column, %s cum (page decode, column writes, snappy encoding `s2.EncodeSnappy` %s); finding their dropped rows — `delta.readRowGroup` over the key column %s; copying the other row groups verbatim — `delta.(*rewriter).copyRowGroup` %s, their bytes read into memory first (`delta.(*storeReaderAt).prefetch` %s) and written out by the uploader (`objstore.(*Local).Write` %s); the collector (`runtime.gcBgMarkWorker`) %s.",
+			why, rows, share(m, pkgDelta+"copyKeptValues"), share(m, "github.com/klauspost/compress/s2.EncodeSnappy"), share(m, pkgDelta+"readRowGroup"), share(m, pkgDelta+"(*rewriter).copyRowGroup"), share(m, pkgDelta+"(*storeReaderAt).prefetch"), share(m, "github.com/dsdelta/dsdelta/shared/objstore.(*Local).Write"), share(m, "runtime.gcBgMarkWorker")),
 		fmt.Sprintf("Around the rewrite: the key lookup that finds the stored rows and their order (`cdc.lookup`) %s, the history append (`cdc.applyHistory`) %s, new rows written (`cdc.writeRows`) %s, commits (`delta.(*Transaction).Commit`) %s.",
 			share(m, pkgCDC+"lookup"), share(m, pkgCDC+"applyHistory"), share(m, pkgCDC+"writeRows"), share(m, pkgDelta+"(*Transaction).Commit")),
 	}

@@ -954,6 +954,7 @@ type storeReaderAt struct {
 	name   string
 	size   int64
 	chunks []cachedRange
+	buf    []byte // backs chunks
 }
 
 type cachedRange struct {
@@ -974,21 +975,36 @@ func (r *storeReaderAt) prefetch(ranges [][2]int64) error {
 		}
 		merged = append(merged, rg)
 	}
+	var total int64
+	for _, rg := range merged {
+		total += max(min(rg[1], r.size)-max(rg[0], 0), 0)
+	}
+	// One buffer, reused from row group to row group: a rewrite prefetches
+	// every row group of a file it copies, and allocating each anew made
+	// the collector run (and mark the merge's batch) every few row groups.
+	if int64(cap(r.buf)) < total {
+		r.buf = make([]byte, total)
+	}
+	buf := r.buf[:0]
 	for _, rg := range merged {
 		start, end := max(rg[0], 0), min(rg[1], r.size)
 		if end <= start {
 			continue
 		}
-		buf := make([]byte, end-start)
-		if err := r.readDirect(buf, start); err != nil {
+		data := buf[len(buf) : len(buf)+int(end-start)]
+		buf = buf[:len(buf)+int(end-start)]
+		if err := r.readDirect(data, start); err != nil {
+			r.chunks = r.chunks[:0]
 			return err
 		}
-		r.chunks = append(r.chunks, cachedRange{off: start, data: buf})
+		r.chunks = append(r.chunks, cachedRange{off: start, data: data})
 	}
 	return nil
 }
 
-func (r *storeReaderAt) release() { r.chunks = nil }
+// release forgets the prefetched ranges; their buffer is reused by the
+// next prefetch, so nothing read from it may be kept beyond this call.
+func (r *storeReaderAt) release() { r.chunks = r.chunks[:0] }
 
 func (r *storeReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	for _, c := range r.chunks {
