@@ -440,7 +440,7 @@ func copyKeptValues(c parquet.ColumnChunk, cw *parquet.ColumnWriter, keep []bool
 	typ := c.Type()
 	minMax := hasMinMax(bounds.types[k]) && !bounds.useFile[k]
 	var lo, hi parquet.Value
-	var haveBounds bool
+	var haveBounds, loInPage, hiInPage bool
 	var row, written int64
 	pages := c.Pages()
 	defer pages.Close()
@@ -464,14 +464,14 @@ func copyKeptValues(c parquet.ColumnChunk, cw *parquet.ColumnWriter, keep []bool
 					if v.IsNull() {
 						s.nulls++
 					} else if minMax {
-						// Values point into the page, which is released
-						// below: the extremes are cloned.
-						if !haveBounds {
-							lo, hi, haveBounds = v.Clone(), v.Clone(), true
-						} else if typ.Compare(v, lo) < 0 {
-							lo = v.Clone()
-						} else if typ.Compare(v, hi) > 0 {
-							hi = v.Clone()
+						switch {
+						case !haveBounds:
+							lo, hi, haveBounds = v, v, true
+							loInPage, hiInPage = true, true
+						case typ.Compare(v, lo) < 0:
+							lo, loInPage = v, true
+						case typ.Compare(v, hi) > 0:
+							hi, hiInPage = v, true
 						}
 					}
 					out = append(out, v)
@@ -493,6 +493,15 @@ func copyKeptValues(c parquet.ColumnChunk, cw *parquet.ColumnWriter, keep []bool
 				parquet.Release(p)
 				return 0, fmt.Errorf("read values: %w", rerr)
 			}
+		}
+		// Values point into the page, which is released now: extremes
+		// taken from it are cloned once per page (key-sorted data sets a
+		// new maximum on nearly every row).
+		if loInPage {
+			lo, loInPage = lo.Clone(), false
+		}
+		if hiInPage {
+			hi, hiInPage = hi.Clone(), false
 		}
 		parquet.Release(p)
 	}
