@@ -224,6 +224,10 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 	w.pw = parquet.NewWriter(pipeW, schema,
 		parquet.Compression(codec),
 		parquet.DataPageVersion(1),
+		// Page bounds go to the column index (the page index readers
+		// prune by); repeating them in every page header cost a second
+		// pass over each byte-array page.
+		parquet.DataPageStatistics(false),
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
 		parquet.CreatedBy("dsdelta", "1", ""),
 	)
