@@ -581,3 +581,55 @@ func rwRewriteDropping(t *testing.T, drop func(id int64) bool) (*pqMemStore, Met
 	}
 	return store, md, rows, res
 }
+
+func TestRewriteFileStatsSurviveExtremesFoundOnEarlierPages(t *testing.T) {
+	// A re-encoded column spans several pages, and page buffers are
+	// recycled as the copy moves on: an extreme found on the first page
+	// must still be right once later pages reused its memory. Strings fall
+	// as ids rise, so the largest kept name is on the first page and the
+	// smallest on the last.
+	schema := value.StructType{Fields: []value.Field{
+		{Name: "id", Type: value.Long},
+		{Name: "name", Type: value.String, Nullable: true},
+	}}
+	const n = 60_000 // about 1.4 MB of names: several 256 KiB pages
+	name := func(i int) string { return fmt.Sprintf("name-%012d-%06d", n-i, i%999_999) }
+	var rows [][]any
+	for i := range n {
+		rows = append(rows, []any{int64(i), name(i)})
+	}
+	store := newPQMemStore()
+	add := pqWrite(t, store, WriteOptions{Schema: schema}, rows)
+	f, _ := rwRowGroups(t, store, add)
+	oi, err := f.RowGroups()[0].ColumnChunks()[1].OffsetIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.RowGroups()) != 1 || oi.NumPages() < 3 {
+		t.Fatalf("source has %d row groups and %d pages of names, want 1 row group of several pages", len(f.RowGroups()), oi.NumPages())
+	}
+	drop := func(id int64) bool { return id == 0 || id == n-1 || id%1000 == 7 }
+	res, err := RewriteFile(context.Background(), store, pqMetadata(schema, nil, nil), add, RewriteOptions{
+		Write: WriteOptions{Schema: schema},
+		Keys:  []string{"id"},
+		Drop:  func(k []any) bool { return drop(k[0].(int64)) },
+	})
+	if err != nil {
+		t.Fatalf("RewriteFile: %v", err)
+	}
+	if res.RowGroupsDecoded == 0 {
+		t.Fatal("no row group was re-encoded")
+	}
+	st, err := ParseStats(res.Adds[0].Stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi, ok := st.MinMax("name", value.String)
+	wantLo, wantHi := name(n-2), name(1) // ids 0 and n-1 are dropped
+	if !ok || lo != wantLo || hi != wantHi {
+		t.Errorf("name bounds [%v, %v] (present %v), want [%s, %s]", lo, hi, ok, wantLo, wantHi)
+	}
+	if lo, hi, ok := st.MinMax("id", value.Long); !ok || lo != int64(1) || hi != int64(n-2) {
+		t.Errorf("id bounds [%v, %v] (present %v), want [1, %d]", lo, hi, ok, n-2)
+	}
+}
