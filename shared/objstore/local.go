@@ -228,12 +228,16 @@ func syncDir(dir string) {
 
 // createTemp creates a temporary file in the directory of p. A concurrent
 // Delete may remove a directory it has just found empty, between our MkdirAll
-// and our create, so a vanished directory is recreated a few times.
+// and our create, or inside MkdirAll between a parent and its child (mkdir
+// then fails with ENOENT), so a vanished directory is recreated a few times.
 func (l *Local) createTemp(p string) (*os.File, error) {
 	dir := filepath.Dir(p)
 	var err error
 	for range 5 {
 		if err = os.MkdirAll(dir, 0o755); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
 			return nil, err
 		}
 		var f *os.File

@@ -310,3 +310,39 @@ func raceAsHelperProcess(t *testing.T, dir string) {
 		}
 	}
 }
+
+func TestLocalWritesWhileDeletesPruneTheirParentDirectories(t *testing.T) {
+	// Delete removes the directories it leaves empty, up to the root. A
+	// writer in a sibling directory must not fail when the parent they
+	// share vanishes between MkdirAll's mkdir of the parent and of the child.
+	ctx := context.Background()
+	s, err := objstore.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 300
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				name := fmt.Sprintf("shared/parent/w%d/r%d/object", w, i)
+				if _, err := s.Write(ctx, name, strings.NewReader("x"), objstore.WriteOptions{IfAbsent: true}); err != nil {
+					errs <- fmt.Errorf("writer %d round %d: %w", w, i, err)
+					return
+				}
+				if err := s.Delete(ctx, name); err != nil {
+					errs <- fmt.Errorf("writer %d round %d: delete: %w", w, i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
