@@ -186,18 +186,9 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		}
 	}
 
-	size := add.Size
-	if size <= 0 {
-		info, err := store.Stat(ctx, name)
-		if err != nil {
-			return err
-		}
-		size = info.Size
-	}
-	ra := &storeReaderAt{ctx: ctx, store: store, name: name, size: size}
-	f, err := parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.OptimisticRead(true))
+	ra, f, err := openParquet(ctx, store, name, add.Size)
 	if err != nil {
-		return fmt.Errorf("open parquet: %w", err)
+		return err
 	}
 	root, nleaves, err := parquetTree(f.Metadata().Schema)
 	if err != nil {
@@ -947,7 +938,9 @@ func fromTwosComplement(b []byte) *big.Int {
 // storeReaderAt gives parquet-go random access to an object. Before each
 // row group the byte ranges of the wanted column chunks are fetched with a
 // few ranged reads and served from memory, so memory is bounded by a row
-// group and remote stores see few requests.
+// group and remote stores see few requests. Unlike objstore.NewReaderAt it
+// reads exactly what is asked: no read-ahead block around a small read, so
+// a row group skipped is a row group not fetched.
 type storeReaderAt struct {
 	ctx    context.Context
 	store  objstore.Store
@@ -955,6 +948,24 @@ type storeReaderAt struct {
 	size   int64
 	chunks []cachedRange
 	buf    []byte // backs chunks
+}
+
+// openParquet opens data file name of the given size (a Stat finds it when
+// size is not positive) for reading through a storeReaderAt.
+func openParquet(ctx context.Context, store objstore.Store, name string, size int64) (*storeReaderAt, *parquet.File, error) {
+	if size <= 0 {
+		info, err := store.Stat(ctx, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		size = info.Size
+	}
+	ra := &storeReaderAt{ctx: ctx, store: store, name: name, size: size}
+	f, err := parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.OptimisticRead(true))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open parquet: %w", err)
+	}
+	return ra, f, nil
 }
 
 type cachedRange struct {
@@ -1055,18 +1066,9 @@ func FileRowCount(ctx context.Context, store objstore.Store, add Add) (int64, er
 	if err != nil {
 		return 0, err
 	}
-	size := add.Size
-	if size <= 0 {
-		info, err := store.Stat(ctx, name)
-		if err != nil {
-			return 0, err
-		}
-		size = info.Size
-	}
-	ra := &storeReaderAt{ctx: ctx, store: store, name: name, size: size}
-	f, err := parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.OptimisticRead(true))
+	_, f, err := openParquet(ctx, store, name, add.Size)
 	if err != nil {
-		return 0, fmt.Errorf("row count of %s: open parquet: %w", name, err)
+		return 0, fmt.Errorf("row count of %s: %w", name, err)
 	}
 	return f.NumRows() - dvRows, nil
 }

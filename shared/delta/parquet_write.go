@@ -365,14 +365,14 @@ func (w *FileWriter) writeRowGroup(rg parquet.RowGroup, leaves []leafSummary) er
 
 // writeRowGroupKept appends the rows of rg, a row group of another Parquet
 // file whose schema equals this file's and whose leaves are flat (one value
-// per row), for which keep is true, as a row group of its own. It copies
+// per row), that dropped does not mark, as a row group of its own. It copies
 // column by column: each chunk's values are decoded and written to this
 // file's column writers without assembling rows, so a kept row costs a
 // decode and an encode of its values and no Go value per field. bounds
 // turns the kept values' extremes into the statistics; the columns whose
 // chunk bounds it does not trust take the source file's bounds, as for
 // row groups copied verbatim.
-func (w *FileWriter) writeRowGroupKept(rg parquet.RowGroup, keep []bool, bounds *chunkBounds) error {
+func (w *FileWriter) writeRowGroupKept(rg parquet.RowGroup, dropped []bool, bounds *chunkBounds) error {
 	if err := w.flushedForRowGroup(); err != nil {
 		return err
 	}
@@ -388,8 +388,8 @@ func (w *FileWriter) writeRowGroupKept(rg parquet.RowGroup, keep []bool, bounds 
 	if len(chunks) != len(cols) || len(chunks) != len(bounds.types) {
 		return fmt.Errorf("write %s: row group has %d column chunks, file has %d columns", w.name, len(chunks), len(cols))
 	}
-	if int64(len(keep)) != rg.NumRows() {
-		return fmt.Errorf("write %s: keep mask of %d rows for a row group of %d", w.name, len(keep), rg.NumRows())
+	if int64(len(dropped)) != rg.NumRows() {
+		return fmt.Errorf("write %s: drop mask of %d rows for a row group of %d", w.name, len(dropped), rg.NumRows())
 	}
 	// Columns are independent until the row group is flushed: each has its
 	// own pages to read and its own column writer (parquet-go's shared
@@ -410,7 +410,7 @@ func (w *FileWriter) writeRowGroupKept(rg parquet.RowGroup, keep []bool, bounds 
 			buf := make([]parquet.Value, 4096)
 			out := make([]parquet.Value, 0, len(buf))
 			for k := range next {
-				counts[k], errs[k] = copyKeptValues(chunks[k], cols[k], keep, bounds, k, buf, out, &leaves[k])
+				counts[k], errs[k] = copyKeptValues(chunks[k], cols[k], dropped, bounds, k, buf, out, &leaves[k])
 			}
 		}()
 	}
@@ -437,10 +437,10 @@ func (w *FileWriter) writeRowGroupKept(rg parquet.RowGroup, keep []bool, bounds 
 	return nil
 }
 
-// copyKeptValues writes the values of the kept rows of one flat column
-// chunk to cw and summarises them in s. It returns the number of values
+// copyKeptValues writes the values of the rows of one flat column chunk
+// that dropped does not mark to cw and summarises them in s. It returns the number of values
 // written.
-func copyKeptValues(c parquet.ColumnChunk, cw *parquet.ColumnWriter, keep []bool, bounds *chunkBounds, k int, buf, out []parquet.Value, s *leafSummary) (int64, error) {
+func copyKeptValues(c parquet.ColumnChunk, cw *parquet.ColumnWriter, dropped []bool, bounds *chunkBounds, k int, buf, out []parquet.Value, s *leafSummary) (int64, error) {
 	typ := c.Type()
 	minMax := hasMinMax(bounds.types[k]) && !bounds.useFile[k]
 	var lo, hi parquet.Value
@@ -460,11 +460,11 @@ func copyKeptValues(c parquet.ColumnChunk, cw *parquet.ColumnWriter, keep []bool
 		for {
 			n, rerr := vr.ReadValues(buf)
 			for _, v := range buf[:n] {
-				if row >= int64(len(keep)) {
+				if row >= int64(len(dropped)) {
 					parquet.Release(p)
-					return 0, fmt.Errorf("more values than the row group's %d rows: not a flat column", len(keep))
+					return 0, fmt.Errorf("more values than the row group's %d rows: not a flat column", len(dropped))
 				}
-				if keep[row] {
+				if !dropped[row] {
 					if v.IsNull() {
 						s.nulls++
 					} else if minMax {
@@ -509,8 +509,8 @@ func copyKeptValues(c parquet.ColumnChunk, cw *parquet.ColumnWriter, keep []bool
 		}
 		parquet.Release(p)
 	}
-	if row != int64(len(keep)) {
-		return 0, fmt.Errorf("%d values for a row group of %d rows", row, len(keep))
+	if row != int64(len(dropped)) {
+		return 0, fmt.Errorf("%d values for a row group of %d rows", row, len(dropped))
 	}
 	switch {
 	case s.nulls == written || !hasMinMax(bounds.types[k]):

@@ -183,18 +183,9 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 		partVals[c] = v
 	}
 
-	size := add.Size
-	if size <= 0 {
-		info, err := store.Stat(ctx, name)
-		if err != nil {
-			return RewriteResult{}, false, err
-		}
-		size = info.Size
-	}
-	ra := &storeReaderAt{ctx: ctx, store: store, name: name, size: size}
-	f, err := parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.OptimisticRead(true))
+	ra, f, err := openParquet(ctx, store, name, add.Size)
 	if err != nil {
-		return RewriteResult{}, false, fmt.Errorf("open parquet: %w", err)
+		return RewriteResult{}, false, err
 	}
 	if !strings.HasPrefix(f.Metadata().CreatedBy, dsdeltaCreatedBy) {
 		return RewriteResult{}, false, nil
@@ -292,18 +283,17 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 				rw.abort()
 				return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
 			}
-			if err := rw.copyRowGroup(ra, f, g, rg, leaves); err != nil {
+			// Copied verbatim: parquet-go splices the pages and their indexes.
+			err = rw.appendRowGroup(ra, f, g, true, func(w *FileWriter) error { return w.writeRowGroup(rg, leaves) })
+			if err != nil {
 				rw.abort()
 				return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
 			}
 			res.Rows += n
 			res.RowGroupsCopied++
 		default:
-			keep := make([]bool, n)
-			for r, d := range dropped {
-				keep[r] = !d
-			}
-			if err := rw.copyKept(ra, f, g, rg, keep, bounds); err != nil {
+			err := rw.appendRowGroup(ra, f, g, false, func(w *FileWriter) error { return w.writeRowGroupKept(rg, dropped, bounds) })
+			if err != nil {
 				rw.abort()
 				return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
 			}
@@ -366,34 +356,19 @@ func (r *rewriter) open() error {
 	return nil
 }
 
-// copyRowGroup appends row group g of f. The row group's column chunks and
-// page indexes (which parquet-go copies with the pages) are fetched in a few
-// ranged reads first, so the copy reads from memory.
-func (r *rewriter) copyRowGroup(ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, leaves []leafSummary) error {
+// appendRowGroup appends row group g of f through write, then rolls the
+// file at the target size. The row group's column chunks (and, with
+// indexes, the page indexes parquet-go copies with verbatim pages) are
+// fetched in a few ranged reads first, so write reads from memory.
+func (r *rewriter) appendRowGroup(ra *storeReaderAt, f *parquet.File, g int, indexes bool, write func(*FileWriter) error) error {
 	if err := r.open(); err != nil {
 		return err
 	}
-	if err := ra.prefetch(chunkRanges(f.Metadata().RowGroups[g], true)); err != nil {
+	if err := ra.prefetch(chunkRanges(f.Metadata().RowGroups[g], indexes)); err != nil {
 		return err
 	}
 	defer ra.release()
-	if err := r.w.writeRowGroup(rg, leaves); err != nil {
-		return err
-	}
-	return r.maybeRoll()
-}
-
-// copyKept appends the rows of row group g of f that keep marks, decoding
-// and re-encoding them column by column.
-func (r *rewriter) copyKept(ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, keep []bool, bounds *chunkBounds) error {
-	if err := r.open(); err != nil {
-		return err
-	}
-	if err := ra.prefetch(chunkRanges(f.Metadata().RowGroups[g], false)); err != nil {
-		return err
-	}
-	defer ra.release()
-	if err := r.w.writeRowGroupKept(rg, keep, bounds); err != nil {
+	if err := write(r.w); err != nil {
 		return err
 	}
 	return r.maybeRoll()
