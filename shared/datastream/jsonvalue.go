@@ -263,18 +263,9 @@ func convertJSONIn(t value.Type, raw json.RawMessage, arena *strArena, al *slabs
 			if !isNum && !isStr {
 				return nil, mismatch()
 			}
-			bits := map[value.Primitive]int{value.Byte: 8, value.Short: 16, value.Integer: 32, value.Long: 64}[tt]
-			n, err := strconv.ParseInt(strings.TrimSpace(numText), 10, bits)
+			n, err := value.ParseInteger(tt, strings.TrimSpace(numText))
 			if err != nil {
-				return nil, fieldErr("", fmt.Sprintf("%q is not a %d-bit integer", numText, bits), nil)
-			}
-			switch tt {
-			case value.Byte:
-				return int8(n), nil
-			case value.Short:
-				return int16(n), nil
-			case value.Integer:
-				return int32(n), nil
+				return nil, fieldErr("", fmt.Sprintf("%q is not a %d-bit integer", numText, value.IntegerBits(tt)), nil)
 			}
 			return n, nil
 		case value.Float, value.Double:

@@ -111,26 +111,8 @@ func ParsePartitionValue(t value.Type, s *string) (any, error) {
 				return fail(err)
 			}
 			return b, nil
-		case value.Byte:
-			n, err := strconv.ParseInt(text, 10, 8)
-			if err != nil {
-				return fail(err)
-			}
-			return int8(n), nil
-		case value.Short:
-			n, err := strconv.ParseInt(text, 10, 16)
-			if err != nil {
-				return fail(err)
-			}
-			return int16(n), nil
-		case value.Integer:
-			n, err := strconv.ParseInt(text, 10, 32)
-			if err != nil {
-				return fail(err)
-			}
-			return int32(n), nil
-		case value.Long:
-			n, err := strconv.ParseInt(text, 10, 64)
+		case value.Byte, value.Short, value.Integer, value.Long:
+			n, err := value.ParseInteger(tt, text)
 			if err != nil {
 				return fail(err)
 			}

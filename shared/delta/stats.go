@@ -590,19 +590,7 @@ func parseStatValue(raw json.RawMessage, t value.Type, upper bool) (any, error) 
 	case value.String:
 		return str, nil
 	case value.Byte, value.Short, value.Integer, value.Long:
-		n, err := strconv.ParseInt(text, 10, 64)
-		if err != nil {
-			return nil, err
-		}
-		switch p {
-		case value.Byte:
-			return int8(n), nil
-		case value.Short:
-			return int16(n), nil
-		case value.Integer:
-			return int32(n), nil
-		}
-		return n, nil
+		return value.ParseInteger(p, text)
 	case value.Float:
 		f, err := strconv.ParseFloat(text, 32)
 		return float32(f), err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strconv"
 )
 
 // Widen returns the narrowest type that holds every value of a and of b
@@ -156,4 +157,44 @@ func toInt64(v any) int64 {
 		return x
 	}
 	return 0
+}
+
+// IntegerBits is the width of the integer type t (8 for Byte, 16, 32, 64
+// for Long), or 0 when t is not an integer type.
+func IntegerBits(t Primitive) int {
+	switch t {
+	case Byte:
+		return 8
+	case Short:
+		return 16
+	case Integer:
+		return 32
+	case Long:
+		return 64
+	}
+	return 0
+}
+
+// ParseInteger parses base-10 text as a value of the integer type t (Byte,
+// Short, Integer or Long): an int8, int16, int32 or int64. Text outside t's
+// range is an error (a *strconv.NumError), as is a t that is not an integer
+// type.
+func ParseInteger(t Primitive, text string) (any, error) {
+	bits := IntegerBits(t)
+	if bits == 0 {
+		return nil, fmt.Errorf("parse %q: %s is not an integer type", text, t)
+	}
+	n, err := strconv.ParseInt(text, 10, bits)
+	if err != nil {
+		return nil, err
+	}
+	switch t {
+	case Byte:
+		return int8(n), nil
+	case Short:
+		return int16(n), nil
+	case Integer:
+		return int32(n), nil
+	}
+	return n, nil
 }

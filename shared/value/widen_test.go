@@ -58,3 +58,29 @@ func TestWidenAndConvert(t *testing.T) {
 		}
 	})
 }
+
+func TestParseIntegerGivesEachIntegerTypeItsGoTypeAndRange(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		t    Primitive
+		text string
+		want any
+		err  bool
+	}{
+		{"a byte is an int8", Byte, "-128", int8(-128), false},
+		{"a byte past its range is an error", Byte, "128", nil, true},
+		{"a short is an int16", Short, "32767", int16(32767), false},
+		{"an integer is an int32", Integer, "-2147483648", int32(-2147483648), false},
+		{"an integer past its range is an error", Integer, "2147483648", nil, true},
+		{"a long is an int64", Long, "9223372036854775807", int64(9223372036854775807), false},
+		{"text that is not a number is an error", Long, "12a", nil, true},
+		{"a type that is not an integer is an error", Double, "1", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseInteger(tc.t, tc.text)
+			if (err != nil) != tc.err || got != tc.want {
+				t.Errorf("ParseInteger(%s, %q) = %#v, %v; want %#v, error %v", tc.t, tc.text, got, err, tc.want, tc.err)
+			}
+		})
+	}
+}
