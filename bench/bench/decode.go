@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -95,27 +96,44 @@ func dsDecode(ctx context.Context, paths []string, schema value.StructType) (tim
 // only: the comparison with DuckDB keeps them).
 func dsDecodeKeeping(ctx context.Context, paths []string, schema value.StructType, keep bool) (time.Duration, int, error) {
 	start := time.Now()
-	var events []datastream.Event
-	n := 0
+	var (
+		events  datastream.Events
+		dropped int
+	)
 	opts := datastream.Options{Schemas: map[string]value.StructType{"shop.customers": schema}}
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
 			return 0, 0, fmt.Errorf("open %s: %w", p, err)
 		}
-		err = datastream.All(ctx, f, filepath.Base(p), opts, func(ev datastream.Event) error {
-			n++
-			if keep {
-				events = append(events, ev)
-			}
-			return nil
-		})
+		if keep {
+			// As the pipeline's staging does.
+			err = decodeInto(ctx, f, filepath.Base(p), opts, &events)
+		} else {
+			err = datastream.All(ctx, f, filepath.Base(p), opts, func(datastream.Event) error {
+				dropped++
+				return nil
+			})
+		}
 		f.Close()
 		if err != nil {
 			return 0, 0, fmt.Errorf("decode %s: %w", p, err)
 		}
 	}
-	return time.Since(start), n, nil
+	if keep {
+		return time.Since(start), events.Len(), nil
+	}
+	return time.Since(start), dropped, nil
+}
+
+// decodeInto appends the events of one file to events.
+func decodeInto(ctx context.Context, r io.Reader, name string, opts datastream.Options, events *datastream.Events) error {
+	d, err := datastream.Decode(ctx, r, name, opts)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.AppendTo(events)
 }
 
 // duckJSONColumns types every field of a Datastream MySQL event, so DuckDB

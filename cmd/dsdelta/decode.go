@@ -100,17 +100,17 @@ func cmdDecode(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	// A JSON column's type depends on every value of the file, so the
 	// events are held until the end, as the pipeline's stage does.
-	var events []datastream.Event
+	var events datastream.Events
 	derr := datastream.All(ctx, rc, path, opts, func(ev datastream.Event) error {
-		events = append(events, ev)
+		events.Append(ev)
 		return nil
 	})
-	if _, err := datastream.UnifyJSON(events, value.StructType{}); err != nil {
+	if _, err := events.UnifyJSON(value.StructType{}); err != nil {
 		return err
 	}
 	w := bufio.NewWriter(stdout)
 	var line []byte
-	for _, ev := range events {
+	for _, ev := range events.All() {
 		line, err = ev.AppendJSON(line[:0])
 		if err != nil {
 			return fmt.Errorf("encode record %d of %s: %w", ev.Meta.Record, path, err)

@@ -77,6 +77,7 @@ type chunkJob struct {
 	data   []byte
 	buf    []byte // the allocation data lives in, reused for a later chunk
 	events []Event
+	given  bool  // events were handed to the caller (nextBlock): not reused
 	lines  int64 // newlines in data
 	err    error
 	done   chan struct{}
@@ -107,20 +108,51 @@ func newParallelJSON(d *Reader, jd *jsonDecoder, r io.Reader, workers int) *para
 
 // next returns the next event in file order.
 func (p *parallelJSON) next() (Event, error) {
+	if err := p.ready(); err != nil {
+		return Event{}, err
+	}
+	if p.seq != nil {
+		return p.seq.next()
+	}
+	// The copy left behind is overwritten when the buffer is reused, and
+	// dropped at the end of the file.
+	ev := p.cur.events[p.pos]
+	p.pos++
+	return ev, nil
+}
+
+// nextBlock returns, in file order, the events of the current chunk not yet
+// returned; the caller owns the slice from then on. It returns nil, nil
+// once the sequential decoder has taken over: next returns the rest.
+func (p *parallelJSON) nextBlock() ([]Event, error) {
+	if err := p.ready(); err != nil {
+		return nil, err
+	}
+	if p.seq != nil {
+		return nil, nil
+	}
+	n := len(p.cur.events)
+	blk := p.cur.events[p.pos:n:n]
+	p.pos, p.cur.given = n, true
+	return blk, nil
+}
+
+// ready makes p.cur hold an event not yet returned, or hands over to the
+// sequential decoder (p.seq set); it returns io.EOF after the last chunk.
+func (p *parallelJSON) ready() error {
 	for {
 		if p.seq != nil {
-			return p.seq.next()
+			return nil
 		}
 		if p.cur != nil {
 			if p.pos < len(p.cur.events) {
-				// The copy left behind is overwritten when the buffer is
-				// reused, and dropped at the end of the file.
-				ev := p.cur.events[p.pos]
-				p.pos++
-				return ev, nil
+				return nil
 			}
 			p.baseLine += p.cur.lines
 			p.baseRecord += int64(len(p.cur.events))
+			if p.cur.given {
+				p.cur.events = nil // the caller holds them now
+			}
 			p.free = append(p.free, p.cur)
 			p.cur = nil
 		}
@@ -131,13 +163,13 @@ func (p *parallelJSON) next() (Event, error) {
 				continue
 			}
 			p.free = nil // nor keep the buffers or the events' copies in them
-			return Event{}, io.EOF
+			return io.EOF
 		}
 		j := p.window[0]
 		select {
 		case <-j.done:
 		case <-p.d.ctx.Done():
-			return Event{}, p.d.ctx.Err()
+			return p.d.ctx.Err()
 		}
 		if j.err != nil {
 			p.fallBack()

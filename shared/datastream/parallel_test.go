@@ -35,6 +35,31 @@ func decodeWith(t testing.TB, r io.Reader, opts Options) decodeResult {
 	return res
 }
 
+// appendWith decodes as the pipeline's staging does: Reader.AppendTo into
+// Events, which takes the parallel decoder's blocks whole.
+func appendWith(t testing.TB, r io.Reader, opts Options) decodeResult {
+	t.Helper()
+	var res decodeResult
+	d, err := Decode(context.Background(), r, "f.jsonl", opts)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	defer d.Close()
+	var evs Events
+	res.err = d.AppendTo(&evs)
+	for i, ev := range evs.All() {
+		if at := evs.At(i); at != ev {
+			t.Fatalf("Events.At(%d) is not the event All yields at %d", i, i)
+		}
+		res.events = append(res.events, *ev)
+	}
+	if len(res.events) != evs.Len() {
+		t.Fatalf("Events.Len() = %d, All yields %d", evs.Len(), len(res.events))
+	}
+	return res
+}
+
 // sameDecode fails unless got holds exactly the events and error of want:
 // the same values, record numbers and lines, and an error naming the same
 // line, record and field for the same reason.
@@ -140,6 +165,7 @@ func TestParallelDecodeMatchesSequentialDecode(t *testing.T) {
 				for _, workers := range []int{2, 3} {
 					got := decodeWith(t, strings.NewReader(tt.data), parallelOpts(tt.opts, workers, chunk))
 					sameDecode(t, got, want)
+					sameDecode(t, appendWith(t, strings.NewReader(tt.data), parallelOpts(tt.opts, workers, chunk)), want)
 				}
 			}
 		})
@@ -166,6 +192,7 @@ func TestParallelDecodeOfGzipMatchesSequentialDecode(t *testing.T) {
 			want := decodeWith(t, bytes.NewReader(tt.data), sequentialOpts(Options{}))
 			got := decodeWith(t, bytes.NewReader(tt.data), parallelOpts(Options{}, 2, 512))
 			sameDecode(t, got, want)
+			sameDecode(t, appendWith(t, bytes.NewReader(tt.data), parallelOpts(Options{}, 2, 512)), want)
 		})
 	}
 }
@@ -195,6 +222,7 @@ func TestParallelDecodeReportsAReadErrorAfterTheEventsBeforeIt(t *testing.T) {
 	for _, chunk := range chunkSizes {
 		got := decodeWith(t, &failingReader{data: []byte(data), err: boom}, parallelOpts(Options{}, 2, chunk))
 		sameDecode(t, got, want)
+		sameDecode(t, appendWith(t, &failingReader{data: []byte(data), err: boom}, parallelOpts(Options{}, 2, chunk)), want)
 		if !errors.Is(got.err, boom) {
 			t.Errorf("chunk %d: err = %v, want it to wrap the read error", chunk, got.err)
 		}
@@ -215,7 +243,9 @@ func TestParallelDecodeOfFixturesMatchesSequentialDecode(t *testing.T) {
 			want := decodeWith(t, bytes.NewReader(data), sequentialOpts(Options{}))
 			for _, chunk := range []int{1, 100, 2000} {
 				sameDecode(t, decodeWith(t, bytes.NewReader(data), parallelOpts(Options{}, 2, chunk)), want)
+				sameDecode(t, appendWith(t, bytes.NewReader(data), parallelOpts(Options{}, 2, chunk)), want)
 			}
+			sameDecode(t, appendWith(t, bytes.NewReader(data), sequentialOpts(Options{})), want)
 		})
 	}
 }
@@ -376,6 +406,7 @@ func FuzzParallelJSONMatchesSequential(f *testing.F) {
 		want := decodeWith(t, bytes.NewReader(data), sequentialOpts(Options{}))
 		for _, chunk := range []int{1, 37} {
 			sameDecode(t, decodeWith(t, bytes.NewReader(data), parallelOpts(Options{}, 2, chunk)), want)
+			sameDecode(t, appendWith(t, bytes.NewReader(data), parallelOpts(Options{}, 2, chunk)), want)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package datastream
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"math/big"
 	"strconv"
 	"strings"
@@ -93,13 +94,24 @@ const unsignedBigintDigits = 20
 // record and the field of the first value that does not fit its column's
 // type.
 func UnifyJSON(events []Event, known value.StructType) (value.StructType, error) {
+	return unifyJSON(func(yield func(*Event) bool) {
+		for i := range events {
+			if !yield(&events[i]) {
+				return
+			}
+		}
+	}, known)
+}
+
+// unifyJSON is UnifyJSON over events held in any order-keeping container;
+// it walks them twice.
+func unifyJSON(events iter.Seq[*Event], known value.StructType) (value.StructType, error) {
 	fields, lookup, err := unifiedColumns(events, known)
 	if err != nil {
 		return value.StructType{}, err
 	}
 	out := value.StructType{Fields: fields}
-	for i := range events {
-		ev := &events[i]
+	for ev := range events {
 		src := ev.jsonSrc
 		if src == nil {
 			continue
@@ -145,7 +157,7 @@ func UnifyJSON(events []Event, known value.StructType) (value.StructType, error)
 // unifiedColumns decides the unified schema and maps every event column
 // name to its field index (several names share a field when known matches
 // them case-insensitively).
-func unifiedColumns(events []Event, known value.StructType) ([]value.Field, map[string]int, error) {
+func unifiedColumns(events iter.Seq[*Event], known value.StructType) ([]value.Field, map[string]int, error) {
 	type column struct {
 		field   value.Field
 		known   bool
@@ -163,8 +175,7 @@ func unifiedColumns(events []Event, known value.StructType) ([]value.Field, map[
 		cols = append(cols, &column{field: f, known: true})
 	}
 	lookup := map[string]int{} // event column name → index in cols
-	for i := range events {
-		ev := &events[i]
+	for ev := range events {
 		src := ev.jsonSrc
 		if src == nil {
 			continue

@@ -186,21 +186,13 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 		return nil, "", err
 	}
 	defer d.Close()
-	var (
-		m      *manifest
-		events []datastream.Event
-	)
-	for {
-		ev, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			if m != nil {
-				return nil, m.Table, err
-			}
-			return nil, "", err
-		}
+	var events datastream.Events
+	derr := d.AppendTo(&events)
+	// Check the events decoded before any decode error first: a record of
+	// another table before a bad record is the error decoding in order
+	// meets first.
+	var m *manifest
+	for _, ev := range events.All() {
 		tid := ev.Table.String()
 		if m == nil {
 			m = &manifest{Table: tid, Source: f, MinSourceTS: ev.SourceTimestamp, MaxSourceTS: ev.SourceTimestamp}
@@ -210,8 +202,13 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 		}
 		m.MinSourceTS = min(m.MinSourceTS, ev.SourceTimestamp)
 		m.MaxSourceTS = max(m.MaxSourceTS, ev.SourceTimestamp)
-		events = append(events, ev)
 		m.Events++
+	}
+	if derr != nil {
+		if m != nil {
+			return nil, m.Table, derr
+		}
+		return nil, "", derr
 	}
 	if m == nil {
 		return nil, "", nil
@@ -230,21 +227,21 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 		}
 		// A value that does not fit the table's type is a bad record naming
 		// the file, line and column: the file is quarantined.
-		unified, err := datastream.UnifyJSON(events, known)
+		unified, err := events.UnifyJSON(known)
 		if err != nil {
 			return nil, m.Table, err
 		}
-		m.Untyped = untypedColumns(events, unified, known)
+		m.Untyped = untypedColumns(&events, unified, known)
 	}
-	if !events[0].HistoryOnly {
-		m.Key = events[0].KeyNames
+	if first := events.At(0); !first.HistoryOnly {
+		m.Key = first.KeyNames
 	}
 	var (
 		schema  value.StructType
 		schemas []value.StructType
 		rowSch  []int // index into schemas per event
 	)
-	for _, ev := range events {
+	for _, ev := range events.All() {
 		if len(schemas) == 0 {
 			schema = ev.Schema
 		}
@@ -271,8 +268,8 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 	for i, s := range schemas {
 		from[i] = cdc.HistorySchema(s)
 	}
-	for i, ev := range events {
-		row, err := cdc.Conform(cdc.HistoryRow(ev), from[rowSch[i]], hs)
+	for i, ev := range events.All() {
+		row, err := cdc.Conform(cdc.HistoryRow(*ev), from[rowSch[i]], hs)
 		if err != nil {
 			w.Abort()
 			return nil, m.Table, permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
@@ -281,7 +278,7 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 			w.Abort()
 			return nil, m.Table, err
 		}
-		events[i] = datastream.Event{} // written: let it go
+		*ev = datastream.Event{} // written: let it go
 	}
 	add, err := w.Close(ctx)
 	if err != nil {
@@ -331,14 +328,14 @@ func (p *Pipeline) readStaged(ctx context.Context, path string) (*manifest, erro
 
 // untypedColumns returns the columns of a unified JSON schema that the
 // table does not know and that are null in every event.
-func untypedColumns(events []datastream.Event, unified, known value.StructType) []string {
+func untypedColumns(events *datastream.Events, unified, known value.StructType) []string {
 	var out []string
 	for i, f := range unified.Fields {
 		if _, ok := known.Field(f.Name); ok {
 			continue
 		}
 		typed := false
-		for _, ev := range events {
+		for _, ev := range events.All() {
 			if i < len(ev.Row) && ev.Row[i] != nil {
 				typed = true
 				break

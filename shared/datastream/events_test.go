@@ -1,0 +1,110 @@
+package datastream
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+func TestEventsKeepOrderAcrossBlocks(t *testing.T) {
+	for _, n := range []int{0, 1, 15, 16, 17, 1023, 1024, 1025, 5000} {
+		var e Events
+		for i := range n {
+			e.Append(Event{Meta: Metadata{Record: int64(i + 1)}})
+		}
+		if e.Len() != n {
+			t.Fatalf("n=%d: Len() = %d", n, e.Len())
+		}
+		seen := 0
+		for i, ev := range e.All() {
+			if i != seen || ev.Meta.Record != int64(i+1) || e.At(i) != ev {
+				t.Fatalf("n=%d: All yields index %d record %d at position %d", n, i, ev.Meta.Record, seen)
+			}
+			seen++
+		}
+		if seen != n {
+			t.Fatalf("n=%d: All yielded %d events", n, seen)
+		}
+	}
+}
+
+func TestEventsAdoptedBlocksInterleaveWithAppendedEvents(t *testing.T) {
+	var e Events
+	rec := int64(0)
+	next := func() Event { rec++; return Event{Meta: Metadata{Record: rec}} }
+	for round := range 50 {
+		for range round % 7 {
+			e.Append(next())
+		}
+		blk := make([]Event, round%5, round%5+3) // spare capacity is never written into
+		for j := range blk {
+			blk[j] = next()
+		}
+		e.adopt(blk)
+		if round%5 > 0 {
+			e.Append(next())
+			if blk[:cap(blk)][len(blk)].Meta.Record != 0 {
+				t.Fatal("Append wrote into an adopted block's spare capacity")
+			}
+		}
+	}
+	if e.Len() != int(rec) {
+		t.Fatalf("Len() = %d, appended %d", e.Len(), rec)
+	}
+	for i, ev := range e.All() {
+		if ev.Meta.Record != int64(i+1) || e.At(i).Meta.Record != int64(i+1) {
+			t.Fatalf("event %d has record %d (At: %d)", i, ev.Meta.Record, e.At(i).Meta.Record)
+		}
+	}
+}
+
+func TestEventsAtOutOfRangePanics(t *testing.T) {
+	var e Events
+	e.Append(Event{})
+	for _, i := range []int{-1, 1, 100} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("At(%d) of 1 event did not panic", i)
+				}
+			}()
+			e.At(i)
+		}()
+	}
+}
+
+func TestAppendToOfAvroAndFixturesMatchesNext(t *testing.T) {
+	_, files := fixtureFiles(t)
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			sameDecode(t, appendWith(t, bytes.NewReader(data), Options{}), decodeWith(t, bytes.NewReader(data), Options{}))
+		})
+	}
+}
+
+func TestEventsUnifyJSONMatchesUnifyJSONOfASlice(t *testing.T) {
+	data := jsonLines(oracleInsert, pgCDC, pgBackfill, oraclePKDelete, oraclePKInsert)
+	want := decodeWith(t, strings.NewReader(data), Options{})
+	stWant, errWant := UnifyJSON(want.events, value.StructType{})
+	var e Events
+	for _, ev := range decodeWith(t, strings.NewReader(data), Options{}).events {
+		e.Append(ev)
+	}
+	stGot, errGot := e.UnifyJSON(value.StructType{})
+	if (errGot == nil) != (errWant == nil) || stGot.SchemaString() != stWant.SchemaString() {
+		t.Fatalf("Events.UnifyJSON = %v, %v; UnifyJSON of the slice = %v, %v", stGot, errGot, stWant, errWant)
+	}
+	got := make([]Event, 0, e.Len())
+	for _, ev := range e.All() {
+		got = append(got, *ev)
+	}
+	sameDecode(t, decodeResult{events: got}, decodeResult{events: want.events})
+}
