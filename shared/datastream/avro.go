@@ -33,6 +33,7 @@ type avroDecoder struct {
 	payload []payloadCol
 	schema  value.StructType
 	mysql   bool
+	built   buildCache
 
 	// typeNodes counts deltaType calls: a schema whose mapped type tree
 	// grows beyond maxTypeNodes (shared named types expanding
@@ -423,6 +424,7 @@ func (ad *avroDecoder) decodeRecord() (ev Event, err error) {
 	if !hasSourceTS {
 		return ev, fieldErr("source_timestamp", "missing", nil)
 	}
+	re.cache = &ad.built
 	return ad.d.build(&re, ad.record)
 }
 

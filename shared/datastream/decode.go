@@ -222,6 +222,19 @@ type rawEvent struct {
 	arena  *strArena
 	schema value.StructType
 	row    []any
+	// cache, when set, carries what build derived from the previous
+	// event of the same decoder.
+	cache *buildCache
+}
+
+// buildCache remembers what build derived from strings the events of a
+// file repeat, so that it is derived once per file rather than per event.
+type buildCache struct {
+	readMethod string // the read_method the next two fields are for
+	rmKind     ReadMethod
+	src        Source // named by readMethod; Unknown: decided per event
+	ok         bool
+	db, tbl    string // the last table identity found valid
 }
 
 // metaMember is one member of a JSON source_metadata object. Nested values
@@ -277,9 +290,18 @@ func (raw *rawEvent) has(k string) bool {
 // build normalises a raw record into an Event. Errors are *fieldError.
 func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 	has := raw.has
+	c := raw.cache
+	if c == nil {
+		c = &buildCache{} // every decoder sets one; this is for safety
+	}
+	if !c.ok || c.readMethod != raw.readMethod {
+		*c = buildCache{readMethod: raw.readMethod, rmKind: readMethodOf(raw.readMethod), src: sourceOfReadMethod(raw.readMethod), ok: true, db: c.db, tbl: c.tbl}
+	}
 	src := d.opts.Source
 	if src == Unknown {
-		src = detectSource(raw.readMethod, has)
+		if src = c.src; src == Unknown {
+			src = detectSource(raw.readMethod, has)
+		}
 	}
 	if src == Unknown && !d.warnedUnknown.Load() && d.warnedUnknown.CompareAndSwap(false, true) {
 		d.log.Warn("unknown Datastream source; events order by source timestamp only",
@@ -287,7 +309,7 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 	}
 	ev := Event{
 		SourceTimestamp: raw.sourceTS,
-		ReadMethod:      readMethodOf(raw.readMethod),
+		ReadMethod:      c.rmKind,
 		Schema:          raw.schema,
 		Row:             raw.row,
 	}
@@ -323,11 +345,14 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 	if err != nil {
 		return ev, err
 	}
-	if err := validatePart(db); err != nil {
-		return ev, fieldErr("source_metadata."+dbField, "invalid table identity", err)
-	}
-	if err := validatePart(tbl); err != nil {
-		return ev, fieldErr("source_metadata.table", "invalid table identity", err)
+	if c.db == "" || db != c.db || tbl != c.tbl { // c.db is empty until an identity is valid
+		if err := validatePart(db); err != nil {
+			return ev, fieldErr("source_metadata."+dbField, "invalid table identity", err)
+		}
+		if err := validatePart(tbl); err != nil {
+			return ev, fieldErr("source_metadata.table", "invalid table identity", err)
+		}
+		c.db, c.tbl = db, tbl
 	}
 	ev.Table = TableID{Database: db, Table: tbl}
 

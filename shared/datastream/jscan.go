@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -335,19 +336,109 @@ func scanString(b []byte, i int) (int, error) {
 // unquote returns the text of a complete JSON string token.
 func unquote(tok []byte) (string, error) {
 	body := tok[1 : len(tok)-1]
-	plain := true
-	for _, c := range body[plainPrefix(body):] {
-		if c == '\\' || c >= utf8.RuneSelf {
-			plain = false
-			break
-		}
-	}
-	if plain || (utf8.Valid(body) && !containsByte(body, '\\')) {
+	if plainString(body) {
 		return string(body), nil
 	}
+	var buf [256]byte
+	out, err := appendUnquoted(buf[:0], tok)
+	return string(out), err
+}
+
+// appendUnquoted appends the text of the JSON string token tok to dst, as
+// encoding/json decodes it: escapes resolved, a surrogate pair joined, a
+// lone surrogate and every byte of invalid UTF-8 replaced by U+FFFD.
+// Tokens the scanner did not vet (a control character, a bad escape) go
+// to encoding/json, for its error.
+func appendUnquoted(dst, tok []byte) ([]byte, error) {
+	body := tok[1 : len(tok)-1]
+	start := len(dst)
+	for i := 0; i < len(body); {
+		c := body[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(body) {
+				return jsonUnquoteSlow(dst[:start], tok)
+			}
+			switch e := body[i+1]; e {
+			case '"', '\\', '/':
+				dst = append(dst, e)
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r, ok := hex4(body[i+2:])
+				if !ok {
+					return jsonUnquoteSlow(dst[:start], tok)
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					r2, ok2 := rune(-1), false
+					if i+1 < len(body) && body[i] == '\\' && body[i+1] == 'u' {
+						r2, ok2 = hex4(body[i+2:])
+					}
+					if d := utf16.DecodeRune(r, r2); ok2 && d != utf8.RuneError {
+						r = d
+						i += 6
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				dst = utf8.AppendRune(dst, r)
+				continue
+			default:
+				return jsonUnquoteSlow(dst[:start], tok)
+			}
+			i += 2
+		case c < 0x20 || c == '"':
+			return jsonUnquoteSlow(dst[:start], tok)
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(body[i:])
+			dst = utf8.AppendRune(dst, r) // U+FFFD for a byte of bad UTF-8
+			i += size
+		}
+	}
+	return dst, nil
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// jsonUnquoteSlow is appendUnquoted through encoding/json.
+func jsonUnquoteSlow(dst, tok []byte) ([]byte, error) {
 	var s string
-	err := json.Unmarshal(tok, &s)
-	return s, err
+	if err := json.Unmarshal(tok, &s); err != nil {
+		return dst, err
+	}
+	return append(dst, s...), nil
 }
 
 func containsByte(b []byte, c byte) bool {
@@ -362,13 +453,19 @@ func containsByte(b []byte, c byte) bool {
 // plainString reports whether a string token's body reads as itself: no
 // escapes and valid UTF-8 (the cases unquote copies without encoding/json).
 func plainString(body []byte) bool {
-	for _, c := range body[plainPrefix(body):] {
-		if c == '\\' {
-			return false
+	n := len(body)
+	if n < 8 {
+		for _, c := range body {
+			if c == '\\' || c >= utf8.RuneSelf {
+				return !containsByte(body, '\\') && utf8.Valid(body)
+			}
 		}
-		if c >= utf8.RuneSelf {
-			return utf8.Valid(body) && !containsByte(body, '\\')
-		}
+		return true
+	}
+	// Whole words, then the tail as one word overlapping the words already
+	// checked: no byte loop for the common short string.
+	if i := plainPrefix(body); i+8 <= n || (i < n && hasEscapeOrNonASCII(binary.LittleEndian.Uint64(body[n-8:]))) {
+		return !containsByte(body, '\\') && utf8.Valid(body)
 	}
 	return true
 }

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // scanWhole reports whether data is exactly one JSON value with optional
@@ -161,6 +163,82 @@ func FuzzMemberSpansAgreeWithEachMember(f *testing.F) {
 			if got, want := fromSpans(t, data, kids), walk(t, v); !reflect.DeepEqual(got, want) {
 				t.Fatalf("spans of %s give %q, a walk gives %q", v, got, want)
 			}
+		}
+	})
+}
+
+// unquoteCases are string bodies with every kind of escape and of bad
+// UTF-8, at the start, middle and end.
+var unquoteCases = []string{
+	``, `plain`, `a\"b`, `\\`, `\/`, `\b\f\n\r\t`, `tab\there`, `\u00e9t\u00E9`,
+	`\ud83d\ude00`, `x\ud83d\ude00y`, `\ud83d`, `\ud83dx`, `\ude00`, `\ud83d\u0041`,
+	`\ud83d\ud83d\ude00`, `\u0000`, "caf\xc3\xa9", "bad\xffbyte", "\xc3", "\xed\xa0\x80",
+	`\u12`, `\x41`, "mixed \u00e9 and \\n and \xff", strings.Repeat(`\"`, 200), strings.Repeat("é", 300),
+}
+
+func TestAppendUnquotedDecodesLikeEncodingJSON(t *testing.T) {
+	for _, body := range unquoteCases {
+		tok := []byte(`"` + body + `"`)
+		var want string
+		wantErr := json.Unmarshal(tok, &want)
+		got, err := appendUnquoted([]byte("prefix"), tok)
+		if (err != nil) != (wantErr != nil) {
+			t.Errorf("%q: err = %v, encoding/json err = %v", body, err, wantErr)
+			continue
+		}
+		if wantErr == nil && string(got) != "prefix"+want {
+			t.Errorf("%q: got %q, encoding/json gives %q", body, got[len("prefix"):], want)
+		}
+		if wantErr == nil {
+			if s, err := unquote(tok); err != nil || s != want {
+				t.Errorf("%q: unquote = %q, %v; want %q", body, s, err, want)
+			}
+			var a strArena
+			if s, err := a.unquote(tok); err != nil || s != want {
+				t.Errorf("%q: strArena.unquote = %q, %v; want %q", body, s, err, want)
+			}
+		}
+	}
+}
+
+func TestPlainStringIsValidUTF8WithoutABackslash(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		for pos := 0; pos < n; pos++ {
+			for _, bad := range []byte{'\\', 0xff, 0xc3} {
+				b := bytes.Repeat([]byte{'a'}, n)
+				b[pos] = bad
+				want := utf8.Valid(b) && !bytes.ContainsRune(b, '\\')
+				if got := plainString(b); got != want {
+					t.Fatalf("plainString(%q) = %v, want %v", b, got, want)
+				}
+			}
+		}
+		if b := bytes.Repeat([]byte{'a'}, n); !plainString(b) {
+			t.Fatalf("plainString(%q) = false", b)
+		}
+	}
+	if !plainString([]byte("caf\xc3\xa9 au lait, déjà vu")) {
+		t.Error("valid UTF-8 without a backslash is not plain")
+	}
+}
+
+func FuzzAppendUnquotedMatchesEncodingJSON(f *testing.F) {
+	for _, c := range unquoteCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		tok := append(append([]byte{'"'}, body...), '"')
+		var want string
+		wantErr := json.Unmarshal(tok, &want)
+		got, err := appendUnquoted(nil, tok)
+		if wantErr != nil {
+			if err == nil {
+				t.Fatalf("%q: no error, encoding/json says %v", body, wantErr)
+			}
+			return
+		}
+		if err != nil || string(got) != want {
+			t.Fatalf("%q: got %q, %v; encoding/json gives %q", body, got, err, want)
 		}
 	})
 }

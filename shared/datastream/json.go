@@ -30,6 +30,7 @@ type jsonDecoder struct {
 	readTS   tsCache
 	sourceTS tsCache
 	nFields  int // payload columns of the previous line, to size the next
+	built    buildCache
 	al       slabs
 	arena    strArena
 	// schemas caches Options.Schemas lookups by table; lastSchema is the
@@ -244,7 +245,7 @@ func (jd *jsonDecoder) event(raw []byte, spans *objectSpans, line int64) (Event,
 		return Event{}, prefixField("payload", err)
 	}
 	jd.nFields = len(re.schema.Fields)
-	re.al, re.arena = &jd.al, &jd.arena
+	re.al, re.arena, re.cache = &jd.al, &jd.arena, &jd.built
 	ev, err := jd.d.build(&re, jd.record)
 	ev.jsonSrc = src
 	return ev, err

@@ -184,13 +184,13 @@ func smallDecimal(b []byte, dt value.DecimalType, al *slabs) (value.Decimal, boo
 
 // convertJSON converts a JSON value to the Go representation of t.
 func convertJSON(t value.Type, raw json.RawMessage) (any, error) {
-	return convertJSONIn(t, raw, nil, nil)
+	return convertJSONIn(t, bytes.TrimSpace(raw), nil, nil)
 }
 
-// convertJSONIn is convertJSON copying the value of a string column into
-// arena and cutting small decimals from al.
+// convertJSONIn is convertJSON of a value without surrounding white space
+// (as the framer's spans locate it), copying the value of a string column
+// into arena and cutting small decimals and boxes from al.
 func convertJSONIn(t value.Type, raw json.RawMessage, arena *strArena, al *slabs) (any, error) {
-	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -202,7 +202,7 @@ func convertJSONIn(t value.Type, raw json.RawMessage, arena *strArena, al *slabs
 			if t == value.TimestampNTZ {
 				return value.LocalMicros(us), nil
 			}
-			return us, nil
+			return al.boxMicros(us), nil
 		}
 	}
 	if isStr {
@@ -227,14 +227,14 @@ func convertJSONIn(t value.Type, raw json.RawMessage, arena *strArena, al *slabs
 			if n, ok := smallInt(raw); ok {
 				switch {
 				case tt == value.Long:
-					return n, nil
+					return al.boxLong(n), nil
 				case tt == value.Integer && n == int64(int32(n)):
 					return int32(n), nil
 				}
 			}
 		case value.DecimalType:
 			if d, ok := smallDecimal(raw, tt, al); ok {
-				return d, nil
+				return al.boxDecimal(d), nil
 			}
 		}
 		numText = string(raw)
@@ -248,7 +248,7 @@ func convertJSONIn(t value.Type, raw json.RawMessage, arena *strArena, al *slabs
 		case value.String:
 			switch {
 			case isStr:
-				return str, nil
+				return al.boxString(str), nil
 			case c == '{' || c == '[' || isNum || c == 't' || c == 'f':
 				return compactJSON(raw), nil
 			}

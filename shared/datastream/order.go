@@ -232,10 +232,8 @@ func parseSQLServerLSN(s string) ([3]uint64, error) {
 	return out, nil
 }
 
-// detectSource derives the source kind from read_method ("mysql-cdc-binlog",
-// "postgresql-backfill", "oracle_dump"...) and, failing that, from which
-// position fields source_metadata carries.
-func detectSource(readMethod string, has func(string) bool) Source {
+// sourceOfReadMethod is the source read_method names, or Unknown.
+func sourceOfReadMethod(readMethod string) Source {
 	l := strings.ToLower(readMethod)
 	switch {
 	case strings.HasPrefix(l, "mysql"):
@@ -246,6 +244,16 @@ func detectSource(readMethod string, has func(string) bool) Source {
 		return PostgreSQL
 	case strings.HasPrefix(l, "sqlserver"):
 		return SQLServer
+	}
+	return Unknown
+}
+
+// detectSource derives the source kind from read_method ("mysql-cdc-binlog",
+// "postgresql-backfill", "oracle_dump"...) and, failing that, from which
+// position fields source_metadata carries.
+func detectSource(readMethod string, has func(string) bool) Source {
+	if s := sourceOfReadMethod(readMethod); s != Unknown {
+		return s
 	}
 	switch {
 	case has("log_position") || has("binlog_position") || has("binlog_file"):

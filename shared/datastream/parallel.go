@@ -68,7 +68,10 @@ type parallelJSON struct {
 	seq *jsonDecoder // the sequential decoder, once it has taken over
 
 	stopping atomic.Bool // Close: chunk goroutines give up
-	wg       sync.WaitGroup
+	// bytesPerEvent is the input per event of the last chunk decoded, to
+	// size the next chunk's events.
+	bytesPerEvent atomic.Int64
+	wg            sync.WaitGroup
 }
 
 // chunkJob is one chunk of whole lines and, once done is closed, its
@@ -273,8 +276,16 @@ func (p *parallelJSON) decodeChunk(j *chunkJob) {
 	// numbers of the chunks before when it returns the events.
 	*jd.fr = jsonFramer{buf: j.data, eof: true, pastStart: true}
 	jd.record, jd.done = 0, false
-	if n := bytes.Count(j.data, []byte{'\n'}) + 1; cap(j.events) < n {
-		// Usually one event a line: grow once rather than step by step.
+	// Size the events once rather than growing them step by step: from
+	// the bytes per event of the chunks before (with a sixteenth to spare,
+	// as lines vary), else by counting lines (usually one event a line).
+	var n int
+	if bpe := int(p.bytesPerEvent.Load()); bpe > 0 {
+		n = len(j.data)/bpe + len(j.data)/bpe/16 + 8
+	} else {
+		n = bytes.Count(j.data, []byte{'\n'}) + 1
+	}
+	if cap(j.events) < n {
 		j.events = make([]Event, 0, n)
 	}
 	for {
@@ -293,6 +304,9 @@ func (p *parallelJSON) decodeChunk(j *chunkJob) {
 		j.events = append(j.events, ev)
 	}
 	j.lines = jd.fr.line
+	if len(j.events) > 0 {
+		p.bytesPerEvent.Store(int64(max(1, len(j.data)/len(j.events))))
+	}
 }
 
 // fallBack hands the rest of the input, from the start of the oldest chunk

@@ -3,6 +3,8 @@ package datastream
 import (
 	"math/big"
 	"unsafe"
+
+	"github.com/dsdelta/dsdelta/shared/value"
 )
 
 // slabs hands out the small slices of events (rows, key names and values,
@@ -19,10 +21,18 @@ type slabs struct {
 	ints   []smallBigInt
 	knames []string
 	srcs   []jsonSource
+
+	// Boxes for the payload values decoded most: timestamps, longs,
+	// decimals and strings.
+	micros boxes[value.Micros]
+	longs  boxes[int64]
+	decs   boxes[value.Decimal]
+	strs   boxes[string]
 }
 
 // Slab sizes, in elements: a few kilobytes each.
 const (
+	slabBoxes   = 256
 	slabAnys    = 1024
 	slabStrings = 256
 	slabSources = 128
@@ -105,6 +115,74 @@ func (s *slabs) source() *jsonSource {
 	return out
 }
 
+// boxes puts values of type T into interfaces without an allocation
+// each. Converting a non-pointer value to an interface copies it to a heap
+// object of its own, and the interface points to that copy: four of the
+// payload values of a typical event, each a small object to allocate and
+// for the collector to track. A box points into a shared slab instead. It
+// relies on an interface being a type word and a pointer to a value that is
+// never changed after the conversion, which the runtime itself relies on
+// (it points small integers into one static array); a slab element is
+// written once, before its interface exists, and never again. A slab stays
+// alive while any interface into it does.
+type boxes[T any] struct {
+	free []T
+	typ  unsafe.Pointer // T's type word in an interface
+}
+
+// eface is the layout of an empty interface.
+type eface struct {
+	typ, data unsafe.Pointer
+}
+
+// box returns v in an interface, as any(v) does.
+func (b *boxes[T]) box(v T) any {
+	if len(b.free) == 0 {
+		if b.typ == nil {
+			var x any = v
+			b.typ = (*eface)(unsafe.Pointer(&x)).typ
+		}
+		b.free = make([]T, slabBoxes)
+	}
+	p := &b.free[0]
+	*p = v
+	b.free = b.free[1:]
+	var x any
+	e := (*eface)(unsafe.Pointer(&x))
+	e.typ, e.data = b.typ, unsafe.Pointer(p)
+	return x
+}
+
+// Boxing of decoded values; a nil *slabs boxes as any(v) does.
+
+func (s *slabs) boxMicros(v value.Micros) any {
+	if s == nil {
+		return v
+	}
+	return s.micros.box(v)
+}
+
+func (s *slabs) boxLong(v int64) any {
+	if s == nil {
+		return v
+	}
+	return s.longs.box(v)
+}
+
+func (s *slabs) boxDecimal(v value.Decimal) any {
+	if s == nil {
+		return v
+	}
+	return s.decs.box(v)
+}
+
+func (s *slabs) boxString(v string) any {
+	if s == nil {
+		return v
+	}
+	return s.strs.box(v)
+}
+
 // strArena copies the strings of events (payload text, uuids, ordering
 // keys) into shared blocks instead of one allocation each: a decoded file
 // of short strings is then a few large objects for the garbage collector
@@ -141,7 +219,12 @@ func (a *strArena) unquote(tok []byte) (string, error) {
 	if body := tok[1 : len(tok)-1]; plainString(body) {
 		return a.string(body), nil
 	}
-	return unquote(tok)
+	var buf [256]byte
+	out, err := appendUnquoted(buf[:0], tok)
+	if err != nil {
+		return "", err
+	}
+	return a.string(out), nil
 }
 
 // bytes returns a copy of b that cannot grow into a neighbour (appending to
