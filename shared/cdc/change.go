@@ -77,7 +77,11 @@ type Change struct {
 
 // Batch is the events of one merge batch, in one source schema.
 type Batch struct {
-	Source  value.StructType // union of the staged files' source schemas
+	// Source is the schema of every Row: in schema mode "merge" the union
+	// of the staged files' source schemas; in mode "overwrite" the source
+	// schema as of the batch's newest change (BatchOrder), which the
+	// tables take unless they already hold a newer change's schema.
+	Source  value.StructType
 	Key     []string
 	Changes []Change
 }

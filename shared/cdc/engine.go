@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"sort"
 	"strconv"
@@ -38,8 +39,10 @@ type Options struct {
 	// Logger receives progress; default slog.Default().
 	Logger *slog.Logger
 	// Overwrite selects schema mode "overwrite": the tables take the
-	// incoming schema (dropped columns go, retyped columns are cast, see
-	// Cast) and their rows are rewritten. Default: mode "merge".
+	// schema of the newest change (dropped columns go, retyped columns are
+	// cast, see ConformCast) and their rows are rewritten; a batch older
+	// than the change that set the table's schema is conformed to it
+	// instead (see PropSchemaOrder). Default: mode "merge".
 	Overwrite bool
 	// RowGroupBytes sizes the row groups of current-state files (default
 	// delta.DefaultRowGroupBytes); a merge copies untouched row groups
@@ -120,14 +123,14 @@ func Apply(ctx context.Context, t Tables, seq int64, b Batch, opts Options) (Res
 
 func applyOnce(ctx context.Context, t Tables, seq int64, b Batch, opts Options) (Result, error) {
 	res := Result{Events: int64(len(b.Changes)), HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
-	_, source, err := applyHistory(ctx, t, seq, b, opts, &res)
+	_, source, order, err := applyHistory(ctx, t, seq, b, opts, &res)
 	if err != nil {
 		return res, fmt.Errorf("history: %w", err)
 	}
 	if len(b.Key) == 0 {
 		return res, nil // history-only table
 	}
-	return res, applyState(ctx, t, seq, b, source, opts, &res)
+	return res, applyState(ctx, t, seq, b, source, order, opts, &res)
 }
 
 // openTombstones opens (or creates) a table's tombstone table.
@@ -155,6 +158,7 @@ func replaceSchema(snap *delta.Snapshot, current, incoming value.StructType, ful
 	}
 	next := value.StructType{Fields: nullable(incoming.Fields)}
 	m := snap.Metadata()
+	m.Configuration = maps.Clone(m.Configuration) // the snapshot's own map
 	m.SchemaString = full(next).SchemaString()
 	rewrite := len(ch.Dropped)+len(ch.Widened)+len(ch.Retyped) > 0
 	return &m, next, rewrite, nil
@@ -211,16 +215,23 @@ func openOrCreate(ctx context.Context, store objstore.Store, id, role string, co
 }
 
 // evolve returns the metadata with the merged source schema, or nil when the
-// table's schema already holds every incoming column.
-// evolve returns the metadata with the merged source schema, or nil when the
 // table's schema already holds every incoming column at its type; widened
-// reports that existing columns changed type, so the table's existing files
-// must be rewritten with converted values in the same commit.
-func evolve(snap *delta.Snapshot, incoming value.StructType, full func(value.StructType) value.StructType, key []string, overwrite bool) (md *delta.Metadata, merged value.StructType, widened bool, err error) {
-	current := SourceSchema(snap.Schema())
+// reports that existing columns changed type (or, in overwrite mode, were
+// dropped), so the table's existing files must be rewritten with converted
+// values in the same commit. In overwrite mode, order is the ordering key
+// as of which incoming holds and nextOrder that of the table's resulting
+// schema (see PropSchemaOrder); merge mode ignores orders.
+func evolve(snap *delta.Snapshot, incoming value.StructType, order []byte, full func(value.StructType) value.StructType, key []string, overwrite bool) (md *delta.Metadata, merged value.StructType, nextOrder []byte, widened bool, err error) {
 	if overwrite {
-		return replaceSchema(snap, current, incoming, full, key)
+		return overwriteEvolve(snap, incoming, order, full, key)
 	}
+	md, merged, widened, err = mergeEvolve(snap, incoming, full, key)
+	return md, merged, nil, widened, err
+}
+
+// mergeEvolve is evolve in schema mode "merge".
+func mergeEvolve(snap *delta.Snapshot, incoming value.StructType, full func(value.StructType) value.StructType, key []string) (md *delta.Metadata, merged value.StructType, widened bool, err error) {
+	current := SourceSchema(snap.Schema())
 	merged, ch, err := MergeSchemas(current, incoming)
 	if err != nil {
 		return nil, current, false, err
@@ -242,28 +253,40 @@ func evolve(snap *delta.Snapshot, incoming value.StructType, full func(value.Str
 	return &m, merged, len(ch.Widened) > 0, nil
 }
 
-func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Options, res *Result) (*delta.Snapshot, value.StructType, error) {
-	snap, err := openOrCreate(ctx, t.History, t.ID, "history", delta.CreateOptions{
+// applyHistory appends the batch to the history table. It returns the
+// history's source schema after the batch, which the state table follows,
+// and in overwrite mode the order of the change that set it.
+func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Options, res *Result) (*delta.Snapshot, value.StructType, []byte, error) {
+	order := BatchOrder(b)
+	co := delta.CreateOptions{
 		Schema: HistorySchema(b.Source), PartitionColumns: []string{ColSourceDate},
 		Name: t.ID + "_log", Description: "dsdelta history of " + t.ID + ": every change event, append-only",
-	})
-	if err != nil {
-		return nil, value.StructType{}, err
 	}
-	md, source, widened, err := evolve(snap, b.Source, HistorySchema, b.Key, opts.Overwrite)
+	if opts.Overwrite {
+		co.Configuration = withSchemaOrder(nil, order)
+	}
+	snap, err := openOrCreate(ctx, t.History, t.ID, "history", co)
 	if err != nil {
-		return nil, value.StructType{}, err
+		return nil, value.StructType{}, nil, err
+	}
+	md, source, sourceOrder, widened, err := evolve(snap, b.Source, order, HistorySchema, b.Key, opts.Overwrite)
+	if err != nil {
+		return nil, value.StructType{}, nil, err
+	}
+	if opts.Overwrite && bytes.Compare(order, sourceOrder) < 0 && !value.Equal(source, b.Source) {
+		opts.Logger.InfoContext(ctx, "batch is older than the change that set the table's schema; its rows take the table's schema",
+			"table", t.ID, "batch", seq, "batch_schema", b.Source.String(), "table_schema", source.String())
 	}
 	if v, ok := snap.TxnVersion(AppID(t.ID)); ok && v >= seq {
 		res.AlreadyHistory = true
 		res.HistoryVersion = snap.Version()
-		return snap, source, nil
+		return snap, source, sourceOrder, nil
 	}
 	schema := HistorySchema(source)
 	from := HistorySchema(b.Source)
 	dup, err := historyDuplicates(ctx, snap, b, source)
 	if err != nil {
-		return nil, source, fmt.Errorf("look up earlier deliveries: %w", err)
+		return nil, source, nil, fmt.Errorf("look up earlier deliveries: %w", err)
 	}
 	// One rolling writer per source date partition.
 	w := newRolling(ctx, t.History, delta.WriteOptions{Schema: schema, PartitionColumns: []string{ColSourceDate}}, opts.TargetFileBytes)
@@ -277,18 +300,21 @@ func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Option
 			}
 			dup[id] = true
 		}
-		row, err := Conform(c.History, from, schema)
+		// In overwrite mode a batch older than the history's schema is
+		// cast to it like the table's own rows.
+		row, err := conformFor(opts.Overwrite, c.History, from, schema)
 		if err == nil {
 			err = w.Write(row)
 		}
 		if err != nil {
 			w.Abort()
-			return nil, source, err
+			return nil, source, nil, err
 		}
 		rows++
 	}
-	// A widened column: every existing file is rewritten with converted
-	// values in this same commit (history is append-only otherwise).
+	// A widened column (or, in overwrite mode, a dropped or retyped one):
+	// every existing file is rewritten with converted values in this same
+	// commit (history is append-only otherwise).
 	var removes []delta.Remove
 	if widened {
 		old := snap.Schema()
@@ -302,14 +328,14 @@ func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Option
 			})
 			if err != nil {
 				w.Abort()
-				return nil, source, fmt.Errorf("widen %s: %w", f.Path, err)
+				return nil, source, nil, fmt.Errorf("widen %s: %w", f.Path, err)
 			}
 			removes = append(removes, f.Remove(opts.Now().UnixMilli(), true))
 		}
 	}
 	adds, err := w.Close()
 	if err != nil {
-		return nil, source, err
+		return nil, source, nil, err
 	}
 	tx := snap.NewTransaction(delta.Operation{Name: "WRITE", Parameters: map[string]string{"mode": "Append", "partitionBy": `["` + ColSourceDate + `"]`}})
 	if widened {
@@ -325,11 +351,11 @@ func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Option
 	tx.SetMetrics(map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.FormatInt(rows, 10), "numOutputBytes": strconv.FormatInt(sumSize(adds), 10)})
 	committed, err := tx.Commit(ctx)
 	if err != nil {
-		return nil, source, err
+		return nil, source, nil, err
 	}
 	res.HistoryVersion = committed.Version()
 	res.FilesAdded += len(adds)
-	return committed, source, nil
+	return committed, source, sourceOrder, nil
 }
 
 // historyDuplicates returns the (key, order) identities of batch events that
@@ -411,7 +437,10 @@ type stored struct {
 	tombOrder []byte
 }
 
-func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.StructType, opts Options, res *Result) error {
+// applyState merges the batch into the state and tombstone tables. source
+// is the history's source schema after the batch and order (overwrite mode)
+// the order of the change that set it: the state table follows both.
+func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.StructType, order []byte, opts Options, res *Result) error {
 	keyIdx, err := KeyIndexes(source, b.Key)
 	if err != nil {
 		return err
@@ -420,8 +449,12 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 	if err != nil {
 		return err
 	}
+	stateConf := map[string]string{PropKey: strings.Join(b.Key, ",")}
+	if opts.Overwrite {
+		stateConf = withSchemaOrder(stateConf, order)
+	}
 	stateSnap, err := openOrCreate(ctx, t.State, t.ID, "state", delta.CreateOptions{
-		Schema: StateSchema(source), Name: t.ID, Configuration: map[string]string{PropKey: strings.Join(b.Key, ",")}, PartitionColumns: opts.StatePartitionColumns,
+		Schema: StateSchema(source), Name: t.ID, Configuration: stateConf, PartitionColumns: opts.StatePartitionColumns,
 		Description: "dsdelta current state of " + t.ID + ": one row per primary key",
 	})
 	if err != nil {
@@ -431,7 +464,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 	if err != nil {
 		return fmt.Errorf("tombstones: %w", err)
 	}
-	stateMD, stateSource, stateWidened, err := evolve(stateSnap, source, StateSchema, b.Key, opts.Overwrite)
+	stateMD, stateSource, _, stateWidened, err := evolve(stateSnap, source, order, StateSchema, b.Key, opts.Overwrite)
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
@@ -559,7 +592,9 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 		if verdicts[i] != Insert && verdicts[i] != Replace {
 			continue
 		}
-		row, err := Conform(c.Row, from, stateSource)
+		// In overwrite mode a batch older than the table's schema is cast
+		// to it: columns it lacks are null, columns gone are dropped.
+		row, err := conformFor(opts.Overwrite, c.Row, from, stateSource)
 		if err != nil {
 			return fmt.Errorf("key %s: %w", c.KeyText, err)
 		}

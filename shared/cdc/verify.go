@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -230,6 +231,12 @@ func Rebuild(ctx context.Context, t Tables, targetFileBytes int64) (VerifyResult
 		}
 		md := snap.Metadata()
 		md.SchemaString = schema.SchemaString()
+		if o, ok := hsnap.Configuration()[PropSchemaOrder]; ok && what == "state" {
+			// The state takes the history's schema, so the order of the
+			// change that set it too (schema mode "overwrite").
+			md.Configuration = maps.Clone(md.Configuration)
+			md.Configuration[PropSchemaOrder] = o
+		}
 		tx := snap.NewTransaction(delta.Operation{Name: "WRITE", Parameters: map[string]string{"mode": "Overwrite", "partitionBy": "[]"}})
 		tx.ReadWholeTable()
 		for _, f := range snap.Files() {

@@ -25,8 +25,11 @@ const (
 	// SchemaMerge adds new columns as nullable and keeps dropped ones (null
 	// from then on); a type change quarantines the file.
 	SchemaMerge SchemaMode = "merge"
-	// SchemaOverwrite makes the table take the new schema; the current state
-	// is rewritten.
+	// SchemaOverwrite makes the table take the source schema as of its
+	// newest change (by ordering key, not by file arrival): dropped columns
+	// go, retyped ones are cast, and the current state and history are
+	// rewritten. A late file older than the change that set the schema
+	// does not revert it: its rows are conformed to the table's schema.
 	SchemaOverwrite SchemaMode = "overwrite"
 )
 

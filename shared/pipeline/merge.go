@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -235,14 +236,16 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 			return cdc.Result{}, 0, fmt.Errorf("staged %s: %w", rec.StagedPath, err)
 		}
 		src := cdc.SourceSchema(hs)
-		var merged value.StructType
 		if overwrite {
-			// The newest file's schema is the table's from now on; columns
-			// it only guessed (null throughout) keep the current type.
-			merged = overwriteSchema(current, src, m.Untyped)
-		} else {
-			merged, _, err = cdc.MergeSchemas(source, withoutUntyped(src, m.Untyped))
+			// The batch's schema is chosen below, once every file's
+			// newest change is known; casting never conflicts.
+			if len(m.Key) > 0 {
+				key = m.Key
+			}
+			files = append(files, staged{rec: rec, m: m, src: src})
+			continue
 		}
+		merged, _, err := cdc.MergeSchemas(source, withoutUntyped(src, m.Untyped))
 		if err != nil {
 			reason := fmt.Sprintf("%s: %v (table %s)", rec.Name, err, tabs.ID)
 			if _, qerr := p.Coord.Quarantine(ctx, rec, reason); qerr != nil {
@@ -257,6 +260,21 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 			key = m.Key
 		}
 		files = append(files, staged{rec: rec, m: m, src: src})
+	}
+	if overwrite && len(files) > 0 {
+		ms := make([]*manifest, len(files))
+		for i, f := range files {
+			ms[i] = f.m
+		}
+		newest, err := p.newestFile(ctx, ms)
+		if err != nil {
+			return cdc.Result{}, 0, err
+		}
+		// The schema as of the batch's newest change, not of its last
+		// arrival: files come in any order. The engine keeps the table's
+		// schema when it already holds a newer change's. Columns the file
+		// only guessed (null throughout) keep the current type.
+		source = overwriteSchema(current, files[newest].src, files[newest].m.Untyped)
 	}
 	batch := cdc.Batch{Source: source, Key: key}
 	var keyIdx []int
@@ -317,6 +335,26 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 	r, err := cdc.Apply(ctx, tabs, b.Seq, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log(),
 		StatePartitionColumns: tc.PartitionColumns, Overwrite: overwrite})
 	return r, quarantined, err
+}
+
+// newestFile returns the index of the file holding the batch's greatest
+// ordering key (the later one on a tie, e.g. a file written again under a
+// new generation). Only the order column of each staged file is read.
+func (p *Pipeline) newestFile(ctx context.Context, files []*manifest) (int, error) {
+	best, bestOrder := 0, []byte(nil)
+	for i, m := range files {
+		md := delta.Metadata{SchemaString: m.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
+		err := delta.ReadFile(ctx, p.Lake, md, m.Add, delta.ReadOptions{Columns: []string{cdc.ColOrder}}, func(row []any) error {
+			if o, _ := row[0].([]byte); bestOrder == nil || bytes.Compare(o, bestOrder) >= 0 {
+				best, bestOrder = i, o
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("read the orders of staged %s: %w", m.Add.Path, err)
+		}
+	}
+	return best, nil
 }
 
 // withoutUntyped drops from a staged file's schema the columns whose type

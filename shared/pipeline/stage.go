@@ -222,7 +222,10 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 		// values must not be held to the table's type.
 		known = dropColumns(known, p.Config.Table(m.Table).IgnoreColumns)
 		if p.Config.Table(m.Table).SchemaMode == config.SchemaOverwrite {
-			// The file's own values decide: its schema replaces the table's.
+			// The file's own values decide its schema: the source's as of
+			// the file's changes. The merge lets it replace the table's
+			// only when the file holds the newest change (files arrive in
+			// any order).
 			known = value.StructType{}
 		}
 		// A value that does not fit the table's type is a bad record naming
