@@ -425,7 +425,8 @@ func (ad *avroDecoder) decodeRecord() (ev Event, err error) {
 		return ev, fieldErr("source_timestamp", "missing", nil)
 	}
 	re.cache = &ad.built
-	return ad.d.build(&re, ad.record)
+	err = ad.d.build(&re, ad.record, &ev)
+	return ev, err
 }
 
 func (ad *avroDecoder) readPayload(r *binReader, s avro.Schema) ([]any, error) {

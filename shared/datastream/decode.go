@@ -287,8 +287,10 @@ func (raw *rawEvent) has(k string) bool {
 	return ok && !isNull(m.val)
 }
 
-// build normalises a raw record into an Event. Errors are *fieldError.
-func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
+// build normalises a raw record into *ev, which must be the zero Event
+// (the slot it will live in, so that it is not copied). Errors are
+// *fieldError; *ev is then incomplete.
+func (d *Reader) build(raw *rawEvent, record int64, ev *Event) error {
 	has := raw.has
 	c := raw.cache
 	if c == nil {
@@ -307,12 +309,10 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 		d.log.Warn("unknown Datastream source; events order by source timestamp only",
 			"file", d.name, "read_method", raw.readMethod)
 	}
-	ev := Event{
-		SourceTimestamp: raw.sourceTS,
-		ReadMethod:      c.rmKind,
-		Schema:          raw.schema,
-		Row:             raw.row,
-	}
+	// Fields are set one by one: building the Event elsewhere and copying
+	// it in would copy every pointer of it through the write barrier.
+	ev.SourceTimestamp, ev.ReadMethod = raw.sourceTS, c.rmKind
+	ev.Schema, ev.Row = raw.schema, raw.row
 	m := &ev.Meta
 	m.UUID, m.Object, m.ReadMethod, m.StreamName, m.SchemaKey = raw.uuid, raw.object, raw.readMethod, raw.streamName, raw.schemaKey
 	m.ReadTimestamp, m.SourceTimestamp = raw.readTS, raw.sourceTS
@@ -320,12 +320,12 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 
 	var err error
 	if m.ChangeType, err = metaString(raw, "change_type"); err != nil {
-		return ev, err
+		return err
 	}
 	m.ChangeType = strings.ToUpper(strings.TrimSpace(m.ChangeType))
 	ev.ChangeType = m.ChangeType
 	if m.IsDeleted, err = metaBool(raw, "is_deleted"); err != nil {
-		return ev, err
+		return err
 	}
 	ev.Op = OpUpsert
 	if IsDelete(m.IsDeleted, m.ChangeType) {
@@ -339,18 +339,18 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 	}
 	db, err := metaString(raw, dbField)
 	if err != nil {
-		return ev, err
+		return err
 	}
 	tbl, err := metaString(raw, "table")
 	if err != nil {
-		return ev, err
+		return err
 	}
 	if c.db == "" || db != c.db || tbl != c.tbl { // c.db is empty until an identity is valid
 		if err := validatePart(db); err != nil {
-			return ev, fieldErr("source_metadata."+dbField, "invalid table identity", err)
+			return fieldErr("source_metadata."+dbField, "invalid table identity", err)
 		}
 		if err := validatePart(tbl); err != nil {
-			return ev, fieldErr("source_metadata.table", "invalid table identity", err)
+			return fieldErr("source_metadata.table", "invalid table identity", err)
 		}
 		c.db, c.tbl = db, tbl
 	}
@@ -368,42 +368,42 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 			posKey = "binlog_position"
 		}
 		if p.LogFile, err = metaString(raw, fileKey); err != nil {
-			return ev, err
+			return err
 		}
 		if p.LogPosition, err = metaInt(raw, posKey); err != nil {
-			return ev, err
+			return err
 		}
 	case Oracle:
 		if p.SCN, err = metaInt(raw, "scn"); err != nil {
-			return ev, err
+			return err
 		}
 		if p.RSID, err = metaString(raw, "rs_id"); err != nil {
-			return ev, err
+			return err
 		}
 		if p.SSN, err = metaInt(raw, "ssn"); err != nil {
-			return ev, err
+			return err
 		}
 		if p.RowID, err = metaString(raw, "row_id"); err != nil {
-			return ev, err
+			return err
 		}
 		if p.LogFile, err = metaString(raw, "log_file"); err != nil {
-			return ev, err
+			return err
 		}
 	case PostgreSQL, SQLServer:
 		if p.LSN, err = metaString(raw, "lsn"); err != nil {
-			return ev, err
+			return err
 		}
 	}
 	if p.TxID, err = metaText(raw, "tx_id"); err != nil {
-		return ev, err
+		return err
 	}
 	ev.Order, err = buildOrder(src, ev.ReadMethod, *p, m.ChangeType, raw.sourceTS, raw.arena)
 	if err != nil {
 		var pe *positionError
 		if errors.As(err, &pe) {
-			return ev, fieldErr("source_metadata."+pe.field, pe.reason, nil)
+			return fieldErr("source_metadata."+pe.field, pe.reason, nil)
 		}
-		return ev, err
+		return err
 	}
 
 	// Key.
@@ -415,32 +415,32 @@ func (d *Reader) build(raw *rawEvent, record int64) (Event, error) {
 	}
 	if !override {
 		if keys, err = metaStrings(raw, "primary_keys", keyBuf[:0]); err != nil {
-			return ev, err
+			return err
 		}
 		if len(keys) == 0 {
 			// SQL Server tables keyed by a unique index.
 			if keys, err = metaStrings(raw, "replication_index", keyBuf[:0]); err != nil {
-				return ev, err
+				return err
 			}
 		}
 	}
 	if len(keys) == 0 {
 		ev.HistoryOnly = true
-		return ev, nil
+		return nil
 	}
 	ev.KeyNames = raw.al.names(len(keys))
 	ev.KeyValues = raw.al.keys(len(keys))
 	for i, k := range keys {
 		j := columnIndex(raw.schema, k)
 		if j < 0 {
-			return ev, fieldErr("source_metadata.primary_keys", fmt.Sprintf("key column %q is not in the payload", k), nil)
+			return fieldErr("source_metadata.primary_keys", fmt.Sprintf("key column %q is not in the payload", k), nil)
 		}
 		ev.KeyNames[i] = raw.schema.Fields[j].Name
 		if j < len(raw.row) {
 			ev.KeyValues[i] = raw.row[j]
 		}
 	}
-	return ev, nil
+	return nil
 }
 
 // columnIndex finds a column by exact name, then case-insensitively

@@ -106,13 +106,24 @@ func isSyntax(err error) bool {
 }
 
 func (jd *jsonDecoder) next() (Event, error) {
+	var ev Event
+	if err := jd.nextInto(&ev); err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+// nextInto is next decoding into *ev, which must be the zero Event (the
+// slot the event will live in, so that it is not copied); *ev is
+// incomplete when it returns an error.
+func (jd *jsonDecoder) nextInto(ev *Event) error {
 	if jd.done {
-		return Event{}, io.EOF
+		return io.EOF
 	}
 	fr := jd.fr
 	c, ok, err := fr.peek()
 	if err != nil {
-		return Event{}, jd.syntaxErr(fr.line+1, "read", err)
+		return jd.syntaxErr(fr.line+1, "read", err)
 	}
 	if jd.array {
 		if ok && jd.state == 1 {
@@ -120,37 +131,36 @@ func (jd *jsonDecoder) next() (Event, error) {
 			case ',':
 				fr.advance(1)
 				if c, ok, err = fr.peek(); err != nil {
-					return Event{}, jd.syntaxErr(fr.line+1, "read", err)
+					return jd.syntaxErr(fr.line+1, "read", err)
 				}
 			case ']':
 			default:
-				return Event{}, jd.syntaxErr(fr.line+1, "malformed JSON array", &jsonSyntaxError{"missing , or ]", 0})
+				return jd.syntaxErr(fr.line+1, "malformed JSON array", &jsonSyntaxError{"missing , or ]", 0})
 			}
 		}
 		if !ok {
-			return Event{}, jd.syntaxErr(fr.line+1, "malformed JSON array", errJSONIncomplete)
+			return jd.syntaxErr(fr.line+1, "malformed JSON array", errJSONIncomplete)
 		}
 		if c == ']' {
 			fr.advance(1)
 			jd.done = true
 			if _, more, err := fr.peek(); err != nil || more {
-				return Event{}, jd.syntaxErr(fr.line+1, "data after the JSON array", err)
+				return jd.syntaxErr(fr.line+1, "data after the JSON array", err)
 			}
-			return Event{}, io.EOF
+			return io.EOF
 		}
 		jd.state = 1
 	} else if !ok {
 		jd.done = true
-		return Event{}, io.EOF
+		return io.EOF
 	}
 	line := fr.line + 1
 	raw, err := fr.value()
 	if err != nil {
-		return Event{}, jd.syntaxErr(line, "read JSON value", err)
+		return jd.syntaxErr(line, "read JSON value", err)
 	}
 	jd.record++
-	ev, err := jd.event(raw, &fr.members, line)
-	if err != nil {
+	if err := jd.event(raw, &fr.members, line, ev); err != nil {
 		re := &RecordError{File: jd.d.name, Line: line, Record: jd.record, Kind: ErrBadRecord}
 		var fe *fieldError
 		if errors.As(err, &fe) {
@@ -158,16 +168,16 @@ func (jd *jsonDecoder) next() (Event, error) {
 		} else {
 			re.Reason, re.Err = "decode event", err
 		}
-		return Event{}, re
+		return re
 	}
-	return ev, nil
+	return nil
 }
 
 // event decodes the JSON value raw, an object whose members (and theirs)
 // the framer located (spans).
-func (jd *jsonDecoder) event(raw []byte, spans *objectSpans, line int64) (Event, error) {
+func (jd *jsonDecoder) event(raw []byte, spans *objectSpans, line int64, ev *Event) error {
 	if len(raw) == 0 || raw[0] != '{' {
-		return Event{}, fieldErr("", "event is not a JSON object", nil)
+		return fieldErr("", "event is not a JSON object", nil)
 	}
 	var re rawEvent
 	var readTS, sourceTS, meta, payload []byte
@@ -176,7 +186,7 @@ func (jd *jsonDecoder) event(raw []byte, spans *objectSpans, line int64) (Event,
 	for _, m := range spans.top {
 		key, v := raw[m.keyStart:m.keyEnd], raw[m.valStart:m.valEnd]
 		if key, err = keyText(key); err != nil {
-			return Event{}, err
+			return err
 		}
 		var dst *string
 		intern := true
@@ -202,7 +212,7 @@ func (jd *jsonDecoder) event(raw []byte, spans *objectSpans, line int64) (Event,
 		}
 		if dst != nil && !isNull(v) {
 			if v[0] != '"' {
-				return Event{}, fieldErr(string(key), "want a string", nil)
+				return fieldErr(string(key), "want a string", nil)
 			}
 			var s string
 			if intern {
@@ -211,44 +221,44 @@ func (jd *jsonDecoder) event(raw []byte, spans *objectSpans, line int64) (Event,
 				s, err = jd.arena.unquote(v)
 			}
 			if err != nil {
-				return Event{}, fieldErr(string(key), "malformed string", err)
+				return fieldErr(string(key), "malformed string", err)
 			}
 			*dst = s
 		}
 	}
 	if re.readTS, err = jd.readTS.time(readTS); err != nil {
-		return Event{}, fieldErr("read_timestamp", "invalid timestamp", err)
+		return fieldErr("read_timestamp", "invalid timestamp", err)
 	}
 	if isNull(sourceTS) {
-		return Event{}, fieldErr("source_timestamp", "missing", nil)
+		return fieldErr("source_timestamp", "missing", nil)
 	}
 	if re.sourceTS, err = jd.sourceTS.time(sourceTS); err != nil {
-		return Event{}, fieldErr("source_timestamp", "invalid timestamp", err)
+		return fieldErr("source_timestamp", "invalid timestamp", err)
 	}
 	if isNull(meta) || meta[0] != '{' {
-		return Event{}, fieldErr("source_metadata", "missing or not an object", nil)
+		return fieldErr("source_metadata", "missing or not an object", nil)
 	}
 	if err := jd.readMetaSpans(raw, metaSpans); err != nil {
-		return Event{}, fieldErr("source_metadata", "malformed", err)
+		return fieldErr("source_metadata", "malformed", err)
 	}
 	re.jmeta, re.strs = jd.meta, &jd.strs
 	known, err := jd.knownSchema(&re)
 	if err != nil {
-		return Event{}, err
+		return err
 	}
 	if isNull(payload) || payload[0] != '{' {
-		return Event{}, fieldErr("payload", "missing or not an object", nil)
+		return fieldErr("payload", "missing or not an object", nil)
 	}
 	src := jd.al.source()
 	src.file, src.line = jd.d.name, line
 	if re.schema, re.row, err = typePayload(raw, payloadSpans, known, src, &jd.strs, jd.nFields, &jd.al, &jd.arena); err != nil {
-		return Event{}, prefixField("payload", err)
+		return prefixField("payload", err)
 	}
 	jd.nFields = len(re.schema.Fields)
 	re.al, re.arena, re.cache = &jd.al, &jd.arena, &jd.built
-	ev, err := jd.d.build(&re, jd.record)
+	err = jd.d.build(&re, jd.record, ev)
 	ev.jsonSrc = src
-	return ev, err
+	return err
 }
 
 // readMeta reads the members of the source_metadata object meta into

@@ -30,14 +30,14 @@ func buildBothWays(t testing.TB, meta []byte, readMethod string) (fast, ref Even
 		if fastRaw.jmeta == nil {
 			fastRaw.jmeta = []metaMember{}
 		}
-		fast, fastErr = d.build(&fastRaw, 1)
+		fastErr = d.build(&fastRaw, 1, &fast)
 	}
 
 	refRaw := rawEvent{readMethod: readMethod, schema: schema, row: row}
 	m, err := genericJSON(meta, 0)
 	if refErr = err; err == nil {
 		refRaw.meta = m.(map[string]any)
-		ref, refErr = (&Reader{name: "f.jsonl", log: slog.New(slog.DiscardHandler)}).build(&refRaw, 1)
+		refErr = (&Reader{name: "f.jsonl", log: slog.New(slog.DiscardHandler)}).build(&refRaw, 1, &ref)
 	}
 	return fast, ref, fastErr, refErr
 }

@@ -293,15 +293,20 @@ func (p *parallelJSON) decodeChunk(j *chunkJob) {
 			j.err = errChunkStopped
 			return
 		}
-		ev, err := jd.next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+		// Decode into the slot the event lives in: copying a finished
+		// Event in would pass every pointer of it through the write
+		// barrier while the collector runs, which it mostly does here.
+		j.events = append(j.events, Event{})
+		err := jd.nextInto(&j.events[len(j.events)-1])
 		if err != nil {
+			j.events[len(j.events)-1] = Event{}
+			j.events = j.events[:len(j.events)-1]
+			if errors.Is(err, io.EOF) {
+				break
+			}
 			j.err = err
 			return
 		}
-		j.events = append(j.events, ev)
 	}
 	j.lines = jd.fr.line
 	if len(j.events) > 0 {
