@@ -36,7 +36,11 @@ func HistoryRow(ev datastream.Event) []any {
 	if m.UUID != "" {
 		uuid = m.UUID
 	}
-	if m.File.Name != "" {
+	var generation int64
+	if m.File != nil {
+		generation = m.File.Generation
+	}
+	if m.File != nil && m.File.Name != "" {
 		file = m.File.Bucket + "/" + m.File.Name
 		if m.File.Bucket == "" {
 			file = m.File.Name
@@ -55,7 +59,7 @@ func HistoryRow(ev datastream.Event) []any {
 		uuid,
 		m.IsDeleted,
 		file,
-		m.File.Generation,
+		generation,
 		m.Record,
 	)
 	return append(row, ev.Row...)

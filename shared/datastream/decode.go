@@ -81,7 +81,7 @@ type Reader struct {
 	name   string
 	opts   Options
 	format Format
-	file   SourceFile
+	file   *SourceFile // every event's Meta.File
 	log    *slog.Logger
 	closer io.Closer
 	next   func() (Event, error)
@@ -100,10 +100,11 @@ type Reader struct {
 // ErrBadRecord and are *RecordError values that name the file, the record
 // and the field; a decode error is final (Next keeps returning it).
 func Decode(ctx context.Context, r io.Reader, name string, opts Options) (*Reader, error) {
-	d := &Reader{ctx: ctx, name: name, opts: opts, file: opts.File, log: opts.Logger}
-	if d.file.Name == "" {
-		d.file.Name = name
+	file := opts.File
+	if file.Name == "" {
+		file.Name = name
 	}
+	d := &Reader{ctx: ctx, name: name, opts: opts, file: &file, log: opts.Logger}
 	if d.log == nil {
 		d.log = slog.Default()
 	}

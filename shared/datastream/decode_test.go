@@ -43,7 +43,7 @@ func TestDecodeRecordsFileIdentityAndKeyOverrides(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if evs[1].Meta.File != file || evs[1].Meta.Record != 2 {
+		if evs[1].Meta.File == nil || *evs[1].Meta.File != file || evs[1].Meta.Record != 2 {
 			t.Errorf("meta file %+v record %d", evs[1].Meta.File, evs[1].Meta.Record)
 		}
 	})

@@ -125,9 +125,11 @@ type Metadata struct {
 	IsDeleted       bool
 	Source          Source
 	Position        Position
-	// File is the source object; Record is the 1-based number of the event
-	// in it.
-	File   SourceFile
+	// File is the source object, shared by the events of a file (one
+	// pointer rather than a copy in every event); Record is the 1-based
+	// number of the event in it. File is nil in events not decoded from a
+	// file.
+	File   *SourceFile
 	Record int64
 }
 

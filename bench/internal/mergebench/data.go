@@ -246,7 +246,7 @@ func eventOf(c BatchChange) datastream.Event {
 		Meta: datastream.Metadata{
 			UUID: "bench-" + strconv.FormatUint(c.n, 16), SourceTimestamp: ts, ReadTimestamp: ts, ReadMethod: "mysql-cdc-binlog",
 			ChangeType: ct, IsDeleted: c.delete, Object: "shop_customers",
-			File: datastream.SourceFile{Bucket: "bench", Name: "shop_customers/batch.jsonl"}, Record: int64(c.n - (1 << 40) + 1),
+			File: &datastream.SourceFile{Bucket: "bench", Name: "shop_customers/batch.jsonl"}, Record: int64(c.n - (1 << 40) + 1),
 		},
 	}
 }
