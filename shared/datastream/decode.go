@@ -244,6 +244,7 @@ type buildCache struct {
 type metaMember struct {
 	key    []byte // valid while the line is decoded
 	val    []byte
+	plain  bool // val is a string that reads as itself (scanString)
 	nested any
 }
 
@@ -479,7 +480,7 @@ func metaString(raw *rawEvent, k string) (string, error) {
 // false when it is absent or not a string. JSON strings are interned.
 func metaStringOf(raw *rawEvent, k string) (s string, ok bool, err error) {
 	if m, found := raw.jsonMember(k); found && len(m.val) > 0 && m.val[0] == '"' {
-		if s, err := raw.strs.unquote(m.val); err == nil {
+		if s, err := raw.strs.unquoteSpan(m.val, m.plain); err == nil {
 			return s, true, nil
 		}
 	}

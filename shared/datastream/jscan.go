@@ -57,6 +57,9 @@ func scanValueDepth(b []byte, i, depth int) (int, error) {
 type memberSpan struct {
 	keyStart, keyEnd, valStart, valEnd int
 	kids                               [2]int
+	// keyPlain: the key reads as itself (see scanString); valPlain: so
+	// does the value, a string.
+	keyPlain, valPlain bool
 }
 
 // objectSpans locates, in a scanned object, its members (top) and the
@@ -84,7 +87,8 @@ func scanValueSpans(b []byte, i, depth int, spans *objectSpans) (int, error) {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		return scanString(b, i)
+		end, _, err := scanString(b, i)
+		return end, err
 	case c == '{' || c == '[':
 		if depth >= maxJSONDepth {
 			return i, &jsonSyntaxError{"nested too deeply", i}
@@ -111,7 +115,7 @@ func scanValueSpans(b []byte, i, depth int, spans *objectSpans) (int, error) {
 					return i, &jsonSyntaxError{"object key is not a string", i}
 				}
 				m.keyStart = i
-				if i, err = scanString(b, i); err != nil {
+				if i, m.keyPlain, err = scanString(b, i); err != nil {
 					return i, err
 				}
 				m.keyEnd = i
@@ -132,7 +136,12 @@ func scanValueSpans(b []byte, i, depth int, spans *objectSpans) (int, error) {
 			if inner != nil {
 				m.kids[0] = len(spans.kids)
 			}
-			if i, err = scanValueSpans(b, m.valStart, depth+1, inner); err != nil {
+			if m.valStart < len(b) && b[m.valStart] == '"' {
+				i, m.valPlain, err = scanString(b, m.valStart)
+			} else {
+				i, err = scanValueSpans(b, m.valStart, depth+1, inner)
+			}
+			if err != nil {
 				return i, err
 			}
 			if c == '{' && spans != nil {
@@ -286,14 +295,24 @@ func plainPrefix(b []byte) int {
 	return i
 }
 
-// scanString scans a string starting at the quote b[i].
-func scanString(b []byte, i int) (int, error) {
+// scanString scans a string starting at the quote b[i]. plain reports
+// that its body holds no escape and only ASCII, so it reads as itself
+// (plainString, known without a second look at its bytes).
+func scanString(b []byte, i int) (end int, plain bool, err error) {
 	i++
+	var seen uint64 // every byte of the body, or-ed: its high bits tell non-ASCII
+	escaped := false
 	for i < len(b) {
-		for i+8 <= len(b) && !hasStrSpecial(binary.LittleEndian.Uint64(b[i:])) {
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
+			if hasStrSpecial(w) {
+				break
+			}
+			seen |= w
 			i += 8
 		}
 		for i < len(b) && !strSpecial[b[i]] {
+			seen |= uint64(b[i])
 			i++
 		}
 		if i >= len(b) {
@@ -302,10 +321,11 @@ func scanString(b []byte, i int) (int, error) {
 		c := b[i]
 		switch {
 		case c == '"':
-			return i + 1, nil
+			return i + 1, !escaped && seen&highs == 0, nil
 		case c == '\\':
+			escaped = true
 			if i+1 >= len(b) {
-				return i, errJSONIncomplete
+				return i, false, errJSONIncomplete
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -313,24 +333,24 @@ func scanString(b []byte, i int) (int, error) {
 			case 'u':
 				for k := 2; k < 6; k++ {
 					if i+k >= len(b) {
-						return i, errJSONIncomplete
+						return i, false, errJSONIncomplete
 					}
 					h := b[i+k]
 					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return i, &jsonSyntaxError{"invalid \\u escape", i}
+						return i, false, &jsonSyntaxError{"invalid \\u escape", i}
 					}
 				}
 				i += 6
 			default:
-				return i, &jsonSyntaxError{"invalid escape", i}
+				return i, false, &jsonSyntaxError{"invalid escape", i}
 			}
 		case c < 0x20:
-			return i, &jsonSyntaxError{"control character in string", i}
+			return i, false, &jsonSyntaxError{"control character in string", i}
 		default:
 			i++
 		}
 	}
-	return i, errJSONIncomplete
+	return i, false, errJSONIncomplete
 }
 
 // unquote returns the text of a complete JSON string token.
@@ -520,6 +540,14 @@ func (c *strCache) intern(b []byte) string {
 	return s
 }
 
+// unquoteSpan is unquote of a token scanString found plain or not.
+func (c *strCache) unquoteSpan(tok []byte, plain bool) (string, error) {
+	if plain {
+		return c.intern(tok[1 : len(tok)-1]), nil
+	}
+	return c.unquote(tok)
+}
+
 // unquote is the package's unquote, interning strings without escapes.
 func (c *strCache) unquote(tok []byte) (string, error) {
 	if body := tok[1 : len(tok)-1]; plainString(body) {
@@ -535,14 +563,17 @@ func eachMember(obj []byte, fn func(key string, val []byte) error) error {
 }
 
 // eachSpan is eachMemberKey over the members of an object that
-// scanValueMembers located in b.
-func eachSpan(b []byte, spans []memberSpan, fn func(key, val []byte) error) error {
+// scanValueMembers located in b; plain is the member's valPlain.
+func eachSpan(b []byte, spans []memberSpan, fn func(key, val []byte, plain bool) error) error {
 	for _, m := range spans {
-		key, err := keyText(b[m.keyStart:m.keyEnd])
-		if err != nil {
-			return err
+		key := b[m.keyStart+1 : m.keyEnd-1]
+		if !m.keyPlain {
+			var err error
+			if key, err = keyText(b[m.keyStart:m.keyEnd]); err != nil {
+				return err
+			}
 		}
-		if err := fn(key, b[m.valStart:m.valEnd]); err != nil {
+		if err := fn(key, b[m.valStart:m.valEnd], m.valPlain); err != nil {
 			return err
 		}
 	}

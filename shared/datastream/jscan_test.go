@@ -127,7 +127,13 @@ func FuzzMemberSpansAgreeWithEachMember(f *testing.F) {
 	}
 	fromSpans := func(t *testing.T, b []byte, spans []memberSpan) []member {
 		var out []member
-		if err := eachSpan(b, spans, func(k, v []byte) error {
+		if err := eachSpan(b, spans, func(k, v []byte, plain bool) error {
+			// plain: a string of ASCII without escapes, which reads as
+			// itself without a second look.
+			want := len(v) >= 2 && v[0] == '"' && !bytes.ContainsAny(v[1:len(v)-1], "\\") && asciiOnly(v[1:len(v)-1])
+			if plain != want {
+				t.Fatalf("value %q: plain = %v, want %v", v, plain, want)
+			}
 			out = append(out, member{string(k), string(v)})
 			return nil
 		}); err != nil {
@@ -241,4 +247,13 @@ func FuzzAppendUnquotedMatchesEncodingJSON(f *testing.F) {
 			t.Fatalf("%q: got %q, %v; encoding/json gives %q", body, got, err, want)
 		}
 	})
+}
+
+func asciiOnly(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

@@ -184,9 +184,11 @@ func (jd *jsonDecoder) event(raw []byte, spans *objectSpans, line int64, ev *Eve
 	var metaSpans, payloadSpans []memberSpan
 	var err error
 	for _, m := range spans.top {
-		key, v := raw[m.keyStart:m.keyEnd], raw[m.valStart:m.valEnd]
-		if key, err = keyText(key); err != nil {
-			return err
+		key, v := raw[m.keyStart+1:m.keyEnd-1], raw[m.valStart:m.valEnd]
+		if !m.keyPlain {
+			if key, err = keyText(raw[m.keyStart:m.keyEnd]); err != nil {
+				return err
+			}
 		}
 		var dst *string
 		intern := true
@@ -216,9 +218,9 @@ func (jd *jsonDecoder) event(raw []byte, spans *objectSpans, line int64, ev *Eve
 			}
 			var s string
 			if intern {
-				s, err = jd.strs.unquote(v)
+				s, err = jd.strs.unquoteSpan(v, m.valPlain)
 			} else {
-				s, err = jd.arena.unquote(v)
+				s, err = jd.arena.unquoteSpan(v, m.valPlain)
 			}
 			if err != nil {
 				return fieldErr(string(key), "malformed string", err)
@@ -266,7 +268,7 @@ func (jd *jsonDecoder) event(raw []byte, spans *objectSpans, line int64, ev *Eve
 // event whether or not build reads it.
 func (jd *jsonDecoder) readMeta(meta []byte) error {
 	jd.meta = jd.meta[:0]
-	return eachMemberKey(meta, jd.addMeta)
+	return eachMemberKey(meta, func(k, v []byte) error { return jd.addMeta(k, v, false) })
 }
 
 // readMetaSpans is readMeta for a source_metadata object whose members
@@ -276,9 +278,10 @@ func (jd *jsonDecoder) readMetaSpans(line []byte, spans []memberSpan) error {
 	return eachSpan(line, spans, jd.addMeta)
 }
 
-// addMeta appends a member of source_metadata to jd.meta.
-func (jd *jsonDecoder) addMeta(k, v []byte) error {
-	m := metaMember{key: k, val: v}
+// addMeta appends a member of source_metadata to jd.meta; plain is set
+// when the value is a string that reads as itself.
+func (jd *jsonDecoder) addMeta(k, v []byte, plain bool) error {
+	m := metaMember{key: k, val: v, plain: plain}
 	if v[0] == '{' || v[0] == '[' {
 		// Values such as primary_keys repeat on every line; build only
 		// reads them, so one converted value can serve every event.
@@ -369,7 +372,7 @@ func typePayload(line []byte, spans []memberSpan, known *value.StructType, src *
 		row = make([]any, 0, sizeHint)
 	}
 	next := 0 // the column expected next: payloads list columns in order
-	err := eachSpan(line, spans, func(key, v []byte) error {
+	err := eachSpan(line, spans, func(key, v []byte, plain bool) error {
 		if known != nil {
 			i := -1
 			if next < len(known.Fields) && known.Fields[next].Name == string(key) {
@@ -384,7 +387,7 @@ func typePayload(line []byte, spans []memberSpan, known *value.StructType, src *
 			}
 			if i >= 0 {
 				next = i + 1
-				x, err := convertJSONIn(known.Fields[i].Type, v, arena, al)
+				x, err := convertJSONIn(known.Fields[i].Type, v, plain, arena, al)
 				if err != nil {
 					return prefixField(known.Fields[i].Name, err)
 				}

@@ -184,13 +184,15 @@ func smallDecimal(b []byte, dt value.DecimalType, al *slabs) (value.Decimal, boo
 
 // convertJSON converts a JSON value to the Go representation of t.
 func convertJSON(t value.Type, raw json.RawMessage) (any, error) {
-	return convertJSONIn(t, bytes.TrimSpace(raw), nil, nil)
+	return convertJSONIn(t, bytes.TrimSpace(raw), false, nil, nil)
 }
 
 // convertJSONIn is convertJSON of a value without surrounding white space
 // (as the framer's spans locate it), copying the value of a string column
-// into arena and cutting small decimals and boxes from al.
-func convertJSONIn(t value.Type, raw json.RawMessage, arena *strArena, al *slabs) (any, error) {
+// into arena and cutting small decimals and boxes from al. plain tells a
+// string that reads as itself (scanString), so its bytes need no second
+// look.
+func convertJSONIn(t value.Type, raw json.RawMessage, plain bool, arena *strArena, al *slabs) (any, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -209,7 +211,7 @@ func convertJSONIn(t value.Type, raw json.RawMessage, arena *strArena, al *slabs
 		var err error
 		if t == value.String {
 			// The text is the value, kept with the event.
-			str, err = arena.unquote(raw)
+			str, err = arena.unquoteSpan(raw, plain)
 		} else {
 			str, err = unquote(raw)
 		}

@@ -214,6 +214,14 @@ func (a *strArena) string(b []byte) string {
 	return unsafe.String(&a.block[start], len(b))
 }
 
+// unquoteSpan is unquote of a token scanString found plain or not.
+func (a *strArena) unquoteSpan(tok []byte, plain bool) (string, error) {
+	if plain {
+		return a.string(tok[1 : len(tok)-1]), nil
+	}
+	return a.unquote(tok)
+}
+
 // unquote is the package's unquote, copying plain strings into the arena.
 func (a *strArena) unquote(tok []byte) (string, error) {
 	if body := tok[1 : len(tok)-1]; plainString(body) {
