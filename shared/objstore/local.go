@@ -156,7 +156,7 @@ func (l *Local) Write(ctx context.Context, name string, r io.Reader, opts WriteO
 	// not reported: the object is published by then, and temporaries are
 	// invisible.
 	defer os.Remove(tmpName)
-	if _, err := io.Copy(tmp, &ctxReader{ctx: ctx, r: r}); err != nil {
+	if _, err := io.Copy(&writebackWriter{f: tmp}, &ctxReader{ctx: ctx, r: r}); err != nil {
 		tmp.Close()
 		return Info{}, fmt.Errorf("write %s: %w", p, err)
 	}
@@ -214,6 +214,29 @@ func (l *Local) Write(ctx context.Context, name string, r io.Reader, opts WriteO
 	}
 	syncDir(filepath.Dir(p))
 	return fileInfo(name, st), nil
+}
+
+// writebackChunk is how much of a file is written before the kernel is
+// asked to start writing it back.
+const writebackChunk = 8 << 20
+
+// writebackWriter writes to f and starts the writeback of every
+// writebackChunk bytes as soon as they are written: the disk then writes a
+// large file while the rest of it is produced, and the fsync before it is
+// published waits for the last chunk only, not for the whole file.
+type writebackWriter struct {
+	f             *os.File
+	off, unsynced int64
+}
+
+func (w *writebackWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.unsynced += int64(n)
+	if w.unsynced >= writebackChunk {
+		startWriteback(w.f, w.off, w.unsynced)
+		w.off, w.unsynced = w.off+w.unsynced, 0
+	}
+	return n, err
 }
 
 // syncDir makes a new directory entry durable, so that a commit reported

@@ -1,9 +1,11 @@
 package objstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -344,5 +346,46 @@ func TestLocalWritesWhileDeletesPruneTheirParentDirectories(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// oddReader returns data in reads of varying odd sizes, so that writes
+// straddle the writeback chunks at every offset.
+type oddReader struct {
+	data []byte
+	n    int
+}
+
+func (r *oddReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	r.n++
+	k := min(len(p), len(r.data), 1+(r.n*7919)%(3<<20))
+	copy(p, r.data[:k])
+	r.data = r.data[k:]
+	return k, nil
+}
+
+func TestLocalWritesAFileLargerThanSeveralWritebackChunksIntact(t *testing.T) {
+	dir := t.TempDir()
+	s := newLocal(t, dir)
+	data := make([]byte, 21<<20+12345) // several 8 MiB writeback chunks and a tail
+	for i := range data {
+		data[i] = byte(i*31 + i>>13)
+	}
+	info, err := s.Write(t.Context(), "big/part-0.parquet", &oddReader{data: data}, objstore.WriteOptions{IfAbsent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size != int64(len(data)) {
+		t.Errorf("Size = %d, want %d", info.Size, len(data))
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "big", "part-0.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("the file read back differs from what was written")
 	}
 }
