@@ -50,4 +50,4 @@ func (r *report) historyMarkdown(change string) string {
 // thisChange names what the code measured by this run changed since the
 // last entry of pastRuns; move it there with the run's figures when
 // RESULTS.md is committed.
-const thisChange = "no change since the last committed run"
+const thisChange = "decoded events kept in blocks the decoding goroutines fill in place (no growing slice, no copy); payload values boxed from slabs (1 allocation per event instead of 6.6); the validating scan marks strings that need no unescaping; per-file caches in event building; 472-byte events; local writes start disk writeback every 8 MiB so the fsync before publishing a large file waits for the last chunk only"
