@@ -31,19 +31,32 @@ type MaintainResult struct {
 	LogFilesDeleted    int
 	StagedFilesDeleted int
 	Checkpoints        int
+	// Woke is set when Maintain woke the table's merge after releasing the
+	// lease, for files staged (or a batch left open) meanwhile.
+	Woke bool
 }
 
 // Maintain compacts a table's Delta tables (bin-packs small files; the
 // current state is re-clustered by key), expires tombstones past their
 // retention, writes checkpoints, vacuums unreferenced files, cleans up
-// expired log entries and deletes staged files already merged. It runs
-// under the table's lease so it never races a merge of the same table.
+// expired log entries and deletes staged files already merged.
+//
+// Compaction and tombstone expiry run under the table's lease, so they
+// never race a merge of the same table. The rest runs after the lease is
+// released, because the Delta protocol already makes it safe beside a
+// merge, and a file that arrives meanwhile then waits for the compactions
+// only: a checkpoint describes a version already committed, vacuum deletes
+// only files unreferenced for longer than the retention (a merge's new
+// files are fresh), log cleanup removes only entries older than the
+// retention and covered by a checkpoint, and the staged files deleted are
+// those of batches already merged, which nothing reads again.
 func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, error) {
 	res := MaintainResult{Table: table}
 	tabs, err := p.Tables(table)
 	if err != nil {
 		return res, err
 	}
+	start := time.Now()
 	lease, err := p.Coord.Acquire(ctx, table, p.holder(), p.leaseTTL())
 	if errors.Is(err, coord.ErrLeaseHeld) {
 		res.Busy = true
@@ -52,11 +65,35 @@ func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, 
 	if err != nil {
 		return res, fmt.Errorf("maintain %s: %w", table, err)
 	}
-	defer func() {
-		if err := p.Coord.Release(context.WithoutCancel(ctx), lease); err != nil && !errors.Is(err, coord.ErrLeaseLost) {
-			p.log().Warn("release after maintenance failed", "table", table, "error", err)
+	err = p.maintainUnderLease(ctx, table, tabs, lease, &res)
+	if rerr := p.Coord.Release(context.WithoutCancel(ctx), lease); rerr != nil && !errors.Is(rerr, coord.ErrLeaseLost) {
+		p.log().Warn("release after maintenance failed", "table", table, "error", rerr)
+	}
+	leaseHeld := time.Since(start)
+	if err != nil {
+		return res, err
+	}
+	// Files staged while the lease was held had their wake-ups turned
+	// away: wake the merge now rather than after the steps below.
+	if p.Waker != nil {
+		if st, err := p.Coord.Status(ctx, table); err == nil && (st.Pending > 0 || st.OpenBatchSeq != 0) {
+			if err := p.Waker.Wake(ctx, table); err != nil {
+				return res, fmt.Errorf("maintain %s: wake: %w", table, err)
+			}
+			res.Woke = true
 		}
-	}()
+	}
+	if err := p.maintainAfterLease(ctx, table, tabs, &res); err != nil {
+		return res, err
+	}
+	p.log().Info("table maintained", "event", "maintained", "table", table, "compacted", res.CompactedFiles, "vacuumed", res.VacuumedFiles, "tombstones_expired", res.ExpiredTombstones,
+		"lease_ms", leaseHeld.Milliseconds(), "duration_ms", time.Since(start).Milliseconds())
+	return res, nil
+}
+
+// maintainUnderLease compacts the state and history tables and expires
+// tombstones: the steps that replace files a merge reads and rewrites.
+func (p *Pipeline) maintainUnderLease(ctx context.Context, table string, tabs cdc.Tables, lease coord.Lease, res *MaintainResult) error {
 	tc := p.Config.Table(table)
 	target := tc.TargetFileBytes
 	now := p.now()
@@ -66,19 +103,26 @@ func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, 
 	}{{tabs.State, true}, {tabs.History, false}} {
 		n, into, err := compact(ctx, t.store, target, t.sorted, now)
 		if err != nil {
-			return res, fmt.Errorf("maintain %s: compact %s: %w", table, t.store.URL(), err)
+			return fmt.Errorf("maintain %s: compact %s: %w", table, t.store.URL(), err)
 		}
 		res.CompactedFiles += n
 		res.CompactedInto += into
 	}
 	expired, err := expireTombstones(ctx, tabs.Tombstones, time.Duration(tc.TombstoneRetention), target, now)
 	if err != nil {
-		return res, fmt.Errorf("maintain %s: expire tombstones: %w", table, err)
+		return fmt.Errorf("maintain %s: expire tombstones: %w", table, err)
 	}
 	res.ExpiredTombstones = expired
 	if err := p.Coord.CheckLease(ctx, lease); err != nil {
-		return res, fmt.Errorf("maintain %s: %w", table, err)
+		return fmt.Errorf("maintain %s: %w", table, err)
 	}
+	return nil
+}
+
+// maintainAfterLease writes checkpoints, vacuums, cleans up the logs and
+// deletes the staged files of merged batches (see Maintain for why these
+// need no lease).
+func (p *Pipeline) maintainAfterLease(ctx context.Context, table string, tabs cdc.Tables, res *MaintainResult) error {
 	for _, store := range []objstore.Store{tabs.State, tabs.History, tabs.Tombstones} {
 		tab := delta.Open(store)
 		snap, err := tab.Snapshot(ctx)
@@ -86,28 +130,28 @@ func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, 
 			continue
 		}
 		if err != nil {
-			return res, err
+			return err
 		}
 		if snap.CheckpointVersion() < snap.Version() {
 			if err := snap.WriteCheckpoint(ctx); err != nil {
-				return res, fmt.Errorf("maintain %s: checkpoint %s: %w", table, store.URL(), err)
+				return fmt.Errorf("maintain %s: checkpoint %s: %w", table, store.URL(), err)
 			}
 			res.Checkpoints++
 		}
 		vr, err := tab.Vacuum(ctx, delta.VacuumOptions{Now: p.Now})
 		if err != nil {
-			return res, fmt.Errorf("maintain %s: vacuum %s: %w", table, store.URL(), err)
+			return fmt.Errorf("maintain %s: vacuum %s: %w", table, store.URL(), err)
 		}
 		res.VacuumedFiles += len(vr.Files)
 		cr, err := tab.CleanupLog(ctx, delta.CleanupOptions{Now: p.Now})
 		if err != nil {
-			return res, fmt.Errorf("maintain %s: log cleanup %s: %w", table, store.URL(), err)
+			return fmt.Errorf("maintain %s: log cleanup %s: %w", table, store.URL(), err)
 		}
 		res.LogFilesDeleted += len(cr.Deleted)
 	}
 	merged, err := p.Coord.ListFiles(ctx, table, coord.StateMerged)
 	if err != nil {
-		return res, err
+		return err
 	}
 	for _, f := range merged {
 		if f.StagedPath == "" {
@@ -127,12 +171,11 @@ func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, 
 			case err == nil:
 				res.StagedFilesDeleted++
 			case !errors.Is(err, objstore.ErrNotExist):
-				return res, fmt.Errorf("maintain %s: delete staged %s: %w", table, name, err)
+				return fmt.Errorf("maintain %s: delete staged %s: %w", table, name, err)
 			}
 		}
 	}
-	p.log().Info("table maintained", "event", "maintained", "table", table, "compacted", res.CompactedFiles, "vacuumed", res.VacuumedFiles, "tombstones_expired", res.ExpiredTombstones)
-	return res, nil
+	return nil
 }
 
 // compact bin-packs files smaller than a quarter of the target, per

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/config"
+	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/objstore"
@@ -94,4 +95,77 @@ func TestMaintainCompactsClustersAndExpires(t *testing.T) {
 	if n, _ := ts.NumRecords(); n != 0 {
 		t.Fatalf("%d tombstones left after expiry", n)
 	}
+}
+
+// leaseProbe is a Waker that checks, when woken, that the table's lease is
+// free (another holder can take it), as a woken merge needs.
+type leaseProbe struct {
+	c                coord.Coordinator
+	woken, leaseFree int
+}
+
+func (w *leaseProbe) Wake(ctx context.Context, table string) error {
+	w.woken++
+	l, err := w.c.Acquire(ctx, table, "probe", time.Minute)
+	if err != nil {
+		return nil // the lease is still held: leaseFree stays short
+	}
+	w.leaseFree++
+	return w.c.Release(ctx, l)
+}
+
+func TestMaintainWakesFilesStagedMeanwhileWithTheLeaseFree(t *testing.T) {
+	ctx := context.Background()
+	sim, err := dssim.Run(dssim.Options{Seed: 5, EventsPerFile: 10, Tables: []dssim.TableSpec{
+		{Source: dssim.MySQL, Database: "shop", Table: "customers", InitialRows: 20, Changes: 60},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{})
+	files := write(t, ctx, source, sim.Files)
+	half := len(files) / 2
+	for _, n := range files[:half] {
+		if _, err := p.Stage(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.MergeTable(ctx, "shop.customers"); err != nil {
+		t.Fatal(err)
+	}
+
+	probe := &leaseProbe{c: p.Coord}
+	p.Waker = probe
+	res, err := p.Maintain(ctx, "shop.customers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Woke || probe.woken != 0 {
+		t.Fatalf("nothing was pending, yet Maintain woke the merge (%+v, %d wakes)", res, probe.woken)
+	}
+
+	// Files staged while no merge runs (their wake-up turned away, as
+	// while Maintain holds the lease) are woken by the next Maintain, once
+	// the lease is released and before checkpoints and vacuum.
+	p.Waker = nil
+	for _, n := range files[half:] {
+		if _, err := p.Stage(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Waker = probe
+	if res, err = p.Maintain(ctx, "shop.customers"); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Woke || probe.woken != 1 {
+		t.Fatalf("pending files were not woken once: %+v, %d wakes", res, probe.woken)
+	}
+	if probe.leaseFree != 1 {
+		t.Fatal("the merge was woken while Maintain still held the table's lease")
+	}
+	if _, err := p.MergeTable(ctx, "shop.customers"); err != nil {
+		t.Fatal(err)
+	}
+	checkTables(t, ctx, p, sim.Tables)
 }
