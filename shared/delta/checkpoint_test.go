@@ -224,8 +224,13 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
+	// testdata/fuzz/FuzzDecodeCheckpoint holds inputs that made parquet-go
+	// allocate gigabytes or loop until memory ran out (see
+	// TestCorruptParquetRootCausesFailFast). The fuzzer has no time limit
+	// per input: ckWithin makes one that spins a failure, saved, instead of
+	// a run that never ends.
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_ = decodeCheckpoint(b, func(*Action) {})
+		_ = ckWithin(t, func() error { return decodeCheckpoint(b, func(*Action) {}) })
 	})
 }
 

@@ -276,6 +276,13 @@ func readRowGroup(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int
 	}
 	defer ra.release()
 	for i, s := range streams {
+		if s != nil {
+			if err := ra.checkPages(g, i); err != nil {
+				return err
+			}
+		}
+	}
+	for i, s := range streams {
 		if s == nil {
 			continue
 		}
@@ -948,6 +955,9 @@ type storeReaderAt struct {
 	size   int64
 	chunks []cachedRange
 	buf    []byte // backs chunks
+	// pages checks column chunks before parquet-go reads them; set once
+	// the footer is checked.
+	pages *pageChecker
 }
 
 // openParquet opens data file name of the given size (a Stat finds it when
@@ -961,11 +971,73 @@ func openParquet(ctx context.Context, store objstore.Store, name string, size in
 		size = info.Size
 	}
 	ra := &storeReaderAt{ctx: ctx, store: store, name: name, size: size}
-	f, err := parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.OptimisticRead(true))
+	footerStart, err := ra.loadFooter()
 	if err != nil {
 		return nil, nil, fmt.Errorf("open parquet: %w", err)
 	}
+	f, err := openParquetFile(ra, size)
+	ra.release()
+	if err != nil {
+		return nil, nil, fmt.Errorf("open parquet: %w", err)
+	}
+	if err := checkParquetMetadata(f, footerStart); err != nil {
+		return nil, nil, fmt.Errorf("open parquet: %w", err)
+	}
+	ra.pages = newPageChecker(f, footerStart)
 	return ra, f, nil
+}
+
+// openParquetFile opens a file whose footer loadFooter checked, turning a
+// panic of parquet-go on a malformed footer into an error.
+func openParquetFile(ra *storeReaderAt, size int64) (f *parquet.File, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			f, err = nil, corruptParquet("%v", p)
+		}
+	}()
+	return parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.OptimisticRead(true))
+}
+
+// loadFooter reads the end of the file, with the footer, into memory for
+// parquet-go to open it from, and returns the offset where the footer
+// starts: a footer length that does not fit in the file is an error here,
+// where parquet-go would allocate it. Most footers fit in the first read.
+func (r *storeReaderAt) loadFooter() (int64, error) {
+	n := min(r.size, parquetTailBytes)
+	if err := r.prefetch([][2]int64{{r.size - n, r.size}}); err != nil {
+		return 0, err
+	}
+	var tail []byte
+	if len(r.chunks) > 0 {
+		tail = r.chunks[0].data
+	}
+	footerStart, err := checkParquetTail(tail, r.size)
+	if err != nil {
+		return 0, err
+	}
+	if footerStart < r.size-n {
+		if err := r.prefetch([][2]int64{{footerStart, r.size}}); err != nil {
+			return 0, err
+		}
+	}
+	return footerStart, nil
+}
+
+// checkPages checks the pages of column chunk c of row group g before
+// parquet-go reads them (see pageChecker), from the prefetched ranges.
+func (r *storeReaderAt) checkPages(g, c int) error {
+	return r.pages.check(g, c, func(start, end int64) ([]byte, error) {
+		for _, ch := range r.chunks {
+			if start >= ch.off && end <= ch.off+int64(len(ch.data)) {
+				return ch.data[start-ch.off : end-ch.off], nil
+			}
+		}
+		b := make([]byte, end-start)
+		if err := r.readDirect(b, start); err != nil {
+			return nil, err
+		}
+		return b, nil
+	})
 }
 
 type cachedRange struct {

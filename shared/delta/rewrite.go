@@ -364,10 +364,16 @@ func (r *rewriter) appendRowGroup(ra *storeReaderAt, f *parquet.File, g int, ind
 	if err := r.open(); err != nil {
 		return err
 	}
-	if err := ra.prefetch(chunkRanges(f.Metadata().RowGroups[g], indexes)); err != nil {
+	meta := f.Metadata().RowGroups[g]
+	if err := ra.prefetch(chunkRanges(meta, indexes)); err != nil {
 		return err
 	}
 	defer ra.release()
+	for c := range meta.Columns {
+		if err := ra.checkPages(g, c); err != nil {
+			return err
+		}
+	}
 	if err := write(r.w); err != nil {
 		return err
 	}
