@@ -11,6 +11,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/hamba/avro/v2"
@@ -45,12 +46,81 @@ type avroDecoder struct {
 	buf       *binReader // current block
 	record    int64
 	blockBuf  bytes.Buffer
+	bin       binReader     // what buf points to
+	inflater  io.ReadCloser // reused from block to block (a flate.Resetter)
+	inflated  bytes.Buffer
+
+	vals avroValues
 }
+
+// avroValues is the per-decoder state that lets records decode with few
+// allocations: payload rows, boxes and strings cut from shared slabs (as
+// the JSON decoder does), repeated strings interned, and source_metadata
+// read into one reused map whose values are reused while they repeat. A
+// parallel worker holds its own.
+type avroValues struct {
+	al    slabs
+	arena strArena
+	strs  strCache
+	ints  boxes[int32]
+	days  boxes[value.Days]
+	local boxes[value.LocalMicros]
+	dbls  boxes[float64]
+
+	// meta is source_metadata of the current record. The fields of the
+	// metadata record are the same for every record, so each record
+	// overwrites every key and nothing else: it holds no value of an
+	// earlier record. build only reads it.
+	meta  map[string]any
+	slots []metaSlot // per field of the metadata record, when metaRec
+	spans [][]byte   // scratch: the strings of a string array
+}
+
+// metaSlot remembers the last value read for one source_metadata field, so
+// that a value equal to the previous record's is reused rather than boxed
+// (or interned, or put into a new slice) again. Values in the map are only
+// read, so sharing them between events is safe.
+type metaSlot struct {
+	name string
+	kind metaKind
+	// nullable: the field is a union of null and kind, read as
+	// readGeneric reads it.
+	nullable bool
+	schema   avro.Schema // for mkGeneric
+	str      string      // last mkString value (interned)
+	n        int64       // last mkLong/mkInt value
+	val      any         // last value (nil: none yet)
+	inMap    any         // what meta holds for the field, when mapped
+	mapped   bool
+}
+
+// sameInterface reports whether a and b are the same interface words: the
+// same type and the same pointer to the same (never changed) value.
+func sameInterface(a, b any) bool {
+	return *(*eface)(unsafe.Pointer(&a)) == *(*eface)(unsafe.Pointer(&b))
+}
+
+type metaKind uint8
+
+const (
+	mkGeneric metaKind = iota // read by readGeneric
+	mkString
+	mkLong
+	mkInt
+	mkBool
+	mkStrArray // array of strings
+)
 
 // topField is one field of the event record, decoded by name.
 type topField struct {
 	name   string
 	schema avro.Schema
+	// str: a string, or a union of null and strings (read without
+	// readGeneric's boxing).
+	str bool
+	// metaRec: source_metadata is a record, or a union of null and a
+	// record, whose fields the decoder's meta slots describe.
+	metaRec bool
 }
 
 type payloadCol struct {
@@ -65,6 +135,10 @@ func (d *Reader) startAvro(br *bufio.Reader) error {
 		return err
 	}
 	d.next = ad.next
+	if workers := d.workers(); workers > 1 {
+		p := newParallelAvro(ad, workers)
+		d.par, d.next = p, p.next
+	}
 	return nil
 }
 
@@ -171,7 +245,14 @@ func (ad *avroDecoder) readHeader() error {
 	}
 	hasPayload := false
 	for _, f := range rec.Fields() {
-		ad.fields = append(ad.fields, topField{name: f.Name(), schema: f.Type()})
+		tf := topField{name: f.Name(), schema: f.Type(), str: isStringSchema(f.Type())}
+		if f.Name() == "source_metadata" {
+			if sm := metaRecord(f.Type()); sm != nil {
+				tf.metaRec = true
+				ad.vals.slots = metaSlots(sm)
+			}
+		}
+		ad.fields = append(ad.fields, tf)
 		switch f.Name() {
 		case "payload":
 			hasPayload = true
@@ -262,7 +343,7 @@ func (ad *avroDecoder) blockErr(reason string, err error) error {
 
 // readBlock loads the next block; it returns io.EOF after the last one.
 func (ad *avroDecoder) readBlock() error {
-	if _, err := ad.br.Peek(1); errors.Is(err, io.EOF) {
+	if _, err := ad.br.Peek(1); isEnd(err) {
 		return io.EOF
 	}
 	ad.block++
@@ -290,12 +371,23 @@ func (ad *avroDecoder) readBlock() error {
 	if sync != ad.sync {
 		return ad.blockErr("sync marker does not match the header", nil)
 	}
-	data := ad.blockBuf.Bytes()
+	return ad.loadBlock(count, ad.blockBuf.Bytes())
+}
+
+// loadBlock decompresses the data of block ad.block, which claims count
+// records, and makes it the current block. The data is not kept: values
+// decoded from it are copies.
+func (ad *avroDecoder) loadBlock(count int64, data []byte) error {
 	switch ad.codec {
 	case "deflate":
-		fr := flate.NewReader(bytes.NewReader(data))
-		out, err := io.ReadAll(io.LimitReader(fr, ad.d.opts.MaxBlockBytes+1))
-		_ = fr.Close()
+		if ad.inflater == nil {
+			ad.inflater = flate.NewReader(bytes.NewReader(data))
+		} else if err := ad.inflater.(flate.Resetter).Reset(bytes.NewReader(data), nil); err != nil {
+			return ad.blockErr("inflate block", err)
+		}
+		ad.inflated.Reset()
+		_, err := ad.inflated.ReadFrom(io.LimitReader(ad.inflater, ad.d.opts.MaxBlockBytes+1))
+		out := ad.inflated.Bytes()
 		if err != nil {
 			return ad.blockErr("inflate block", err)
 		}
@@ -321,7 +413,8 @@ func (ad *avroDecoder) readBlock() error {
 		// Every Datastream record takes at least one byte.
 		return ad.blockErr(fmt.Sprintf("block claims %d records in %d bytes", count, len(data)), nil)
 	}
-	ad.buf = &binReader{b: data}
+	ad.bin = binReader{b: data}
+	ad.buf = &ad.bin
 	ad.remaining = count
 	return nil
 }
@@ -337,8 +430,8 @@ func (ad *avroDecoder) next() (Event, error) {
 	}
 	ad.remaining--
 	ad.record++
-	ev, err := ad.decodeRecord()
-	if err != nil {
+	var ev Event
+	if err := ad.decodeInto(&ev); err != nil {
 		re := &RecordError{File: ad.d.name, Block: ad.block, Record: ad.record, Kind: ErrBadRecord}
 		var fe *fieldError
 		if errors.As(err, &fe) {
@@ -351,7 +444,9 @@ func (ad *avroDecoder) next() (Event, error) {
 	return ev, nil
 }
 
-func (ad *avroDecoder) decodeRecord() (ev Event, err error) {
+// decodeInto decodes the next record of the block into *ev, which must be
+// the zero Event; errors are as next reports them before it wraps them.
+func (ad *avroDecoder) decodeInto(ev *Event) (err error) {
 	defer func() {
 		// Last resort: validation should have caught everything.
 		if p := recover(); p != nil {
@@ -367,13 +462,13 @@ func (ad *avroDecoder) decodeRecord() (ev Event, err error) {
 		case "payload":
 			row, err := ad.readPayload(r, f.schema)
 			if err != nil {
-				return ev, prefixField("payload", err)
+				return prefixField("payload", err)
 			}
 			re.row = row
 		case "read_timestamp", "source_timestamp":
 			ts, present, err := readEnvelopeTime(r, f.schema)
 			if err != nil {
-				return ev, prefixField(f.name, err)
+				return prefixField(f.name, err)
 			}
 			if f.name == "read_timestamp" {
 				re.readTS = ts
@@ -381,13 +476,23 @@ func (ad *avroDecoder) decodeRecord() (ev Event, err error) {
 				re.sourceTS, hasSourceTS = ts, present
 			}
 		case "uuid", "object", "read_method", "stream_name", "schema_key":
-			v, err := readGeneric(r, f.schema, 0)
-			if err != nil {
-				return ev, prefixField(f.name, err)
-			}
-			s, ok := v.(string)
-			if v != nil && !ok {
-				return ev, fieldErr(f.name, "is not a string", nil)
+			var s string
+			if f.str {
+				// uuid is new in every record; the others repeat.
+				s, err = ad.vals.readString(r, f.schema, f.name != "uuid")
+				if err != nil {
+					return prefixField(f.name, err)
+				}
+			} else {
+				v, err := readGeneric(r, f.schema, 0)
+				if err != nil {
+					return prefixField(f.name, err)
+				}
+				var ok bool
+				s, ok = v.(string)
+				if v != nil && !ok {
+					return fieldErr(f.name, "is not a string", nil)
+				}
 			}
 			switch f.name {
 			case "uuid":
@@ -402,31 +507,42 @@ func (ad *avroDecoder) decodeRecord() (ev Event, err error) {
 				re.schemaKey = s
 			}
 		case "source_metadata":
+			if f.metaRec {
+				m, err := ad.vals.readMeta(r, f.schema)
+				if err != nil {
+					return prefixField(f.name, err)
+				}
+				if m == nil {
+					return fieldErr(f.name, "is not a record", nil)
+				}
+				re.meta = m
+				continue
+			}
 			v, err := readGeneric(r, f.schema, 0)
 			if err != nil {
-				return ev, prefixField(f.name, err)
+				return prefixField(f.name, err)
 			}
 			m, ok := v.(map[string]any)
 			if !ok {
-				return ev, fieldErr(f.name, "is not a record", nil)
+				return fieldErr(f.name, "is not a record", nil)
 			}
 			re.meta = m
 		default:
 			// sort_keys and fields of newer Datastream versions: read past.
 			if err := skipAvro(r, f.schema, 0); err != nil {
-				return ev, prefixField(f.name, err)
+				return prefixField(f.name, err)
 			}
 		}
 	}
 	if re.meta == nil {
-		return ev, fieldErr("source_metadata", "missing", nil)
+		return fieldErr("source_metadata", "missing", nil)
 	}
 	if !hasSourceTS {
-		return ev, fieldErr("source_timestamp", "missing", nil)
+		return fieldErr("source_timestamp", "missing", nil)
 	}
 	re.cache = &ad.built
-	err = ad.d.build(&re, ad.record, &ev)
-	return ev, err
+	re.al, re.arena, re.strs = &ad.vals.al, &ad.vals.arena, &ad.vals.strs
+	return ad.d.build(&re, ad.record, ev)
 }
 
 func (ad *avroDecoder) readPayload(r *binReader, s avro.Schema) ([]any, error) {
@@ -437,7 +553,7 @@ func (ad *avroDecoder) readPayload(r *binReader, s avro.Schema) ([]any, error) {
 	if idx < 0 {
 		return nil, fieldErr("", "payload is null", nil)
 	}
-	row := make([]any, len(ad.payload))
+	row := ad.vals.al.row(len(ad.payload))
 	for i, c := range ad.payload {
 		v, err := ad.readTyped(r, c.schema, c.typ, 0)
 		if err != nil {
@@ -703,7 +819,7 @@ func (ad *avroDecoder) readTyped(r *binReader, s avro.Schema, t value.Type, dept
 			return readTimestampTz(r, x)
 		}
 		st, _ := t.(value.StructType)
-		out := make([]any, len(x.Fields()))
+		out := ad.vals.al.row(len(x.Fields()))
 		for i, f := range x.Fields() {
 			var ft value.Type
 			if i < len(st.Fields) {
@@ -754,7 +870,7 @@ func (ad *avroDecoder) readTyped(r *binReader, s avro.Schema, t value.Type, dept
 			return nil, err
 		}
 		if dt, ok := t.(value.DecimalType); ok {
-			return value.Decimal{Unscaled: bigTwoComplement(b), Scale: dt.Scale}, nil
+			return ad.vals.decimal(b, dt.Scale), nil
 		}
 		return bytes.Clone(b), nil
 	case *avro.PrimitiveSchema:
@@ -777,11 +893,11 @@ func (ad *avroDecoder) readPrimitive(r *binReader, x *avro.PrimitiveSchema, t va
 		}
 		switch lt {
 		case string(avro.Date):
-			return value.Days(n), nil
+			return ad.vals.days.box(value.Days(n)), nil
 		case string(avro.TimeMillis):
-			return int64(n) * 1000, nil
+			return ad.vals.al.boxLong(int64(n) * 1000), nil
 		}
-		return n, nil
+		return ad.vals.ints.box(n), nil
 	case avro.Long:
 		n, err := r.long()
 		if err != nil {
@@ -796,35 +912,39 @@ func (ad *avroDecoder) readPrimitive(r *binReader, x *avro.PrimitiveSchema, t va
 		}
 		switch t {
 		case value.Timestamp:
-			return value.Micros(n), nil
+			return ad.vals.al.boxMicros(value.Micros(n)), nil
 		case value.TimestampNTZ:
-			return value.LocalMicros(n), nil
+			return ad.vals.local.box(value.LocalMicros(n)), nil
 		}
-		return n, nil
+		return ad.vals.al.boxLong(n), nil
 	case avro.Float:
 		return r.float()
 	case avro.Double:
-		return r.double()
+		f, err := r.double()
+		if err != nil {
+			return nil, err
+		}
+		return ad.vals.dbls.box(f), nil
 	case avro.String:
-		s, err := r.str()
+		b, err := r.bytes()
 		if err != nil {
 			return nil, err
 		}
 		if dt, ok := t.(value.DecimalType); ok {
-			d, err := toDecimal(s, dt)
+			d, err := toDecimal(string(b), dt)
 			if err != nil {
 				return nil, fieldErr("", "invalid number", err)
 			}
-			return d, nil
+			return ad.vals.al.boxDecimal(d), nil
 		}
-		return s, nil
+		return ad.vals.al.boxString(ad.vals.arena.string(b)), nil
 	case avro.Bytes:
 		b, err := r.bytes()
 		if err != nil {
 			return nil, err
 		}
 		if dt, ok := t.(value.DecimalType); ok {
-			return value.Decimal{Unscaled: bigTwoComplement(b), Scale: dt.Scale}, nil
+			return ad.vals.decimal(b, dt.Scale), nil
 		}
 		if t == value.String {
 			// A decimal too wide for Delta: keep every digit as text.
@@ -1105,8 +1225,301 @@ func skipAvro(r *binReader, s avro.Schema, depth int) error {
 			return skipAvro(r, x.Values(), depth+1)
 		})
 	case *avro.EnumSchema, *avro.FixedSchema, *avro.PrimitiveSchema:
-		_, err := readGeneric(r, s, depth)
+		return skipScalar(r, s, depth)
+	}
+	return fmt.Errorf("unsupported Avro type %s", s.Type())
+}
+
+// skipScalar reads past an enum, fixed or primitive value exactly as
+// readGeneric reads it (the same checks, the same value budget) without
+// building the value.
+func skipScalar(r *binReader, s avro.Schema, depth int) error {
+	if depth > maxDepth {
+		return errors.New("value nested too deeply")
+	}
+	if err := r.step(); err != nil {
+		return err
+	}
+	switch x := s.(type) {
+	case *avro.EnumSchema:
+		i, err := r.int()
+		if err != nil {
+			return err
+		}
+		if i < 0 || int(i) >= len(x.Symbols()) {
+			return fieldErr("", fmt.Sprintf("enum index %d out of range", i), nil)
+		}
+		return nil
+	case *avro.FixedSchema:
+		_, err := r.fixed(x.Size())
+		return err
+	case *avro.PrimitiveSchema:
+		var err error
+		switch x.Type() {
+		case avro.Null:
+		case avro.Boolean:
+			_, err = r.bool()
+		case avro.Int:
+			_, err = r.int()
+		case avro.Long:
+			_, err = r.long()
+		case avro.Float:
+			_, err = r.float()
+		case avro.Double:
+			_, err = r.double()
+		case avro.String, avro.Bytes:
+			_, err = r.bytes()
+		default:
+			return fmt.Errorf("unsupported Avro type %s", s.Type())
+		}
 		return err
 	}
 	return fmt.Errorf("unsupported Avro type %s", s.Type())
+}
+
+// decimal converts the two's complement bytes of a decimal; one that fits
+// 63 bits gets its big.Int from the slabs instead of an allocation.
+func (v *avroValues) decimal(b []byte, scale int) any {
+	if len(b) == 0 || len(b) > 8 {
+		return v.al.boxDecimal(value.Decimal{Unscaled: bigTwoComplement(b), Scale: scale})
+	}
+	n := int64(int8(b[0])) // sign-extended
+	for _, c := range b[1:] {
+		n = n<<8 | int64(c)
+	}
+	u := v.al.bigInt()
+	u.i.SetBits(u.w[:0])
+	u.i.SetInt64(n)
+	return v.al.boxDecimal(value.Decimal{Unscaled: &u.i, Scale: scale})
+}
+
+// isStringSchema reports whether s is a string, or a union of nulls and
+// strings: what readString reads.
+func isStringSchema(s avro.Schema) bool {
+	switch x := s.(type) {
+	case *avro.PrimitiveSchema:
+		return x.Type() == avro.String
+	case *avro.UnionSchema:
+		for _, t := range x.Types() {
+			if t.Type() == avro.Null {
+				continue
+			}
+			if p, ok := t.(*avro.PrimitiveSchema); !ok || p.Type() != avro.String {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// readString reads a value of a schema isStringSchema accepts as
+// readGeneric(r, s, 0) reads it ("" for null), interning the string or
+// copying it into the arena.
+func (v *avroValues) readString(r *binReader, s avro.Schema, intern bool) (string, error) {
+	if err := r.step(); err != nil {
+		return "", err
+	}
+	if u, ok := s.(*avro.UnionSchema); ok {
+		idx, err := r.unionIndex(u)
+		if err != nil || idx < 0 {
+			return "", err
+		}
+		if err := r.step(); err != nil {
+			return "", err
+		}
+	}
+	b, err := r.bytes()
+	if err != nil {
+		return "", err
+	}
+	if intern {
+		return v.strs.intern(b), nil
+	}
+	return v.arena.string(b), nil
+}
+
+// metaRecord returns the record of a source_metadata schema that is a
+// record, or a union of null and a record; else nil.
+func metaRecord(s avro.Schema) *avro.RecordSchema {
+	switch x := s.(type) {
+	case *avro.RecordSchema:
+		return x
+	case *avro.UnionSchema:
+		ts := x.Types()
+		if len(ts) != 2 {
+			return nil
+		}
+		for i, t := range ts {
+			if rec, ok := t.(*avro.RecordSchema); ok && ts[1-i].Type() == avro.Null {
+				return rec
+			}
+		}
+	}
+	return nil
+}
+
+// metaSlots describes the fields of the metadata record rec.
+func metaSlots(rec *avro.RecordSchema) []metaSlot {
+	var out []metaSlot
+	for _, f := range rec.Fields() {
+		sl := metaSlot{name: f.Name(), schema: f.Type()}
+		t := f.Type()
+		if u, ok := t.(*avro.UnionSchema); ok {
+			ts := u.Types()
+			if len(ts) == 2 && ts[0].Type() == avro.Null && ts[1].Type() != avro.Null {
+				sl.nullable, t = true, ts[1]
+			} else if len(ts) == 2 && ts[1].Type() == avro.Null && ts[0].Type() != avro.Null {
+				sl.nullable, t = true, ts[0]
+			} else {
+				t = nil
+			}
+		}
+		switch x := t.(type) {
+		case *avro.PrimitiveSchema:
+			switch x.Type() {
+			case avro.String:
+				sl.kind = mkString
+			case avro.Long:
+				sl.kind = mkLong
+			case avro.Int:
+				sl.kind = mkInt
+			case avro.Boolean:
+				sl.kind = mkBool
+			}
+		case *avro.ArraySchema:
+			if it, ok := x.Items().(*avro.PrimitiveSchema); ok && it.Type() == avro.String {
+				sl.kind = mkStrArray
+			}
+		}
+		out = append(out, sl)
+	}
+	return out
+}
+
+// readMeta reads source_metadata (a schema metaRecord accepts) into v.meta
+// as readGeneric(r, s, 0) reads it into a map; it returns nil, nil when the
+// value is null. Values equal to the previous record's are reused.
+func (v *avroValues) readMeta(r *binReader, s avro.Schema) (map[string]any, error) {
+	if err := r.step(); err != nil {
+		return nil, err
+	}
+	if u, ok := s.(*avro.UnionSchema); ok {
+		idx, err := r.unionIndex(u)
+		if err != nil || idx < 0 {
+			return nil, err
+		}
+		// readGeneric of the record member.
+		if err := r.step(); err != nil {
+			return nil, err
+		}
+	}
+	if v.meta == nil {
+		v.meta = make(map[string]any, len(v.slots))
+	}
+	for i := range v.slots {
+		sl := &v.slots[i]
+		x, err := v.readMetaField(r, sl)
+		if err != nil {
+			return nil, prefixField(sl.name, err)
+		}
+		// A value reused from the record before (or a null after a null)
+		// is in the map already: hashing its key again is most of the
+		// cost of the map.
+		if !sl.mapped || !sameInterface(sl.inMap, x) {
+			v.meta[sl.name] = x
+			sl.inMap, sl.mapped = x, true
+		}
+	}
+	return v.meta, nil
+}
+
+// readMetaField reads one metadata field as readGeneric at depth 2 does.
+func (v *avroValues) readMetaField(r *binReader, sl *metaSlot) (any, error) {
+	if sl.kind == mkGeneric {
+		return readGeneric(r, sl.schema, 2)
+	}
+	if err := r.step(); err != nil {
+		return nil, err
+	}
+	if sl.nullable {
+		idx, err := r.unionIndex(sl.schema)
+		if err != nil || idx < 0 {
+			return nil, err
+		}
+		if err := r.step(); err != nil {
+			return nil, err
+		}
+	}
+	switch sl.kind {
+	case mkString:
+		b, err := r.bytes()
+		if err != nil {
+			return nil, err
+		}
+		if sl.val == nil || sl.str != string(b) {
+			sl.str = v.strs.intern(b)
+			sl.val = v.al.boxString(sl.str)
+		}
+		return sl.val, nil
+	case mkLong, mkInt:
+		var n int64
+		var err error
+		if sl.kind == mkLong {
+			n, err = r.long()
+		} else {
+			var n32 int32
+			n32, err = r.int()
+			n = int64(n32)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if sl.val == nil || sl.n != n {
+			sl.n = n
+			if sl.kind == mkLong {
+				sl.val = v.al.boxLong(n)
+			} else {
+				sl.val = v.ints.box(int32(n))
+			}
+		}
+		return sl.val, nil
+	case mkBool:
+		return r.bool()
+	case mkStrArray:
+		v.spans = v.spans[:0]
+		err := r.blocks(func() error {
+			// readGeneric of a string item.
+			if err := r.step(); err != nil {
+				return err
+			}
+			b, err := r.bytes()
+			v.spans = append(v.spans, b)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		// The spans point into the block: do not keep them past this.
+		defer func() { clear(v.spans); v.spans = v.spans[:0] }()
+		if prev, ok := sl.val.([]any); ok && len(prev) == len(v.spans) {
+			same := true
+			for i, b := range v.spans {
+				if prev[i].(string) != string(b) {
+					same = false
+					break
+				}
+			}
+			if same {
+				return sl.val, nil
+			}
+		}
+		out := make([]any, len(v.spans))
+		for i, b := range v.spans {
+			out[i] = v.al.boxString(v.strs.intern(b))
+		}
+		sl.val = out
+		return out, nil
+	}
+	return nil, fmt.Errorf("unsupported Avro type %s", sl.schema.Type())
 }

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"testing"
 
+	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/hamba/avro/v2/ocf"
 )
 
@@ -69,15 +70,15 @@ func abs(n int64) int64 {
 }
 
 // BenchmarkDecode measures decode throughput for ~50 MB of JSON lines
-// (decoded on GOMAXPROCS goroutines, and on one) and the same events as a
-// deflate Avro file: MB/s (of the file as stored) and events/s.
+// and the same events as a deflate Avro file, each decoded on GOMAXPROCS
+// goroutines and on one: MB/s (of the file as stored) and events/s.
 func BenchmarkDecode(b *testing.B) {
 	jsonl, avroFile, events := benchEvents(b, benchBytes)
 	for _, c := range []struct {
 		name string
 		data []byte
 		opts Options
-	}{{"jsonl", jsonl, Options{}}, {"jsonl-sequential", jsonl, Options{Workers: 1}}, {"avro-deflate", avroFile, Options{}}} {
+	}{{"jsonl", jsonl, Options{}}, {"jsonl-sequential", jsonl, Options{Workers: 1}}, {"avro-deflate", avroFile, Options{}}, {"avro-deflate-sequential", avroFile, Options{Workers: 1}}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(c.data)))
 			b.ReportAllocs()
@@ -98,3 +99,47 @@ func BenchmarkDecode(b *testing.B) {
 
 // benchBytes is the size of the generated JSON lines file.
 var benchBytes = 50 << 20
+
+// dssimAvro generates one Datastream Avro file of MySQL changes with dssim
+// (codec null, many blocks, as Datastream writes them).
+func dssimAvro(tb testing.TB, changes int) (data []byte, events int) {
+	tb.Helper()
+	res, err := dssim.Run(dssim.Options{Seed: 7, EventsPerFile: 1 << 30, Tables: []dssim.TableSpec{{
+		Source: dssim.MySQL, Database: "shop", Table: "customers", Format: dssim.Avro, InitialRows: changes / 4, Changes: changes}}})
+	if err != nil {
+		tb.Fatalf("simulate: %v", err)
+	}
+	var biggest dssim.File
+	for _, f := range res.Files {
+		if len(f.Data) > len(biggest.Data) {
+			biggest = f
+		}
+	}
+	return biggest.Data, biggest.Events
+}
+
+// BenchmarkDecodeAvro measures decoding a dssim Avro file (~20k events) on
+// one goroutine and on GOMAXPROCS: allocations and time per event.
+func BenchmarkDecodeAvro(b *testing.B) {
+	data, events := dssimAvro(b, 20000)
+	for _, c := range []struct {
+		name string
+		opts Options
+	}{{"parallel", Options{}}, {"sequential", Options{Workers: 1}}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				err := All(context.Background(), bytes.NewReader(data), "bench.avro", c.opts, func(Event) error {
+					n++
+					return nil
+				})
+				if err != nil || n != events {
+					b.Fatalf("decoded %d of %d events: %v", n, events, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(events), "ns/event")
+		})
+	}
+}

@@ -63,8 +63,9 @@ type Options struct {
 	AvroSchemas *AvroSchemaCache
 	// MaxBlockBytes bounds one Avro block; 0 means DefaultMaxBlockBytes.
 	MaxBlockBytes int64
-	// Workers is how many goroutines decode JSON lines at once; 0 means
-	// runtime.GOMAXPROCS(0) and 1 decodes on the goroutine calling Next.
+	// Workers is how many goroutines decode JSON lines or Avro blocks at
+	// once; 0 means runtime.GOMAXPROCS(0) and 1 decodes on the goroutine
+	// calling Next.
 	// Events arrive in file order either way (see the package
 	// documentation of parallel decoding).
 	Workers int
@@ -73,6 +74,19 @@ type Options struct {
 	// 0 means defaultChunkBytes. Tests make it small to cross chunk
 	// boundaries often.
 	chunkBytes int
+}
+
+// parallelDecoder is a decoder that runs ahead on several goroutines
+// (parallelJSON, parallelAvro) and hands events over in file order.
+type parallelDecoder interface {
+	// nextBlock returns, in file order, the events decoded together not
+	// yet returned, which the caller owns from then on; nil, nil once the
+	// sequential decoder has taken over (Next returns the rest).
+	nextBlock() ([]Event, error)
+	// sequential reports that the sequential decoder has taken over.
+	sequential() bool
+	// stop makes the goroutines give up and waits for them.
+	stop()
 }
 
 // Reader streams the events of one file. It is not safe for concurrent use.
@@ -85,9 +99,9 @@ type Reader struct {
 	log    *slog.Logger
 	closer io.Closer
 	next   func() (Event, error)
-	err    error         // sticky
-	json   *jsonDecoder  // set when decoding JSON, for tests
-	par    *parallelJSON // set when decoding JSON lines in parallel
+	err    error           // sticky
+	json   *jsonDecoder    // set when decoding JSON, for tests
+	par    parallelDecoder // set when decoding JSON lines or Avro blocks in parallel
 
 	// warnedUnknown is set once the unknown-source warning is logged;
 	// parallel workers build events concurrently.
@@ -113,7 +127,7 @@ func Decode(ctx context.Context, r io.Reader, name string, opts Options) (*Reade
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic, err := br.Peek(4)
-	if err != nil && !errors.Is(err, io.EOF) {
+	if err != nil && !isEnd(err) {
 		return nil, fmt.Errorf("decode %s: %w", name, err)
 	}
 	isAvro := bytes.Equal(magic, []byte("Obj\x01"))
@@ -188,7 +202,7 @@ func All(ctx context.Context, r io.Reader, name string, opts Options, fn func(Ev
 	defer d.Close()
 	for {
 		ev, err := d.Next()
-		if errors.Is(err, io.EOF) {
+		if isEnd(err) {
 			return nil
 		}
 		if err != nil {

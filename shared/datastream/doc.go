@@ -7,9 +7,11 @@
 // # Decoding
 //
 // Decode returns a Reader whose Next yields one Event at a time and io.EOF
-// at the end; All is the callback form. Memory is bounded by one JSON value
-// or one Avro block, and for JSON lines decoded in parallel by a few chunks
-// of input and their events. Fields are read by name, never by position.
+// at the end; All is the callback form, and Reader.AppendTo keeps every
+// event of a file in Events (blocks the decoding goroutines fill, never
+// copied). Memory is bounded by one JSON value or one Avro block, and when
+// decoding in parallel by a few chunks or blocks of input and their
+// events. Fields are read by name, never by position.
 //
 // # Parallel decoding
 //
@@ -24,6 +26,13 @@
 // decoded sequentially, so the events and the first error in file order
 // are exactly those of sequential decoding. Close (which All calls) stops
 // the goroutines and waits for them.
+//
+// Avro container files of more than one block are decoded the same way, a
+// block per goroutine: the goroutine calling Next reads only the blocks'
+// framing (count, size, sync marker), and a block that fails in any way
+// (framing, decompression, a bad record, bytes left over) hands the rest of
+// the file, from that block, to the sequential decoder, with the same
+// events, block and record numbers and first error.
 //
 // An Event carries the table identity from source_metadata
 // (<database>.<table> for MySQL, <schema>.<table> for Oracle, PostgreSQL and

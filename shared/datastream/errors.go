@@ -67,7 +67,7 @@ func (e *RecordError) Error() string {
 
 // cause is Err, except that io.EOF becomes io.ErrUnexpectedEOF: an end of
 // input inside a file is never the clean end of decoding, and callers loop
-// until errors.Is(err, io.EOF).
+// until isEnd(err).
 func (e *RecordError) cause() error {
 	if e.Err == io.EOF {
 		return io.ErrUnexpectedEOF
@@ -116,3 +116,10 @@ func prefixField(parent string, err error) error {
 	}
 	return &fieldError{field: parent, reason: err.Error()}
 }
+
+// isEnd reports the clean end of input or of decoding: io.EOF itself, as
+// the io.Reader contract returns it and Next returns it after the last
+// event. An error that merely wraps io.EOF (a reader failing mid-stream, a
+// RecordError naming such a failure) is an error: taking it for the end
+// would cut a file short without a word.
+func isEnd(err error) bool { return err == io.EOF }

@@ -1,8 +1,6 @@
 package datastream
 
 import (
-	"errors"
-	"io"
 	"iter"
 	"sort"
 
@@ -102,18 +100,18 @@ func (e *Events) UnifyJSON(known value.StructType) (value.StructType, error) {
 // AppendTo decodes the remaining events into events, in file order. It
 // returns nil after the last event, or the first error (as Next returns
 // it) with every event before it appended. It is Next in a loop, but the
-// events JSON lines decoded in parallel are handed over chunk by chunk
-// instead of being copied out one by one.
+// events decoded in parallel (JSON lines, Avro blocks) are handed over in
+// the blocks the goroutines filled instead of being copied out one by one.
 func (d *Reader) AppendTo(events *Events) error {
 	for {
-		if p := d.par; p != nil && p.seq == nil && d.err == nil {
+		if p := d.par; p != nil && !p.sequential() && d.err == nil {
 			if err := d.ctx.Err(); err != nil {
 				d.err = err
 				return err
 			}
 			blk, err := p.nextBlock()
 			switch {
-			case errors.Is(err, io.EOF):
+			case isEnd(err):
 				d.err = err
 				return nil
 			case err != nil:
@@ -126,7 +124,7 @@ func (d *Reader) AppendTo(events *Events) error {
 			// The sequential decoder has taken over: Next returns the rest.
 		}
 		ev, err := d.Next()
-		if errors.Is(err, io.EOF) {
+		if isEnd(err) {
 			return nil
 		}
 		if err != nil {

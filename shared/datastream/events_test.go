@@ -2,12 +2,16 @@ package datastream
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/dsdelta/dsdelta/shared/value"
+	"github.com/hamba/avro/v2/ocf"
 )
 
 func TestEventsKeepOrderAcrossBlocks(t *testing.T) {
@@ -107,4 +111,36 @@ func TestEventsUnifyJSONMatchesUnifyJSONOfASlice(t *testing.T) {
 		got = append(got, *ev)
 	}
 	sameDecode(t, decodeResult{events: got}, decodeResult{events: want.events})
+}
+
+func TestAReaderFailingWithAWrappedEOFIsAnErrorNotTheEndOfTheFile(t *testing.T) {
+	cut := fmt.Errorf("connection closed: %w", io.EOF)
+	jsonData := []byte(jsonLines(pgCDC, oracleInsert, pgCDC, oracleInsert))
+	avroData := shopFile(t, ocf.Null, 6, 10, -1)
+	for _, tt := range []struct {
+		name string
+		data []byte
+		opts Options
+	}{
+		{"JSON lines, sequential", jsonData, sequentialOpts(Options{})},
+		{"JSON lines, parallel", jsonData, parallelOpts(Options{}, 2, 64)},
+		{"Avro, sequential", avroData, Options{Workers: 1}},
+		{"Avro, parallel", avroData, Options{Workers: 2}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// The reader fails a little before the end of the file.
+			data := tt.data[:len(tt.data)-len(tt.data)/5]
+			for _, res := range []decodeResult{
+				decodeWith(t, &failingReader{data: data, err: cut}, tt.opts),
+				appendWith(t, &failingReader{data: data, err: cut}, tt.opts),
+			} {
+				if res.err == nil {
+					t.Fatalf("decoded %d events and no error from a reader that failed mid-file", len(res.events))
+				}
+				if !errors.Is(res.err, cut) && !errors.Is(res.err, io.ErrUnexpectedEOF) {
+					t.Errorf("err = %v, want it to carry the read failure", res.err)
+				}
+			}
+		})
+	}
 }

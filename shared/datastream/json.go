@@ -84,8 +84,8 @@ func (d *Reader) startJSON(r io.Reader) error {
 	d.next = jd.next
 	d.json = jd
 	if workers := d.workers(); ok && !jd.array && workers > 1 {
-		d.par = newParallelJSON(d, jd, r, workers)
-		d.next = d.par.next
+		p := newParallelJSON(d, jd, r, workers)
+		d.par, d.next = p, p.next
 	}
 	return nil
 }
@@ -535,7 +535,7 @@ func (f *jsonFramer) fill() bool {
 	}
 	n, err := io.ReadAtLeast(f.r, f.buf[len(f.buf):cap(f.buf)], 1)
 	f.buf = f.buf[:len(f.buf)+n]
-	if errors.Is(err, io.EOF) {
+	if isEnd(err) {
 		f.eof = true
 	} else if err != nil {
 		f.err = err

@@ -124,6 +124,9 @@ func (p *parallelJSON) next() (Event, error) {
 	return ev, nil
 }
 
+// sequential reports that the sequential decoder has taken over.
+func (p *parallelJSON) sequential() bool { return p.seq != nil }
+
 // nextBlock returns, in file order, the events of the current chunk not yet
 // returned; the caller owns the slice from then on. It returns nil, nil
 // once the sequential decoder has taken over: next returns the rest.
@@ -248,7 +251,7 @@ func (p *parallelJSON) readChunk() *chunkJob {
 		buf = buf[:len(buf)+n]
 		if err != nil {
 			p.eof = true
-			if !errors.Is(err, io.EOF) {
+			if !isEnd(err) {
 				p.readErr = err
 			}
 		}
@@ -301,7 +304,7 @@ func (p *parallelJSON) decodeChunk(j *chunkJob) {
 		if err != nil {
 			j.events[len(j.events)-1] = Event{}
 			j.events = j.events[:len(j.events)-1]
-			if errors.Is(err, io.EOF) {
+			if isEnd(err) {
 				break
 			}
 			j.err = err

@@ -369,11 +369,12 @@ func TestParallelDecodeHoldsABoundedNumberOfChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	count, maxHeld := drainMeasuring(t, d, func() int { return heldBytes(d.par) })
+	p := d.par.(*parallelJSON)
+	count, maxHeld := drainMeasuring(t, d, func() int { return heldBytes(p) })
 	if count != n {
 		t.Fatalf("decoded %d events, want %d", count, n)
 	}
-	if limit := (d.par.maxJobs + 2) * 2 * chunk; maxHeld > limit {
+	if limit := (p.maxJobs + 2) * 2 * chunk; maxHeld > limit {
 		t.Errorf("the decoder held %d bytes of input, want at most %d", maxHeld, limit)
 	}
 }
