@@ -49,8 +49,7 @@ type parallelAvro struct {
 	window   []*avroJob
 	states   chan *avroDecoder
 	free     []*avroJob
-	cur      *avroJob // the block whose events Next is returning
-	pos      int
+	cur      *avroJob     // the block whose events Next is returning
 	seq      *avroDecoder // the sequential decoder, once it has taken over
 	stopping atomic.Bool  // Close or fall-back: block goroutines give up
 	wg       sync.WaitGroup
@@ -65,10 +64,9 @@ type avroJob struct {
 	raw         []byte // the block's bytes as read, framing included
 	data        []byte // the records, within raw
 	framed      bool   // false: framing failed; the sequential decoder takes over here
-	events      []Event
-	given       bool // events were handed to the caller (nextBlock): not reused
-	err         error
-	done        chan struct{}
+	decoded
+	err  error
+	done chan struct{}
 }
 
 // newParallelAvro takes over from ad, which has read the header.
@@ -108,17 +106,12 @@ func (p *parallelAvro) next() (Event, error) {
 	if p.seq != nil {
 		return p.seq.next()
 	}
-	// The copy left behind is overwritten when the slice is reused.
-	ev := p.cur.events[p.pos]
-	p.pos++
-	return ev, nil
+	return p.cur.take(), nil
 }
 
 // nextBlock returns, in file order, the events of the current block not
 // yet returned; the caller owns the slice from then on. It returns nil, nil
-// once the sequential decoder has taken over: next returns the rest. It is
-// what Reader.AppendTo needs to adopt whole blocks, as it does for
-// parallelJSON.
+// once the sequential decoder has taken over: next returns the rest.
 func (p *parallelAvro) nextBlock() ([]Event, error) {
 	if err := p.ready(); err != nil {
 		return nil, err
@@ -126,10 +119,7 @@ func (p *parallelAvro) nextBlock() ([]Event, error) {
 	if p.seq != nil {
 		return nil, nil
 	}
-	n := len(p.cur.events)
-	blk := p.cur.events[p.pos:n:n]
-	p.pos, p.cur.given = n, true
-	return blk, nil
+	return p.cur.takeRest(), nil
 }
 
 // ready makes p.cur hold an event not yet returned, or hands over to the
@@ -140,11 +130,8 @@ func (p *parallelAvro) ready() error {
 			return nil
 		}
 		if p.cur != nil {
-			if p.pos < len(p.cur.events) {
+			if p.cur.pending() {
 				return nil
-			}
-			if p.cur.given {
-				p.cur.events = nil // the caller holds them now
 			}
 			p.free = append(p.free, p.cur)
 			p.cur = nil
@@ -169,7 +156,7 @@ func (p *parallelAvro) ready() error {
 			continue
 		}
 		p.window = p.window[1:]
-		p.cur, p.pos = j, 0
+		p.cur = j
 	}
 }
 
@@ -212,7 +199,7 @@ func (p *parallelAvro) frame() *avroJob {
 	if n := len(p.free); n > 0 {
 		j = p.free[n-1]
 		p.free = p.free[:n-1]
-		*j = avroJob{raw: j.raw[:0], events: j.events[:0]}
+		*j = avroJob{raw: j.raw[:0], decoded: j.reuse()}
 	} else {
 		j = &avroJob{}
 	}

@@ -61,9 +61,8 @@ type parallelJSON struct {
 	free       []*chunkJob // delivered chunks, for their buffers
 
 	cur        *chunkJob // the chunk whose events Next is returning
-	pos        int
-	baseLine   int64 // newlines before cur (or before window[0])
-	baseRecord int64 // records before cur (or before window[0])
+	baseLine   int64     // newlines before cur (or before window[0])
+	baseRecord int64     // records before cur (or before window[0])
 
 	seq *jsonDecoder // the sequential decoder, once it has taken over
 
@@ -77,13 +76,49 @@ type parallelJSON struct {
 // chunkJob is one chunk of whole lines and, once done is closed, its
 // events or the reason it cannot be trusted.
 type chunkJob struct {
-	data   []byte
-	buf    []byte // the allocation data lives in, reused for a later chunk
+	data []byte
+	buf  []byte // the allocation data lives in, reused for a later chunk
+	decoded
+	lines int64 // newlines in data
+	err   error
+	done  chan struct{}
+}
+
+// decoded is the events of a chunk or block decoded ahead (parallelJSON,
+// parallelAvro) as they are handed out in file order: one by one (take),
+// or the rest at once (takeRest), which gives the slice to the caller.
+type decoded struct {
 	events []Event
-	given  bool  // events were handed to the caller (nextBlock): not reused
-	lines  int64 // newlines in data
-	err    error
-	done   chan struct{}
+	pos    int  // events handed out
+	given  bool // takeRest handed the slice over: it is not reused
+}
+
+// pending reports that events are left to hand out.
+func (d *decoded) pending() bool { return d.pos < len(d.events) }
+
+// take returns the next event. The copy left behind is overwritten when
+// the slice is reused, and dropped at the end of the file.
+func (d *decoded) take() Event {
+	ev := d.events[d.pos]
+	d.pos++
+	return ev
+}
+
+// takeRest returns the events not yet handed out; the caller owns them.
+func (d *decoded) takeRest() []Event {
+	n := len(d.events)
+	blk := d.events[d.pos:n:n]
+	d.pos, d.given = n, true
+	return blk
+}
+
+// reuse returns the slice to fill again, empty (a new one once it was
+// handed over).
+func (d *decoded) reuse() decoded {
+	if d.given {
+		return decoded{}
+	}
+	return decoded{events: d.events[:0]}
 }
 
 // newParallelJSON takes over from jd, which has read the start of r (and
@@ -117,11 +152,7 @@ func (p *parallelJSON) next() (Event, error) {
 	if p.seq != nil {
 		return p.seq.next()
 	}
-	// The copy left behind is overwritten when the buffer is reused, and
-	// dropped at the end of the file.
-	ev := p.cur.events[p.pos]
-	p.pos++
-	return ev, nil
+	return p.cur.take(), nil
 }
 
 // sequential reports that the sequential decoder has taken over.
@@ -137,10 +168,7 @@ func (p *parallelJSON) nextBlock() ([]Event, error) {
 	if p.seq != nil {
 		return nil, nil
 	}
-	n := len(p.cur.events)
-	blk := p.cur.events[p.pos:n:n]
-	p.pos, p.cur.given = n, true
-	return blk, nil
+	return p.cur.takeRest(), nil
 }
 
 // ready makes p.cur hold an event not yet returned, or hands over to the
@@ -151,14 +179,11 @@ func (p *parallelJSON) ready() error {
 			return nil
 		}
 		if p.cur != nil {
-			if p.pos < len(p.cur.events) {
+			if p.cur.pending() {
 				return nil
 			}
 			p.baseLine += p.cur.lines
 			p.baseRecord += int64(len(p.cur.events))
-			if p.cur.given {
-				p.cur.events = nil // the caller holds them now
-			}
 			p.free = append(p.free, p.cur)
 			p.cur = nil
 		}
@@ -189,7 +214,7 @@ func (p *parallelJSON) ready() error {
 				ev.jsonSrc.line += p.baseLine
 			}
 		}
-		p.cur, p.pos = j, 0
+		p.cur = j
 	}
 }
 
@@ -215,7 +240,7 @@ func (p *parallelJSON) readChunk() *chunkJob {
 	if n := len(p.free); n > 0 {
 		j = p.free[n-1]
 		p.free = p.free[:n-1]
-		*j = chunkJob{buf: j.buf[:0], events: j.events[:0]}
+		*j = chunkJob{buf: j.buf[:0], decoded: j.reuse()}
 	} else {
 		j = &chunkJob{}
 	}
