@@ -20,7 +20,10 @@ import (
 // made it allocate gigabytes or loop until the process died, so a bad file
 // in a lake hung every merge of its table until the function's timeout.
 // The checks here run before parquet-go sees the fields, cost a few header
-// decodes per page, and turn such a file into this error.
+// decodes per page, and turn such a file into this error. What they cannot
+// see without decoding values, a page parquet-go panics on, is recovered
+// where the pages are read (colStream, copyKeptValuesSafely,
+// writeRowGroupSafely) and becomes this error too, naming the column.
 var ErrCorruptParquet = errors.New("corrupt parquet file")
 
 // maxParquetPageBytes bounds the uncompressed size a page header may
@@ -62,6 +65,10 @@ func checkParquetTail(tail []byte, size int64) (int64, error) {
 func checkParquetMetadata(f *parquet.File, footerStart int64) error {
 	md := f.Metadata()
 	leaves := len(f.Schema().Columns())
+	kinds, err := leafKinds(f)
+	if err != nil {
+		return err
+	}
 	for g := range md.RowGroups {
 		rg := &md.RowGroups[g]
 		if rg.NumRows < 0 {
@@ -73,6 +80,9 @@ func checkParquetMetadata(f *parquet.File, footerStart int64) error {
 		for c := range rg.Columns {
 			if _, _, err := columnChunkRange(rg, c, footerStart); err != nil {
 				return fmt.Errorf("row group %d: %w", g, err)
+			}
+			if err := checkChunkBounds(&rg.Columns[c].MetaData.Statistics, kinds[c]); err != nil {
+				return fmt.Errorf("row group %d: column chunk %d: %w", g, c, err)
 			}
 			// Page indexes are read (with lengths parquet-go allocates)
 			// when a rewrite copies a row group verbatim.
@@ -86,6 +96,75 @@ func checkParquetMetadata(f *parquet.File, footerStart int64) error {
 					return corruptParquet("row group %d: column chunk %d has a %s of %d bytes at offset %d, beyond the footer at %d", g, c, ix.name, ix.n, ix.off, footerStart)
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// leafKinds returns the physical kind of each leaf column of f, in column
+// order. parquet-go types a leaf by its logical type first, and a leaf
+// whose footer says LIST, MAP or VARIANT (a group's annotation) gets a
+// type whose Kind panics: when comparing schemas, reading chunk bounds or
+// decoding pages.
+func leafKinds(f *parquet.File) ([]parquet.Kind, error) {
+	var kinds []parquet.Kind
+	var walk func(c *parquet.Column) error
+	walk = func(c *parquet.Column) error {
+		if !c.Leaf() {
+			for _, ch := range c.Columns() {
+				if err := walk(ch); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		k, ok := kindOf(c.Type())
+		if !ok {
+			return corruptParquet("leaf column %q has the type %s, which has no physical kind", c.Name(), c.Type())
+		}
+		kinds = append(kinds, k)
+		return nil
+	}
+	if err := walk(f.Root()); err != nil {
+		return nil, err
+	}
+	return kinds, nil
+}
+
+// kindOf returns t.Kind(), ok false when the type has none (it panics).
+func kindOf(t parquet.Type) (k parquet.Kind, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return t.Kind(), true
+}
+
+// checkChunkBounds checks that the column chunk bounds in st have the
+// width of the column's kind: parquet-go panics decoding a bound of
+// another width (FileColumnChunk.Bounds, read by row group filters and
+// by rewrites for the statistics of copied row groups).
+func checkChunkBounds(st *format.Statistics, kind parquet.Kind) error {
+	width := 0
+	switch kind {
+	case parquet.Boolean:
+		width = 1
+	case parquet.Int32, parquet.Float:
+		width = 4
+	case parquet.Int64, parquet.Double:
+		width = 8
+	case parquet.Int96:
+		width = 12
+	default:
+		return nil // byte arrays have any length
+	}
+	for _, b := range []struct {
+		name string
+		v    []byte
+	}{{"min", st.MinValue}, {"max", st.MaxValue}} {
+		if b.v != nil && len(b.v) != width {
+			return corruptParquet("%s bound of %d bytes for a %s column", b.name, len(b.v), kind)
 		}
 	}
 	return nil

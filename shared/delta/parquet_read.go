@@ -289,16 +289,12 @@ func readRowGroup(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int
 		if i >= len(chunks) {
 			return fmt.Errorf("row group has %d column chunks, schema needs column %d", len(chunks), i)
 		}
-		s.reset(parquet.NewColumnChunkValueReader(chunks[i]))
-	}
-	defer func() {
-		for _, s := range streams {
-			if s != nil && s.r != nil {
-				s.r.Close()
-				s.r = nil
-			}
+		if err := s.open(chunks[i]); err != nil {
+			closeStreams(streams)
+			return err
 		}
-	}()
+	}
+	defer closeStreams(streams)
 	n := rg.NumRows()
 	for r := range n {
 		if r%4096 == 0 {
@@ -322,6 +318,15 @@ func readRowGroup(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int
 		}
 	}
 	return nil
+}
+
+func closeStreams(streams []*colStream) {
+	for _, s := range streams {
+		if s != nil && s.r != nil {
+			s.close()
+			s.r = nil
+		}
+	}
 }
 
 // pqNode is one element of a file's Parquet schema.
@@ -415,6 +420,9 @@ type colStream struct {
 	buf []parquet.Value
 	pos int
 	n   int
+	// leaf and name identify the column in errors.
+	leaf int
+	name string
 }
 
 func (s *colStream) reset(r parquet.ColumnChunkValueReader) {
@@ -428,7 +436,7 @@ func (s *colStream) fill() error {
 	if s.pos < s.n {
 		return nil
 	}
-	n, err := s.r.ReadValues(s.buf)
+	n, err := s.readValues()
 	s.pos, s.n = 0, n
 	if n > 0 {
 		return nil
@@ -437,6 +445,38 @@ func (s *colStream) fill() error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// readValues reads the next values of the chunk into s.buf. parquet-go
+// decodes pages here and panics on some corrupt ones (the checks of
+// pageChecker do not decode values); the panic becomes an error naming the
+// column. The deferred recover costs one call per 1024 values.
+func (s *colStream) readValues() (n int, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			n, err = 0, corruptParquet("column %d (%s): decode pages: %v", s.leaf, s.name, p)
+		}
+	}()
+	return s.r.ReadValues(s.buf)
+}
+
+// close closes the chunk's reader; a reader that panicked while decoding
+// may panic again, which is ignored: the read already failed.
+func (s *colStream) close() {
+	defer func() { _ = recover() }()
+	s.r.Close()
+}
+
+// open starts reading chunk c, turning a panic of parquet-go on a corrupt
+// chunk into an error naming the column.
+func (s *colStream) open(c parquet.ColumnChunk) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.r, err = nil, corruptParquet("column %d (%s): open pages: %v", s.leaf, s.name, p)
+		}
+	}()
+	s.reset(parquet.NewColumnChunkValueReader(c))
+	return nil
 }
 
 // peek returns the next value without consuming it; ok is false at the end
@@ -599,7 +639,7 @@ type asmBuilder struct {
 
 func (b *asmBuilder) stream(p *pqNode) *colStream {
 	if b.streams[p.leaf] == nil {
-		b.streams[p.leaf] = &colStream{}
+		b.streams[p.leaf] = &colStream{leaf: p.leaf, name: p.name}
 	}
 	return b.streams[p.leaf]
 }

@@ -352,7 +352,7 @@ func (w *FileWriter) writeRowGroup(rg parquet.RowGroup, leaves []leafSummary) er
 	if err := w.flushedForRowGroup(); err != nil {
 		return err
 	}
-	if _, err := w.pw.WriteRowGroup(rg); err != nil {
+	if err := writeRowGroupSafely(w.pw, rg); err != nil {
 		w.err = fmt.Errorf("write %s: copy row group: %w", w.name, err)
 		return w.err
 	}
@@ -361,6 +361,19 @@ func (w *FileWriter) writeRowGroup(rg parquet.RowGroup, leaves []leafSummary) er
 	w.rows += n
 	w.rgStart, w.rgRows = w.pw.Size(), w.rows
 	return nil
+}
+
+// writeRowGroupSafely appends rg to pw, turning a panic of parquet-go on
+// a corrupt page it reads (it re-encodes pages it cannot splice) into an
+// error.
+func writeRowGroupSafely(pw *parquet.Writer, rg parquet.RowGroup) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = corruptParquet("%v", p)
+		}
+	}()
+	_, err = pw.WriteRowGroup(rg)
+	return err
 }
 
 // writeRowGroupKept appends the rows of rg, a row group of another Parquet
@@ -410,7 +423,7 @@ func (w *FileWriter) writeRowGroupKept(rg parquet.RowGroup, dropped []bool, boun
 			buf := make([]parquet.Value, 4096)
 			out := make([]parquet.Value, 0, len(buf))
 			for k := range next {
-				counts[k], errs[k] = copyKeptValues(chunks[k], cols[k], dropped, bounds, k, buf, out, &leaves[k])
+				counts[k], errs[k] = copyKeptValuesSafely(chunks[k], cols[k], dropped, bounds, k, buf, out, &leaves[k])
 			}
 		}()
 	}
@@ -435,6 +448,18 @@ func (w *FileWriter) writeRowGroupKept(rg parquet.RowGroup, dropped []bool, boun
 	w.rows += kept
 	w.rgStart, w.rgRows = w.pw.Size(), w.rows
 	return nil
+}
+
+// copyKeptValuesSafely is copyKeptValues with a panic of parquet-go (on a
+// corrupt page it decodes) turned into the column's error: a panic on this
+// worker goroutine would end the process.
+func copyKeptValuesSafely(c parquet.ColumnChunk, cw *parquet.ColumnWriter, dropped []bool, bounds *chunkBounds, k int, buf, out []parquet.Value, s *leafSummary) (n int64, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			n, err = 0, corruptParquet("copy values: %v", p)
+		}
+	}()
+	return copyKeptValues(c, cw, dropped, bounds, k, buf, out, s)
 }
 
 // copyKeptValues writes the values of the rows of one flat column chunk

@@ -1,0 +1,422 @@
+package delta
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dsdelta/dsdelta/internal/fixture"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/value"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/snappy"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// The data-file fuzz targets mutate small data files and read or rewrite
+// them as a merge does. Their input is a schema selector (fzSchemaOurs for
+// files FileWriter writes, fzSchemaSpark for the data-reader-primitives
+// fixture's schema) and the file's bytes.
+const (
+	fzSchemaOurs  = 0
+	fzSchemaSpark = 1
+	fzRows        = 60
+	fzGroupRows   = 20
+)
+
+// fzSparkSchema is the schema of the data-reader-primitives fixture table,
+// spelled out so that saved inputs do not depend on the fixture's presence.
+const fzSparkSchema = `{"type":"struct","fields":[{"name":"as_int","type":"integer","nullable":true,"metadata":{}},{"name":"as_long","type":"long","nullable":true,"metadata":{}},{"name":"as_byte","type":"byte","nullable":true,"metadata":{}},{"name":"as_short","type":"short","nullable":true,"metadata":{}},{"name":"as_boolean","type":"boolean","nullable":true,"metadata":{}},{"name":"as_float","type":"float","nullable":true,"metadata":{}},{"name":"as_double","type":"double","nullable":true,"metadata":{}},{"name":"as_string","type":"string","nullable":true,"metadata":{}},{"name":"as_binary","type":"binary","nullable":true,"metadata":{}},{"name":"as_big_decimal","type":"decimal(1,0)","nullable":true,"metadata":{}}]}`
+
+// fzTable returns the metadata, the key column and the write schema of the
+// table a fuzz input's file belongs to.
+func fzTable(kind uint8) (Metadata, string, value.StructType) {
+	if kind%2 == fzSchemaSpark {
+		schema, err := value.ParseSchema(fzSparkSchema)
+		if err != nil {
+			panic(err)
+		}
+		return Metadata{ID: "fuzz", Format: Format{Provider: "parquet"}, SchemaString: fzSparkSchema}, "as_long", schema
+	}
+	return pqMetadata(rwSchema(), nil, nil), "id", rwSchema()
+}
+
+// fzSeeds returns valid data files to mutate: fzRows rows of rwSchema
+// (strings, decimals of both physical kinds, timestamps, nullable columns)
+// written by FileWriter, then split into row groups of fzGroupRows by
+// parquet-go with FileWriter's options (one page per column chunk), with
+// small pages (several per column chunk), with dictionary-encoded byte
+// arrays and with v2 data pages.
+func fzSeeds(t testing.TB) [][]byte {
+	t.Helper()
+	ctx := context.Background()
+	store := newPQMemStore()
+	w, err := NewFileWriter(ctx, store, WriteOptions{Schema: rwSchema(), DataChange: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range fzRows {
+		if err := w.Write(rwRow(i, "eu")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add, err := w.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := store.objects[add.Path]
+	var seeds [][]byte
+	for _, opts := range [][]parquet.WriterOption{
+		{parquet.DataPageVersion(1), parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain)},
+		{parquet.DataPageVersion(1), parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain), parquet.PageBufferSize(200)},
+		{parquet.DataPageVersion(1), parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.RLEDictionary), parquet.PageBufferSize(200)},
+		{parquet.DataPageVersion(2), parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.RLEDictionary), parquet.PageBufferSize(200)},
+	} {
+		seeds = append(seeds, fzReencode(t, src, opts...))
+	}
+	return seeds
+}
+
+// fzReencode writes the rows of the Parquet file src again in row groups
+// of fzGroupRows, row by row so that small pages are cut, keeping
+// dsdelta's created_by so that RewriteFile still copies its row groups.
+func fzReencode(t testing.TB, src []byte, opts ...parquet.WriterOption) []byte {
+	t.Helper()
+	f, err := parquet.OpenFile(bytes.NewReader(src), int64(len(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	opts = append(opts, parquet.Compression(&snappy.Codec{}),
+		parquet.DataPageStatistics(false), parquet.CreatedBy("dsdelta", "1", ""), f.Schema())
+	pw := parquet.NewWriter(&out, opts...)
+	var rows []parquet.Row
+	for _, rg := range f.RowGroups() {
+		more := make([]parquet.Row, rg.NumRows())
+		r := rg.Rows()
+		n, err := r.ReadRows(more)
+		r.Close()
+		if int64(n) != rg.NumRows() || (err != nil && n == 0) {
+			t.Fatalf("read %d of %d rows: %v", n, rg.NumRows(), err)
+		}
+		rows = append(rows, more...)
+	}
+	for i, row := range rows {
+		if _, err := pw.WriteRows([]parquet.Row{row}); err != nil {
+			t.Fatal(err)
+		}
+		if (i+1)%fzGroupRows == 0 {
+			if err := pw.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := pw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// fzSparkSeeds returns the data files of the data-reader-primitives fixture.
+func fzSparkSeeds(t testing.TB) [][]byte {
+	t.Helper()
+	dir := fixture.Path(t, "delta", "data-reader-primitives")
+	paths, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seeds [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds = append(seeds, b)
+	}
+	return seeds
+}
+
+// fzStore puts b in a memory store as the table's one data file.
+func fzStore(t *testing.T, b []byte) (objstore.Store, Add) {
+	t.Helper()
+	store := objstore.NewMemory()
+	const name = "part-00000-fuzz-c000.snappy.parquet"
+	if _, err := store.Write(context.Background(), name, bytes.NewReader(b), objstore.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return store, Add{Path: name, Size: int64(len(b)), DataChange: true}
+}
+
+// fzCheckErr fails on an error of a corrupt file that does not say it is
+// corrupt and which file it is: a merge reports such an error as is.
+// ckWithin returns a panic as an error starting "panic: ".
+func fzCheckErr(t *testing.T, err error, name string) {
+	t.Helper()
+	if err != nil && strings.HasPrefix(err.Error(), "panic: ") {
+		t.Fatalf("a corrupt file made the read %v", err)
+	}
+	if err != nil && !strings.Contains(err.Error(), name) {
+		t.Fatalf("error does not name the file %s: %v", name, err)
+	}
+}
+
+func fzAddSeeds(f *testing.F) {
+	for _, b := range fzSeeds(f) {
+		f.Add(uint8(fzSchemaOurs), b)
+	}
+	for _, b := range fzSparkSeeds(f) {
+		f.Add(uint8(fzSchemaSpark), b)
+	}
+}
+
+// FuzzReadDataFile reads every row of a mutated data file: it must return
+// the rows or an error within a bound, never panic or hang.
+// testdata/fuzz/FuzzReadDataFile holds the inputs that once crashed it.
+func FuzzReadDataFile(f *testing.F) {
+	fzAddSeeds(f)
+	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
+		md, _, _ := fzTable(kind)
+		store, add := fzStore(t, b)
+		err := ckWithin(t, func() error {
+			return ReadFile(context.Background(), store, md, add, ReadOptions{}, func([]any) error { return nil })
+		})
+		fzCheckErr(t, err, add.Path)
+	})
+}
+
+// FuzzRewriteDataFile rewrites a mutated data file dropping a few keys, so
+// that the first row group of a dsdelta file is re-encoded column by
+// column and the others are copied verbatim (a Spark file goes row by
+// row): it must succeed or return an error within a bound, never panic or
+// hang. testdata/fuzz/FuzzRewriteDataFile holds the inputs that once
+// crashed it.
+func FuzzRewriteDataFile(f *testing.F) {
+	fzAddSeeds(f)
+	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
+		md, key, schema := fzTable(kind)
+		store, add := fzStore(t, b)
+		err := ckWithin(t, func() error {
+			_, err := RewriteFile(context.Background(), store, md, add, RewriteOptions{
+				Write: WriteOptions{Schema: schema, DataChange: true},
+				Keys:  []string{key},
+				Drop: func(k []any) bool {
+					id, ok := k[0].(int64)
+					return ok && (id == 5 || id == 7)
+				},
+			})
+			return err
+		})
+		fzCheckErr(t, err, add.Path)
+	})
+}
+
+// TestFuzzSeedsAreValidAndExerciseBothRewritePaths guards the fuzz targets'
+// starting points: valid files whose rewrite decodes one row group and
+// copies the others, several pages per column chunk.
+func TestFuzzSeedsAreValidAndExerciseBothRewritePaths(t *testing.T) {
+	for i, b := range fzSeeds(t) {
+		store, add := fzStore(t, b)
+		md, _, schema := fzTable(fzSchemaOurs)
+		var n int
+		if err := ReadFile(context.Background(), store, md, add, ReadOptions{}, func([]any) error { n++; return nil }); err != nil {
+			t.Fatalf("seed %d: %v", i, err)
+		}
+		if n != fzRows {
+			t.Fatalf("seed %d: read %d rows, want %d", i, n, fzRows)
+		}
+		f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			pages := 0
+			p := f.RowGroups()[0].ColumnChunks()[2].Pages()
+			for {
+				pg, err := p.ReadPage()
+				if err != nil {
+					break
+				}
+				parquet.Release(pg)
+				pages++
+			}
+			p.Close()
+			if pages < 2 {
+				t.Errorf("seed %d: %d pages in a column chunk, want several", i, pages)
+			}
+		}
+		res, err := RewriteFile(context.Background(), store, md, add, RewriteOptions{
+			Write: WriteOptions{Schema: schema, DataChange: true},
+			Keys:  []string{"id"},
+			Drop:  func(k []any) bool { return k[0] == int64(5) },
+		})
+		if err != nil {
+			t.Fatalf("seed %d: rewrite: %v", i, err)
+		}
+		if res.RowGroupsDecoded != 1 || res.RowGroupsCopied != fzRows/fzGroupRows-1 || res.Rows != fzRows-1 {
+			t.Errorf("seed %d: decoded %d and copied %d row groups keeping %d rows, want 1, %d and %d", i, res.RowGroupsDecoded, res.RowGroupsCopied, res.Rows, fzRows/fzGroupRows-1, fzRows-1)
+		}
+	}
+}
+
+// TestCorruptDataFilesFailWithAnErrorNotAPanic covers the root causes the
+// fuzz targets found: each corrupt footer field made parquet-go panic (on
+// the rewrite path, or on the read path with a row group filter) and must
+// now fail the read and the rewrite with ErrCorruptParquet naming the file
+// and the reason.
+func TestCorruptDataFilesFailWithAnErrorNotAPanic(t *testing.T) {
+	seed := fzSeeds(t)[1]
+	md, _, schema := fzTable(fzSchemaOurs)
+	for _, tt := range []struct {
+		name    string
+		corrupt func(*format.FileMetaData)
+		reason  string
+	}{
+		// parquet-go types the leaf as a LIST, whose Kind panics in
+		// EqualNodes (rewrite) and FileColumnChunk.Bounds.
+		{"a LIST annotation on a leaf column is rejected", func(md *format.FileMetaData) {
+			md.Schema[3].LogicalType.Value = &format.ListType{}
+		}, "no physical kind"},
+		// FileColumnChunk.Bounds panics decoding a 16-byte INT64.
+		{"a chunk bound wider than its column's type is rejected", func(md *format.FileMetaData) {
+			md.RowGroups[1].Columns[0].MetaData.Statistics.MinValue = make([]byte, 16)
+		}, "min bound of 16 bytes for a INT64 column"},
+	} {
+		b := ckEditFooter(t, seed, tt.corrupt)
+		for _, op := range []struct {
+			name string
+			run  func(store objstore.Store, add Add) error
+		}{
+			{"read with a row group filter", func(store objstore.Store, add Add) error {
+				flt := &RowGroupFilter{Column: "id", Keep: func(min, max any) bool { return true }}
+				return ReadFile(context.Background(), store, md, add, ReadOptions{RowGroupFilter: flt}, func([]any) error { return nil })
+			}},
+			{"rewrite", func(store objstore.Store, add Add) error {
+				_, err := RewriteFile(context.Background(), store, md, add, RewriteOptions{
+					Write: WriteOptions{Schema: schema, DataChange: true},
+					Keys:  []string{"id"},
+					Drop:  func(k []any) bool { return k[0] == int64(5) },
+				})
+				return err
+			}},
+		} {
+			t.Run(tt.name+" by a "+op.name, func(t *testing.T) {
+				store, add := fzStore(t, b)
+				err := ckWithin(t, func() error { return op.run(store, add) })
+				if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), add.Path) || !strings.Contains(err.Error(), tt.reason) {
+					t.Fatalf("err = %v, want ErrCorruptParquet naming %s and %q", err, add.Path, tt.reason)
+				}
+			})
+		}
+	}
+}
+
+// fzPanickyChunk is a column chunk whose pages panic when read, as
+// parquet-go does on some corrupt pages the page checks cannot see
+// without decoding values.
+type fzPanickyChunk struct{ parquet.ColumnChunk }
+
+func (c fzPanickyChunk) Pages() parquet.Pages { return fzPanickyPages{c.ColumnChunk.Pages()} }
+
+type fzPanickyPages struct{ parquet.Pages }
+
+func (fzPanickyPages) ReadPage() (parquet.Page, error) { panic("corrupt page") }
+
+// fzPanickyRowGroup is a row group whose column chunk bad panics.
+type fzPanickyRowGroup struct {
+	parquet.RowGroup
+	bad int
+}
+
+func (g fzPanickyRowGroup) ColumnChunks() []parquet.ColumnChunk {
+	chunks := slices.Clone(g.RowGroup.ColumnChunks())
+	chunks[g.bad] = fzPanickyChunk{chunks[g.bad]}
+	return chunks
+}
+
+// Rows panics too: parquet-go copies a row group it cannot splice through
+// its rows.
+func (g fzPanickyRowGroup) Rows() parquet.Rows { return fzPanickyRows{g.RowGroup.Rows()} }
+
+type fzPanickyRows struct{ parquet.Rows }
+
+func (fzPanickyRows) ReadRows([]parquet.Row) (int, error) { panic("corrupt page") }
+
+func TestAPanicDecodingPagesBecomesAnErrorOfTheColumn(t *testing.T) {
+	seed := fzSeeds(t)[1]
+	f, err := parquet.OpenFile(bytes.NewReader(seed), int64(len(seed)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := fzPanickyRowGroup{RowGroup: f.RowGroups()[0], bad: 2}
+
+	t.Run("a column read for rows fails with the column named", func(t *testing.T) {
+		s := &colStream{leaf: 2, name: "name"}
+		if err := s.open(rg.ColumnChunks()[2]); err != nil {
+			t.Fatal(err)
+		}
+		defer s.close()
+		_, err := s.next()
+		if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), "column 2 (name)") || !strings.Contains(err.Error(), "corrupt page") {
+			t.Fatalf("err = %v, want ErrCorruptParquet naming column 2 (name) and the panic", err)
+		}
+	})
+
+	t.Run("a column re-encoded on a worker goroutine fails the row group", func(t *testing.T) {
+		root, _, err := parquetTree(f.Metadata().Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bounds, err := newChunkBounds(root, rwSchema().Fields, Add{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := NewFileWriter(context.Background(), newPQMemStore(), WriteOptions{Schema: rwSchema()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Abort()
+		dropped := make([]bool, rg.NumRows())
+		dropped[3] = true
+		err = ckWithin(t, func() error { return w.writeRowGroupKept(rg, dropped, bounds) })
+		if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), "column 2") || !strings.Contains(err.Error(), "corrupt page") {
+			t.Fatalf("err = %v, want ErrCorruptParquet naming column 2 and the panic", err)
+		}
+	})
+
+	t.Run("a row group copied whole fails the copy", func(t *testing.T) {
+		// Dictionary pages cannot be spliced into a file whose writer
+		// does not dictionary-encode, so parquet-go decodes the rows.
+		dict := fzSeeds(t)[2]
+		fd, err := parquet.OpenFile(bytes.NewReader(dict), int64(len(dict)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := NewFileWriter(context.Background(), newPQMemStore(), WriteOptions{Schema: rwSchema()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Abort()
+		bad := fzPanickyRowGroup{RowGroup: fd.RowGroups()[0], bad: 2}
+		err = ckWithin(t, func() error { return w.writeRowGroup(bad, make([]leafSummary, len(bad.ColumnChunks()))) })
+		if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), "corrupt page") {
+			t.Fatalf("err = %v, want ErrCorruptParquet with the panic", err)
+		}
+	})
+}
+
+func TestReadFileLetsAPanicOfTheCallbackThrough(t *testing.T) {
+	store, add := fzStore(t, fzSeeds(t)[1])
+	md, _, _ := fzTable(fzSchemaOurs)
+	defer func() {
+		if p := recover(); p != "caller bug" {
+			t.Fatalf("recovered %v, want the callback's panic", p)
+		}
+	}()
+	_ = ReadFile(context.Background(), store, md, add, ReadOptions{}, func([]any) error { panic("caller bug") })
+	t.Fatal("ReadFile returned after its callback panicked")
+}
