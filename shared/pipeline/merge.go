@@ -339,10 +339,17 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 
 // newestFile returns the index of the file holding the batch's greatest
 // ordering key (the later one on a tie, e.g. a file written again under a
-// new generation). Only the order column of each staged file is read.
+// new generation). The manifests record each file's greatest key; for one
+// staged before they did, only the order column of the staged file is read.
 func (p *Pipeline) newestFile(ctx context.Context, files []*manifest) (int, error) {
 	best, bestOrder := 0, []byte(nil)
 	for i, m := range files {
+		if m.MaxOrder != nil {
+			if bestOrder == nil || bytes.Compare(m.MaxOrder, bestOrder) >= 0 {
+				best, bestOrder = i, m.MaxOrder
+			}
+			continue
+		}
 		md := delta.Metadata{SchemaString: m.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
 		err := delta.ReadFile(ctx, p.Lake, md, m.Add, delta.ReadOptions{Columns: []string{cdc.ColOrder}}, func(row []any) error {
 			if o, _ := row[0].([]byte); bestOrder == nil || bytes.Compare(o, bestOrder) >= 0 {

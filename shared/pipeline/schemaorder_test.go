@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -241,6 +243,73 @@ func TestSchemaModeOverwriteCrashAtEveryStepConverges(t *testing.T) {
 				}
 				checkConverged(t, ctx, p2)
 			})
+		}
+	}
+}
+
+// failingStore fails every read: newestFile must not need the lake when
+// the manifests carry their greatest order.
+type failingStore struct{ objstore.Store }
+
+func (failingStore) NewReader(context.Context, string, int64, int64) (io.ReadCloser, error) {
+	return nil, errors.New("read of a staged file")
+}
+
+func TestNewestFileUsesTheManifestsGreatestOrderAndAgreesWithTheStagedRows(t *testing.T) {
+	ctx := context.Background()
+	sim, err := dssim.Run(dssim.Options{Seed: 21, EventsPerFile: 7, Tables: []dssim.TableSpec{
+		{Source: dssim.MySQL, Database: "shop", Table: "customers", InitialRows: 10, Changes: 60},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{})
+	files := write(t, ctx, source, sim.Files)
+	// Staged in reverse, so the newest file is not the last one staged.
+	for i := len(files) - 1; i >= 0; i-- {
+		if _, err := p.Stage(ctx, files[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := p.Coord.ListFiles(ctx, "shop.customers", coord.StateStaged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) < 3 {
+		t.Fatalf("%d staged files, want several", len(recs))
+	}
+	var withOrder, withoutOrder []*manifest
+	for _, r := range recs {
+		m, err := p.readStaged(ctx, r.StagedPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.MaxOrder) == 0 {
+			t.Fatalf("manifest %s has no max_order", r.StagedPath)
+		}
+		withOrder = append(withOrder, m)
+		old := *m
+		old.MaxOrder = nil // as staged before manifests recorded it
+		withoutOrder = append(withoutOrder, &old)
+	}
+	fromRows, err := p.newestFile(ctx, withoutOrder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lake := p.Lake
+	p.Lake = failingStore{lake}
+	fromManifests, err := p.newestFile(ctx, withOrder)
+	p.Lake = lake
+	if err != nil {
+		t.Fatalf("newestFile read the lake although every manifest has max_order: %v", err)
+	}
+	if fromManifests != fromRows {
+		t.Fatalf("newest file by manifests is %d (%s), by staged rows %d (%s)", fromManifests, withOrder[fromManifests].Source.Name, fromRows, withOrder[fromRows].Source.Name)
+	}
+	for _, m := range withOrder {
+		if bytes.Compare(m.MaxOrder, withOrder[fromManifests].MaxOrder) > 0 {
+			t.Fatalf("%s holds a greater order than the newest file %s", m.Source.Name, withOrder[fromManifests].Source.Name)
 		}
 	}
 }

@@ -44,6 +44,10 @@ type manifest struct {
 	// only nulls in this file: their type (string) is a guess, so the merge
 	// lets another file's values decide it instead of calling it a conflict.
 	Untyped []string `json:"untyped,omitempty"`
+	// MaxOrder is the greatest ordering key of the file's events, which
+	// decides the batch schema in schema mode overwrite without reading
+	// the staged file again. Manifests staged before it existed lack it.
+	MaxOrder []byte `json:"max_order,omitempty"`
 }
 
 // Stage decodes one Datastream file, writes its events as a staged Parquet
@@ -202,7 +206,13 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 		}
 		m.MinSourceTS = min(m.MinSourceTS, ev.SourceTimestamp)
 		m.MaxSourceTS = max(m.MaxSourceTS, ev.SourceTimestamp)
+		if bytes.Compare(ev.Order.Bytes, m.MaxOrder) > 0 {
+			m.MaxOrder = ev.Order.Bytes
+		}
 		m.Events++
+	}
+	if m != nil {
+		m.MaxOrder = bytes.Clone(m.MaxOrder) // not the decoder's arena
 	}
 	if derr != nil {
 		if m != nil {
