@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bytes"
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/value"
-	"golang.org/x/sync/errgroup"
 )
 
 // MaintainResult reports what Maintain did.
@@ -293,91 +291,40 @@ func keyColumns(schema value.StructType, conf map[string]string) []int {
 // rewriteMerged streams the rows of files into new files (dataChange=false),
 // merging by the key columns when sorted.
 func rewriteMerged(ctx context.Context, snap *delta.Snapshot, files []delta.Add, schema value.StructType, keyCols []int, sorted bool, target int64) ([]delta.Add, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	md := snap.Metadata()
-	type stream struct {
-		ch   chan []any
-		errc chan error
-		head []any
-	}
-	streams := make([]*stream, len(files))
-	for i, f := range files {
-		s := &stream{ch: make(chan []any, 256), errc: make(chan error, 1)}
-		streams[i] = s
-		go func() {
-			defer close(s.ch)
-			s.errc <- delta.ReadFile(ctx, snap.Store(), md, f, delta.ReadOptions{}, func(row []any) error {
-				select {
-				case s.ch <- row:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
+	var less func(a, b []any) bool
+	if sorted {
+		less = func(a, b []any) bool {
+			for _, k := range keyCols {
+				if c := value.Compare(a[k], b[k]); c != 0 {
+					return c < 0
 				}
-			})
-		}()
-	}
-	next := func(s *stream) error {
-		row, ok := <-s.ch
-		if ok {
-			s.head = row
-			return nil
-		}
-		s.head = nil
-		if err := <-s.errc; err != nil {
-			return err
-		}
-		s.errc <- nil // keep the channel answering
-		return nil
-	}
-	for _, s := range streams {
-		if err := next(s); err != nil {
-			return nil, err
-		}
-	}
-	// Each output file holds one partition; partition values come from the
-	// first input (all inputs share them).
-	pv := map[string]any{}
-	for _, c := range md.PartitionColumns {
-		fi := schema.Index(c)
-		if fi < 0 {
-			continue
-		}
-		if streams[0].head != nil {
-			pv[c] = streams[0].head[fi]
-		}
-	}
-	// dataChange=false: compaction rearranges rows, it changes none.
-	w := delta.NewRollingWriter(ctx, snap.Store(), delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, PartitionValues: pv}, target)
-	less := func(a, b []any) bool {
-		for _, k := range keyCols {
-			if c := value.Compare(a[k], b[k]); c != 0 {
-				return c < 0
 			}
+			return false
 		}
-		return false
 	}
-	for {
-		var best *stream
-		for _, s := range streams {
-			if s.head == nil {
-				continue
+	var w *delta.RollingWriter
+	err := mergeRows(ctx, snap.Store(), md, files, less, func(row []any) error {
+		if w == nil {
+			// Each output file holds one partition; its values come from
+			// the first row (all inputs share them).
+			pv := map[string]any{}
+			for _, c := range md.PartitionColumns {
+				if fi := schema.Index(c); fi >= 0 {
+					pv[c] = row[fi]
+				}
 			}
-			if best == nil || (sorted && less(s.head, best.head)) {
-				best = s
-			}
+			// dataChange=false: compaction rearranges rows, it changes none.
+			w = delta.NewRollingWriter(ctx, snap.Store(), delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, PartitionValues: pv}, target)
 		}
-		if best == nil {
-			break
-		}
-		if err := w.Write(best.head); err != nil {
-			w.Abort()
-			return nil, err
-		}
-		if err := next(best); err != nil {
-			w.Abort()
-			return nil, err
-		}
+		return w.Write(row)
+	})
+	if w == nil {
+		return nil, err // no row at all: nothing written
+	}
+	if err != nil {
+		w.Abort()
+		return nil, err
 	}
 	return w.Close()
 }
@@ -636,74 +583,30 @@ func tombstoneBins(files []delta.Add, target int64) [][]delta.Add {
 // mergeTombstones streams the rows of files (each sorted by key, as merges
 // and expiry write them) into new files in key order, leaving out expired
 // rows and, of the rows of one key that meet, all but the one with the
-// greatest order. Each file is read by its own goroutine through a small
-// buffer; memory holds about a row group per file and one of the output.
-// Files not sorted by key still come out whole, only less clustered and
-// with fewer duplicates dropped.
+// greatest order. Memory holds about a row group per file (mergeRows) and
+// one of the output. Files not sorted by key still come out whole, only
+// less clustered and with fewer duplicates dropped.
 func mergeTombstones(ctx context.Context, store objstore.Store, md delta.Metadata, files []delta.Add, c tombstoneCut, target int64) ([]delta.Add, tombstoneExpiry, error) {
 	var m tombstoneExpiry
-	readCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	g, gctx := errgroup.WithContext(readCtx)
-	h := &tombstoneHeap{nkey: c.nkey}
-	chans := make([]chan []any, len(files))
-	for i, f := range files {
-		ch := make(chan []any, 64)
-		chans[i] = ch
-		g.Go(func() error {
-			defer close(ch)
-			return delta.ReadFile(gctx, store, md, f, delta.ReadOptions{}, func(row []any) error {
-				select {
-				case ch <- row:
-					return nil
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-			})
-		})
-	}
-	// stop ends the readers early and waits for them: every goroutine is
-	// gone when mergeTombstones returns.
-	stop := func() {
-		cancel()
-		for _, ch := range chans {
-			for range ch {
-			}
-		}
-		_ = g.Wait()
-	}
-	for i, ch := range chans {
-		if row, ok := <-ch; ok {
-			h.streams = append(h.streams, &tombstoneStream{ch: ch, head: row, seq: i})
-		}
-	}
-	heap.Init(h)
-
 	schema, err := value.ParseSchema(md.SchemaString)
 	if err != nil {
-		stop()
 		return nil, m, err
 	}
 	w := delta.NewRollingWriter(ctx, store, delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, DataChange: true}, target)
-	fail := func(err error) ([]delta.Add, tombstoneExpiry, error) {
-		w.Abort()
-		stop()
-		return nil, m, err
-	}
 	var pending []any
 	var pendingKey, key []byte
-	for h.Len() > 0 {
-		s := h.streams[0]
-		row := s.head
-		if next, ok := <-s.ch; ok {
-			s.head = next
-			heap.Fix(h, 0)
-		} else {
-			heap.Pop(h)
+	flush := func() error {
+		if pending == nil {
+			return nil
 		}
+		m.Copied++
+		return w.Write(pending)
+	}
+	byKey := func(a, b []any) bool { return value.CompareKeys(a[:c.nkey], b[:c.nkey]) < 0 }
+	err = mergeRows(ctx, store, md, files, byKey, func(row []any) error {
 		if c.expired(row[c.at]) {
 			m.Expired++
-			continue
+			return nil
 		}
 		key = cdc.AppendKeyText(key[:0], row[:c.nkey])
 		if pending != nil && bytes.Equal(key, pendingKey) {
@@ -712,62 +615,26 @@ func mergeTombstones(ctx context.Context, store objstore.Store, md delta.Metadat
 			if po, _ := pending[c.ord].([]byte); bytes.Compare(o, po) > 0 {
 				pending = row
 			}
-			continue
+			return nil
 		}
-		if pending != nil {
-			if err := w.Write(pending); err != nil {
-				return fail(err)
-			}
-			m.Copied++
+		if err := flush(); err != nil {
+			return err
 		}
 		pending, pendingKey = row, append(pendingKey[:0], key...)
+		return nil
+	})
+	if err == nil {
+		err = flush()
 	}
-	// A reader that failed closed its channel early: its error, not a
-	// shorter file, decides.
-	if err := g.Wait(); err != nil {
-		return fail(err)
-	}
-	if pending != nil {
-		if err := w.Write(pending); err != nil {
-			return fail(err)
-		}
-		m.Copied++
+	if err != nil {
+		w.Abort()
+		return nil, m, err
 	}
 	adds, err := w.Close()
 	if err != nil {
 		return nil, m, err
 	}
 	return adds, m, nil
-}
-
-// tombstoneStream is one input of mergeTombstones and its next row.
-type tombstoneStream struct {
-	ch   <-chan []any
-	head []any
-	seq  int
-}
-
-// tombstoneHeap orders streams by the key of their next row (then by
-// input, for a deterministic output).
-type tombstoneHeap struct {
-	streams []*tombstoneStream
-	nkey    int
-}
-
-func (h *tombstoneHeap) Len() int { return len(h.streams) }
-func (h *tombstoneHeap) Less(i, j int) bool {
-	a, b := h.streams[i], h.streams[j]
-	if c := value.CompareKeys(a.head[:h.nkey], b.head[:h.nkey]); c != 0 {
-		return c < 0
-	}
-	return a.seq < b.seq
-}
-func (h *tombstoneHeap) Swap(i, j int) { h.streams[i], h.streams[j] = h.streams[j], h.streams[i] }
-func (h *tombstoneHeap) Push(x any)    { h.streams = append(h.streams, x.(*tombstoneStream)) }
-func (h *tombstoneHeap) Pop() any {
-	s := h.streams[len(h.streams)-1]
-	h.streams = h.streams[:len(h.streams)-1]
-	return s
 }
 
 // discardOutputs deletes files written for a rewrite that is not committed.
