@@ -49,14 +49,18 @@ func (h Handler) Handle(ctx context.Context, e event.Event) error {
 		// Maintain holds the lease finds the table busy and drops the
 		// wake-up, so waking first would lose it on every round. Maintain
 		// itself wakes the table as soon as it releases the lease (Woke);
-		// this wake is for a table it skipped or failed on.
+		// this wake is for a table it did not wake (nothing was pending
+		// then, or it skipped or failed on the table).
+		if res.Woke || svc.Pipeline.Waker == nil {
+			continue
+		}
 		if cur, err := svc.Coord.Status(ctx, st.Table); err == nil {
 			st = cur
 		}
 		// An open batch left by a crashed merge needs a wake-up as much as
 		// pending files do: with nothing else pending, no notification
 		// would ever resume it.
-		if (st.Pending > 0 || st.OpenBatchSeq != 0) && !res.Woke && svc.Pipeline.Waker != nil {
+		if st.Pending > 0 || st.OpenBatchSeq != 0 {
 			if err := svc.Pipeline.Waker.Wake(ctx, st.Table); err != nil {
 				errs = append(errs, fmt.Errorf("wake %s: %w", st.Table, err))
 			}
