@@ -62,10 +62,6 @@ type avroValues struct {
 	al    slabs
 	arena strArena
 	strs  strCache
-	ints  boxes[int32]
-	days  boxes[value.Days]
-	local boxes[value.LocalMicros]
-	dbls  boxes[float64]
 
 	// meta is source_metadata of the current record. The fields of the
 	// metadata record are the same for every record, so each record
@@ -893,11 +889,11 @@ func (ad *avroDecoder) readPrimitive(r *binReader, x *avro.PrimitiveSchema, t va
 		}
 		switch lt {
 		case string(avro.Date):
-			return ad.vals.days.box(value.Days(n)), nil
+			return ad.vals.al.days.box(value.Days(n)), nil
 		case string(avro.TimeMillis):
 			return ad.vals.al.boxLong(int64(n) * 1000), nil
 		}
-		return ad.vals.ints.box(n), nil
+		return ad.vals.al.int32s.box(n), nil
 	case avro.Long:
 		n, err := r.long()
 		if err != nil {
@@ -914,7 +910,7 @@ func (ad *avroDecoder) readPrimitive(r *binReader, x *avro.PrimitiveSchema, t va
 		case value.Timestamp:
 			return ad.vals.al.boxMicros(value.Micros(n)), nil
 		case value.TimestampNTZ:
-			return ad.vals.local.box(value.LocalMicros(n)), nil
+			return ad.vals.al.local.box(value.LocalMicros(n)), nil
 		}
 		return ad.vals.al.boxLong(n), nil
 	case avro.Float:
@@ -924,7 +920,7 @@ func (ad *avroDecoder) readPrimitive(r *binReader, x *avro.PrimitiveSchema, t va
 		if err != nil {
 			return nil, err
 		}
-		return ad.vals.dbls.box(f), nil
+		return ad.vals.al.dbls.box(f), nil
 	case avro.String:
 		b, err := r.bytes()
 		if err != nil {
@@ -1480,7 +1476,7 @@ func (v *avroValues) readMetaField(r *binReader, sl *metaSlot) (any, error) {
 			if sl.kind == mkLong {
 				sl.val = v.al.boxLong(n)
 			} else {
-				sl.val = v.ints.box(int32(n))
+				sl.val = v.al.int32s.box(int32(n))
 			}
 		}
 		return sl.val, nil

@@ -23,11 +23,16 @@ type slabs struct {
 	srcs   []jsonSource
 
 	// Boxes for the payload values decoded most: timestamps, longs,
-	// decimals and strings.
+	// decimals and strings (nil-safe methods below), and the other
+	// fixed-size types the Avro decoder boxes.
 	micros boxes[value.Micros]
 	longs  boxes[int64]
 	decs   boxes[value.Decimal]
 	strs   boxes[string]
+	int32s boxes[int32]
+	days   boxes[value.Days]
+	local  boxes[value.LocalMicros]
+	dbls   boxes[float64]
 }
 
 // Slab sizes, in elements: a few kilobytes each.
