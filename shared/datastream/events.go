@@ -103,20 +103,31 @@ func (e *Events) UnifyJSON(known value.StructType) (value.StructType, error) {
 // events decoded in parallel (JSON lines, Avro blocks) are handed over in
 // the blocks the goroutines filled instead of being copied out one by one.
 func (d *Reader) AppendTo(events *Events) error {
-	for {
+	_, err := d.AppendUpTo(events, 0)
+	return err
+}
+
+// AppendUpTo is AppendTo that stops once events holds at least n events
+// (n <= 0: no bound), so a caller can handle a file of any size in parts
+// of bounded memory. The parallel decoders hand over whole blocks, so
+// events may end up to one block (a chunk of at most 1 MiB of input, or
+// one Avro block) past n. more reports that the file may hold further
+// events; it is false after the last event and on an error.
+func (d *Reader) AppendUpTo(events *Events, n int) (more bool, err error) {
+	for n <= 0 || events.Len() < n {
 		if p := d.par; p != nil && !p.sequential() && d.err == nil {
 			if err := d.ctx.Err(); err != nil {
 				d.err = err
-				return err
+				return false, err
 			}
 			blk, err := p.nextBlock()
 			switch {
 			case isEnd(err):
 				d.err = err
-				return nil
+				return false, nil
 			case err != nil:
 				d.err = err
-				return err
+				return false, err
 			case blk != nil:
 				events.adopt(blk)
 				continue
@@ -125,11 +136,12 @@ func (d *Reader) AppendTo(events *Events) error {
 		}
 		ev, err := d.Next()
 		if isEnd(err) {
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		events.Append(ev)
 	}
+	return true, nil
 }

@@ -2,6 +2,7 @@ package datastream
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -142,5 +143,63 @@ func TestAReaderFailingWithAWrappedEOFIsAnErrorNotTheEndOfTheFile(t *testing.T) 
 				}
 			}
 		})
+	}
+}
+
+// partsWith decodes with Reader.AppendUpTo in parts of at most about n
+// events each, as staging bounds its memory, and joins the parts.
+func partsWith(t testing.TB, r io.Reader, opts Options, n int) (decodeResult, int) {
+	t.Helper()
+	var res decodeResult
+	d, err := Decode(context.Background(), r, "f.jsonl", opts)
+	if err != nil {
+		res.err = err
+		return res, 0
+	}
+	defer d.Close()
+	parts := 0
+	for {
+		var evs Events
+		more, err := d.AppendUpTo(&evs, n)
+		if evs.Len() > 0 {
+			parts++
+		}
+		for _, ev := range evs.All() {
+			res.events = append(res.events, *ev)
+		}
+		if err != nil || !more {
+			res.err = err
+			return res, parts
+		}
+	}
+}
+
+func TestAppendUpToInPartsDecodesWhatAppendToDoes(t *testing.T) {
+	jsonData := []byte(jsonLines(pgCDC, oracleInsert, pgCDC, oracleInsert, pgCDC, oracleInsert, pgCDC))
+	avroData := shopFile(t, ocf.Null, 6, 10, -1)
+	bad := []byte(jsonLines(pgCDC, oracleInsert, pgCDC) + "{not json\n" + jsonLines(pgCDC))
+	for _, tt := range []struct {
+		name string
+		data []byte
+		opts Options
+	}{
+		{"JSON lines, sequential", jsonData, sequentialOpts(Options{})},
+		{"JSON lines, parallel", jsonData, parallelOpts(Options{}, 2, 64)},
+		{"a bad JSON line, parallel", bad, parallelOpts(Options{}, 2, 64)},
+		{"Avro, sequential", avroData, Options{Workers: 1}},
+		{"Avro, parallel", avroData, Options{Workers: 2}},
+	} {
+		for _, n := range []int{1, 2, 5} {
+			t.Run(fmt.Sprintf("%s in parts of %d", tt.name, n), func(t *testing.T) {
+				want := appendWith(t, bytes.NewReader(tt.data), tt.opts)
+				got, parts := partsWith(t, bytes.NewReader(tt.data), tt.opts, n)
+				sameDecode(t, got, want)
+				// Parallel decoders hand over whole blocks, which may hold
+				// every event of a small file; one event at a time must not.
+				if tt.opts.Workers == 1 && len(want.events) > 2*n && parts < 2 {
+					t.Fatalf("%d events came in %d part(s) of at most about %d", len(want.events), parts, n)
+				}
+			})
+		}
 	}
 }
