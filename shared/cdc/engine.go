@@ -101,6 +101,13 @@ type Result struct {
 // has seq skips its commit. The batch must be the same on a re-run (the
 // coordinator guarantees it).
 func Apply(ctx context.Context, t Tables, seq int64, b Batch, opts Options) (Result, error) {
+	return ApplyStep(ctx, t, Step{Seq: seq, Last: true}, b, opts)
+}
+
+// ApplyStep applies one step of a batch (see Step) to the three tables
+// exactly once. The step's events must be the same on a re-run.
+func ApplyStep(ctx context.Context, t Tables, step Step, b Batch, opts Options) (Result, error) {
+	seq := step.Seq
 	opts.defaults()
 	if err := ValidateSource(b.Source); err != nil {
 		return Result{}, fmt.Errorf("apply %s batch %d: %w", t.ID, seq, err)
@@ -110,7 +117,7 @@ func Apply(ctx context.Context, t Tables, seq int64, b Batch, opts Options) (Res
 	// this very batch (a stale lease). Planning again from fresh snapshots
 	// resolves both: the second finds the batch's txn and skips.
 	for attempt := 0; ; attempt++ {
-		res, err := applyOnce(ctx, t, seq, b, opts)
+		res, err := applyOnce(ctx, t, step, b, opts)
 		if err == nil || !errors.Is(err, delta.ErrConflict) || attempt >= opts.MaxConflictRetries {
 			if err != nil {
 				return res, fmt.Errorf("apply %s batch %d: %w", t.ID, seq, err)
@@ -121,16 +128,16 @@ func Apply(ctx context.Context, t Tables, seq int64, b Batch, opts Options) (Res
 	}
 }
 
-func applyOnce(ctx context.Context, t Tables, seq int64, b Batch, opts Options) (Result, error) {
+func applyOnce(ctx context.Context, t Tables, step Step, b Batch, opts Options) (Result, error) {
 	res := Result{Events: int64(len(b.Changes)), HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
-	_, source, order, err := applyHistory(ctx, t, seq, b, opts, &res)
+	_, source, order, err := applyHistory(ctx, t, step, b, opts, &res)
 	if err != nil {
 		return res, fmt.Errorf("history: %w", err)
 	}
 	if len(b.Key) == 0 {
 		return res, nil // history-only table
 	}
-	return res, applyState(ctx, t, seq, b, source, order, opts, &res)
+	return res, applyState(ctx, t, step, b, source, order, opts, &res)
 }
 
 // openTombstones opens (or creates) a table's tombstone table.
@@ -256,7 +263,7 @@ func mergeEvolve(snap *delta.Snapshot, incoming value.StructType, full func(valu
 // applyHistory appends the batch to the history table. It returns the
 // history's source schema after the batch, which the state table follows,
 // and in overwrite mode the order of the change that set it.
-func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Options, res *Result) (*delta.Snapshot, value.StructType, []byte, error) {
+func applyHistory(ctx context.Context, t Tables, step Step, b Batch, opts Options, res *Result) (*delta.Snapshot, value.StructType, []byte, error) {
 	order := BatchOrder(b)
 	co := delta.CreateOptions{
 		Schema: HistorySchema(b.Source), PartitionColumns: []string{ColSourceDate},
@@ -275,9 +282,9 @@ func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Option
 	}
 	if opts.Overwrite && bytes.Compare(order, sourceOrder) < 0 && !value.Equal(source, b.Source) {
 		opts.Logger.InfoContext(ctx, "batch is older than the change that set the table's schema; its rows take the table's schema",
-			"table", t.ID, "batch", seq, "batch_schema", b.Source.String(), "table_schema", source.String())
+			"table", t.ID, "batch", step.Seq, "batch_schema", b.Source.String(), "table_schema", source.String())
 	}
-	if v, ok := snap.TxnVersion(AppID(t.ID)); ok && v >= seq {
+	if step.applied(t.ID, snap) {
 		res.AlreadyHistory = true
 		res.HistoryVersion = snap.Version()
 		return snap, source, sourceOrder, nil
@@ -344,7 +351,7 @@ func applyHistory(ctx context.Context, t Tables, seq int64, b Batch, opts Option
 		tx.Remove(removes...)
 	}
 	tx.Add(adds...)
-	tx.SetTxn(AppID(t.ID), seq)
+	step.setTxn(tx, t.ID)
 	if md != nil {
 		tx.SetMetadata(*md)
 	}
@@ -440,7 +447,7 @@ type stored struct {
 // applyState merges the batch into the state and tombstone tables. source
 // is the history's source schema after the batch and order (overwrite mode)
 // the order of the change that set it: the state table follows both.
-func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.StructType, order []byte, opts Options, res *Result) error {
+func applyState(ctx context.Context, t Tables, step Step, b Batch, source value.StructType, order []byte, opts Options, res *Result) error {
 	keyIdx, err := KeyIndexes(source, b.Key)
 	if err != nil {
 		return err
@@ -468,14 +475,8 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
-	stateDone := false
-	if v, ok := stateSnap.TxnVersion(AppID(t.ID)); ok && v >= seq {
-		stateDone = true
-	}
-	tombDone := false
-	if v, ok := tombSnap.TxnVersion(AppID(t.ID)); ok && v >= seq {
-		tombDone = true
-	}
+	stateDone := step.applied(t.ID, stateSnap)
+	tombDone := step.applied(t.ID, tombSnap)
 	res.AlreadyState, res.AlreadyTombstones = stateDone, tombDone
 	res.StateVersion, res.TombstoneVersion = stateSnap.Version(), tombSnap.Version()
 	if stateDone && tombDone {
@@ -572,7 +573,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 			}
 			tx := tombSnap.NewTransaction(delta.Operation{Name: "WRITE", Parameters: map[string]string{"mode": "Append", "partitionBy": "[]"}})
 			tx.Add(adds...)
-			tx.SetTxn(AppID(t.ID), seq)
+			step.setTxn(tx, t.ID)
 			tx.SetMetrics(map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.Itoa(len(rows)), "numOutputBytes": strconv.FormatInt(sumSize(adds), 10)})
 			snap, err := tx.Commit(ctx)
 			if err != nil {
@@ -671,7 +672,7 @@ func applyState(ctx context.Context, t Tables, seq int64, b Batch, source value.
 	}
 	tx.Remove(removes...)
 	tx.Add(adds...)
-	tx.SetTxn(AppID(t.ID), seq)
+	step.setTxn(tx, t.ID)
 	if stateMD != nil {
 		tx.SetMetadata(*stateMD)
 	}

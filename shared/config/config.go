@@ -46,6 +46,9 @@ type Config struct {
 	// Batch limits for one merge batch.
 	BatchMaxFiles int   `yaml:"batch_max_files" json:"batch_max_files"`
 	BatchMaxBytes int64 `yaml:"batch_max_bytes" json:"batch_max_bytes"`
+	// BatchMaxEvents bounds the change events one merge step holds in
+	// memory; a larger file is staged in parts and merged in steps.
+	BatchMaxEvents int64 `yaml:"batch_max_events" json:"batch_max_events"`
 	// Extensions of data files to stage; others are skipped.
 	Extensions []string `yaml:"extensions" json:"extensions"`
 }
@@ -105,6 +108,7 @@ const (
 	DefaultTargetFileBytes    = 128 << 20
 	DefaultBatchMaxFiles      = 500
 	DefaultBatchMaxBytes      = 256 << 20
+	DefaultBatchMaxEvents     = 100_000
 )
 
 // DefaultExtensions are the Datastream data file extensions.
@@ -246,6 +250,14 @@ func (c Config) MaxBytes() int64 {
 		return c.BatchMaxBytes
 	}
 	return DefaultBatchMaxBytes
+}
+
+// MaxEvents is the effective event limit of a batch and of a merge step.
+func (c Config) MaxEvents() int64 {
+	if c.BatchMaxEvents > 0 {
+		return c.BatchMaxEvents
+	}
+	return DefaultBatchMaxEvents
 }
 
 // IsDataFile reports whether an object name has a data file extension.

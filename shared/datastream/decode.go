@@ -102,6 +102,9 @@ type Reader struct {
 	err    error           // sticky
 	json   *jsonDecoder    // set when decoding JSON, for tests
 	par    parallelDecoder // set when decoding JSON lines or Avro blocks in parallel
+	// rest is the tail of a block decoded in parallel that AppendUpTo did
+	// not hand over, first in line for the next call.
+	rest []Event
 
 	// warnedUnknown is set once the unknown-source warning is logged;
 	// parallel workers build events concurrently.

@@ -107,14 +107,18 @@ func (d *Reader) AppendTo(events *Events) error {
 	return err
 }
 
-// AppendUpTo is AppendTo that stops once events holds at least n events
-// (n <= 0: no bound), so a caller can handle a file of any size in parts
-// of bounded memory. The parallel decoders hand over whole blocks, so
-// events may end up to one block (a chunk of at most 1 MiB of input, or
-// one Avro block) past n. more reports that the file may hold further
-// events; it is false after the last event and on an error.
+// AppendUpTo is AppendTo that stops once events holds n events (n <= 0:
+// no bound), so a caller can handle a file of any size in parts of bounded
+// memory. A block decoded in parallel that reaches past n is handed over
+// in part; the rest comes first in the next call. more reports that the
+// file may hold further events; it is false after the last event and on
+// an error.
 func (d *Reader) AppendUpTo(events *Events, n int) (more bool, err error) {
 	for n <= 0 || events.Len() < n {
+		if len(d.rest) > 0 {
+			d.rest = d.handOver(events, d.rest, n)
+			continue
+		}
 		if p := d.par; p != nil && !p.sequential() && d.err == nil {
 			if err := d.ctx.Err(); err != nil {
 				d.err = err
@@ -129,7 +133,7 @@ func (d *Reader) AppendUpTo(events *Events, n int) (more bool, err error) {
 				d.err = err
 				return false, err
 			case blk != nil:
-				events.adopt(blk)
+				d.rest = d.handOver(events, blk, n)
 				continue
 			}
 			// The sequential decoder has taken over: Next returns the rest.
@@ -144,4 +148,18 @@ func (d *Reader) AppendUpTo(events *Events, n int) (more bool, err error) {
 		events.Append(ev)
 	}
 	return true, nil
+}
+
+// handOver adopts blk into events up to n events in all (n <= 0: all of
+// it) and returns what is left of blk.
+func (d *Reader) handOver(events *Events, blk []Event, n int) []Event {
+	k := len(blk)
+	if n > 0 {
+		k = min(k, n-events.Len())
+	}
+	events.adopt(blk[:k:k])
+	if k == len(blk) {
+		return nil
+	}
+	return blk[k:]
 }

@@ -164,6 +164,9 @@ func partsWith(t testing.TB, r io.Reader, opts Options, n int) (decodeResult, in
 		if evs.Len() > 0 {
 			parts++
 		}
+		if evs.Len() > n {
+			t.Fatalf("AppendUpTo(%d) handed over %d events", n, evs.Len())
+		}
 		for _, ev := range evs.All() {
 			res.events = append(res.events, *ev)
 		}
@@ -194,10 +197,8 @@ func TestAppendUpToInPartsDecodesWhatAppendToDoes(t *testing.T) {
 				want := appendWith(t, bytes.NewReader(tt.data), tt.opts)
 				got, parts := partsWith(t, bytes.NewReader(tt.data), tt.opts, n)
 				sameDecode(t, got, want)
-				// Parallel decoders hand over whole blocks, which may hold
-				// every event of a small file; one event at a time must not.
-				if tt.opts.Workers == 1 && len(want.events) > 2*n && parts < 2 {
-					t.Fatalf("%d events came in %d part(s) of at most about %d", len(want.events), parts, n)
+				if want := (len(want.events) + n - 1) / n; parts != want {
+					t.Fatalf("%d events came in %d part(s) of at most %d, want %d", len(got.events), parts, n, want)
 				}
 			})
 		}

@@ -155,14 +155,16 @@ func (p *Pipeline) maintainAfterLease(ctx context.Context, table string, tabs cd
 		if f.StagedPath == "" {
 			continue
 		}
-		// The manifest names its Parquet file (a fresh name per staging
-		// attempt, so a replay never collides with an earlier attempt).
-		names := []string{f.StagedPath}
+		// The manifest names its Parquet files (fresh names per staging
+		// attempt, so a replay never collides with an earlier attempt);
+		// it goes last, so a failure leaves it to name them next time.
+		var names []string
 		if m, err := p.readStaged(ctx, f.StagedPath); err == nil {
-			if n, err := url.PathUnescape(m.Add.Path); err == nil {
-				names = append([]string{n}, names...)
+			for _, part := range m.Parts {
+				names = append(names, stagedPartPath(part))
 			}
 		}
+		names = append(names, f.StagedPath)
 		for _, name := range names {
 			err := p.Lake.Delete(ctx, name)
 			switch {

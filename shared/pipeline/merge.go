@@ -25,10 +25,16 @@ type MergeResult struct {
 	Result      cdc.Result // counters summed over batches; versions of the last
 	Busy        bool       // another holder has the lease
 	Remaining   bool       // stopped by the budget with work left (re-woken)
+	// Steps counts the commit sets of the batches: a batch larger than the
+	// configured events is merged in several steps (see planSteps).
+	Steps int
 }
 
-func (r *MergeResult) add(b cdc.Result) {
-	s := &r.Result
+func (r *MergeResult) add(b cdc.Result) { addResult(&r.Result, b) }
+
+// addResult adds b's counters to s and takes b's versions (those of the
+// later batch or step).
+func addResult(s *cdc.Result, b cdc.Result) {
 	s.Events += b.Events
 	s.Keys += b.Keys
 	s.Inserted += b.Inserted
@@ -41,6 +47,9 @@ func (r *MergeResult) add(b cdc.Result) {
 	s.FilesRead += b.FilesRead
 	s.FilesRewritten += b.FilesRewritten
 	s.FilesAdded += b.FilesAdded
+	s.RowGroupsCopied += b.RowGroupsCopied
+	s.RowGroupsDecoded += b.RowGroupsDecoded
+	s.RowsReencoded += b.RowsReencoded
 	s.HistoryVersion, s.StateVersion, s.TombstoneVersion = b.HistoryVersion, b.StateVersion, b.TombstoneVersion
 }
 
@@ -148,7 +157,7 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.Tables, start t
 			abandon()
 			return false, leaseErr(workCtx, fmt.Errorf("merge %s: next batch: %w", tabs.ID, err))
 		}
-		r, quarantined, err := p.applyBatch(workCtx, tabs, b)
+		r, quarantined, steps, err := p.applyBatch(workCtx, tabs, b)
 		if err != nil {
 			abandon()
 			return false, leaseErr(workCtx, fmt.Errorf("merge %s batch %d: %w", tabs.ID, b.Seq, err))
@@ -161,7 +170,9 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.Tables, start t
 			abandon()
 			return false, leaseErr(workCtx, fmt.Errorf("merge %s batch %d: complete: %w", tabs.ID, b.Seq, err))
 		}
+		p.dropStepPlan(ctx, tabs.ID, b.Seq)
 		res.Batches++
+		res.Steps += steps
 		res.Files += len(b.Files) - quarantined
 		res.Quarantined += quarantined
 		res.add(r)
@@ -201,27 +212,70 @@ func maxSource(b coord.Batch) time.Time {
 	return t
 }
 
-// applyBatch reads the batch's staged files and applies them. Files whose
-// schema conflicts with the table are quarantined and left out; the
-// decision only depends on column types, which merge mode never changes, so
-// a re-run of the batch leaves out the same files.
-func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batch) (cdc.Result, int, error) {
-	current := value.StructType{}
-	if snap, err := delta.Open(tabs.State).Snapshot(ctx); err == nil {
-		current = cdc.SourceSchema(snap.Schema())
-	} else if !errors.Is(err, delta.ErrNotATable) {
-		return cdc.Result{}, 0, err
+// batchFile is a file of a batch with its manifest and its parts' source
+// schemas.
+type batchFile struct {
+	rec  coord.FileRecord
+	m    *manifest
+	srcs []value.StructType // per part
+}
+
+// batchPart is one staged part of a batch file.
+type batchPart struct {
+	file *batchFile
+	part int
+}
+
+func (bp batchPart) staged() stagedPart       { return bp.file.m.Parts[bp.part] }
+func (bp batchPart) source() value.StructType { return bp.file.srcs[bp.part] }
+
+// applyBatch applies a batch's staged files in steps of bounded memory
+// (see planSteps). Files whose schema conflicts with the table are
+// quarantined and left out; the decision only depends on column types,
+// which merge mode never changes, so a re-run of the batch leaves out the
+// same files.
+func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batch) (res cdc.Result, quarantined, nsteps int, err error) {
+	none := cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
+	files, quarantined, err := p.batchFiles(ctx, tabs, b)
+	if err != nil || len(files) == 0 {
+		return none, quarantined, 0, err
 	}
-	type staged struct {
-		rec coord.FileRecord
-		m   *manifest
-		src value.StructType
+	steps, err := p.planSteps(ctx, tabs, b, files)
+	if err != nil {
+		return none, quarantined, 0, err
 	}
-	var files []staged
-	var key []string
-	source := current
-	quarantined := 0
+	total := none
+	bad := map[*batchFile]bool{} // quarantined while applying a step
+	for k, parts := range steps {
+		step := cdc.Step{Seq: b.Seq, Chunk: k, Last: k == len(steps)-1}
+		r, err := p.applyStep(ctx, tabs, b, step, parts, bad)
+		if err != nil {
+			return total, quarantined + len(bad), k, err
+		}
+		if r.HistoryVersion < 0 { // nothing left in this step
+			r.HistoryVersion, r.StateVersion, r.TombstoneVersion = total.HistoryVersion, total.StateVersion, total.TombstoneVersion
+		}
+		addResult(&total, r)
+		if len(steps) > 1 {
+			p.log().Info("batch step merged", "event", "step", "table", tabs.ID, "batch", b.Seq, "step", k+1, "steps", len(steps),
+				"parts", len(parts), "events", r.Events, "history_version", r.HistoryVersion, "state_version", r.StateVersion)
+		}
+	}
+	return total, quarantined + len(bad), len(steps), nil
+}
+
+// batchFiles reads the manifests of the batch's files that are not
+// quarantined and, in schema mode merge, quarantines the files with a part
+// whose schema conflicts with the table's and the batch's earlier files'.
+func (p *Pipeline) batchFiles(ctx context.Context, tabs cdc.Tables, b coord.Batch) ([]*batchFile, int, error) {
+	source, err := p.tableSource(ctx, tabs)
+	if err != nil {
+		return nil, 0, err
+	}
 	overwrite := p.Config.Table(tabs.ID).SchemaMode == config.SchemaOverwrite
+	var files []*batchFile
+	quarantined := 0
+next:
 	for _, rec := range b.Files {
 		if rec.State == coord.StateQuarantined {
 			quarantined++
@@ -229,68 +283,121 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 		}
 		m, err := p.readStaged(ctx, rec.StagedPath)
 		if err != nil {
-			return cdc.Result{}, 0, err
+			return nil, 0, err
 		}
-		hs, err := value.ParseSchema(m.Schema)
-		if err != nil {
-			return cdc.Result{}, 0, fmt.Errorf("staged %s: %w", rec.StagedPath, err)
+		bf := &batchFile{rec: rec, m: m}
+		accepted := source
+		for _, part := range m.Parts {
+			hs, err := value.ParseSchema(part.Schema)
+			if err != nil {
+				return nil, 0, fmt.Errorf("staged %s: %w", rec.StagedPath, err)
+			}
+			src := cdc.SourceSchema(hs)
+			bf.srcs = append(bf.srcs, src)
+			if overwrite {
+				continue // casting never conflicts
+			}
+			merged, _, err := cdc.MergeSchemas(accepted, withoutUntyped(src, part.Untyped))
+			if err != nil {
+				if err := p.quarantineInBatch(ctx, tabs, b, rec, err); err != nil {
+					return nil, 0, err
+				}
+				quarantined++
+				continue next
+			}
+			accepted = merged
 		}
-		src := cdc.SourceSchema(hs)
+		source = accepted
+		files = append(files, bf)
+	}
+	return files, quarantined, nil
+}
+
+// tableSource is the current-state table's source schema (empty before the
+// table exists).
+func (p *Pipeline) tableSource(ctx context.Context, tabs cdc.Tables) (value.StructType, error) {
+	snap, err := delta.Open(tabs.State).Snapshot(ctx)
+	if errors.Is(err, delta.ErrNotATable) {
+		return value.StructType{}, nil
+	}
+	if err != nil {
+		return value.StructType{}, err
+	}
+	return cdc.SourceSchema(snap.Schema()), nil
+}
+
+// quarantineInBatch quarantines a file of an open batch whose content
+// cannot join the table.
+func (p *Pipeline) quarantineInBatch(ctx context.Context, tabs cdc.Tables, b coord.Batch, rec coord.FileRecord, cause error) error {
+	reason := fmt.Sprintf("%s: %v (table %s)", rec.Name, cause, tabs.ID)
+	if _, err := p.Coord.Quarantine(ctx, rec, reason); err != nil {
+		return err
+	}
+	p.log().Warn("file quarantined", "event", "quarantined", "table", tabs.ID, "file", rec.Name, "batch", b.Seq, "reason", reason)
+	return nil
+}
+
+// applyStep reads a step's staged parts and applies them as one cdc step.
+// A part whose values do not fit the step's schema quarantines its file,
+// and the file's other parts are left out from then on (bad).
+func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.Tables, b coord.Batch, step cdc.Step, parts []batchPart, bad map[*batchFile]bool) (cdc.Result, error) {
+	none := cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
+	current, err := p.tableSource(ctx, tabs)
+	if err != nil {
+		return none, err
+	}
+	tc := p.Config.Table(tabs.ID)
+	overwrite := tc.SchemaMode == config.SchemaOverwrite
+	var key []string
+	source := current
+	for _, bp := range parts {
+		if len(bp.file.m.Key) > 0 {
+			key = bp.file.m.Key
+		}
 		if overwrite {
-			// The batch's schema is chosen below, once every file's
-			// newest change is known; casting never conflicts.
-			if len(m.Key) > 0 {
-				key = m.Key
-			}
-			files = append(files, staged{rec: rec, m: m, src: src})
 			continue
 		}
-		merged, _, err := cdc.MergeSchemas(source, withoutUntyped(src, m.Untyped))
+		// batchFiles checked the batch as a whole in this order, and the
+		// table has taken at most the schemas of earlier steps since.
+		merged, _, err := cdc.MergeSchemas(source, withoutUntyped(bp.source(), bp.staged().Untyped))
 		if err != nil {
-			reason := fmt.Sprintf("%s: %v (table %s)", rec.Name, err, tabs.ID)
-			if _, qerr := p.Coord.Quarantine(ctx, rec, reason); qerr != nil {
-				return cdc.Result{}, 0, qerr
-			}
-			p.log().Warn("file quarantined", "event", "quarantined", "table", tabs.ID, "file", rec.Name, "batch", b.Seq, "reason", reason)
-			quarantined++
-			continue
+			return none, fmt.Errorf("staged %s: %w", bp.file.rec.StagedPath, err)
 		}
 		source = merged
-		if len(m.Key) > 0 {
-			key = m.Key
-		}
-		files = append(files, staged{rec: rec, m: m, src: src})
 	}
-	if overwrite && len(files) > 0 {
-		ms := make([]*manifest, len(files))
-		for i, f := range files {
-			ms[i] = f.m
+	if overwrite {
+		staged := make([]stagedPart, len(parts))
+		for i, bp := range parts {
+			staged[i] = bp.staged()
 		}
-		newest, err := p.newestFile(ctx, ms)
+		newest, err := p.newestPart(ctx, staged)
 		if err != nil {
-			return cdc.Result{}, 0, err
+			return none, err
 		}
-		// The schema as of the batch's newest change, not of its last
+		// The schema as of the step's newest change, not of its last
 		// arrival: files come in any order. The engine keeps the table's
-		// schema when it already holds a newer change's. Columns the file
+		// schema when it already holds a newer change's. Columns the part
 		// only guessed (null throughout) keep the current type.
-		source = overwriteSchema(current, files[newest].src, files[newest].m.Untyped)
+		source = overwriteSchema(current, parts[newest].source(), staged[newest].Untyped)
 	}
 	batch := cdc.Batch{Source: source, Key: key}
 	var keyIdx []int
 	if len(key) > 0 {
-		var err error
 		if keyIdx, err = cdc.KeyIndexes(source, key); err != nil {
-			return cdc.Result{}, 0, err
+			return none, err
 		}
 	}
 	hs := cdc.HistorySchema(source)
-	for _, f := range files {
-		fromSchema := cdc.HistorySchema(f.src)
-		md := delta.Metadata{SchemaString: f.m.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
-		var changes []cdc.Change
+	for _, bp := range parts {
+		if bad[bp.file] {
+			continue
+		}
+		part := bp.staged()
+		fromSchema := cdc.HistorySchema(bp.source())
+		md := delta.Metadata{SchemaString: part.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
+		n := len(batch.Changes)
 		var convErr error
-		err := delta.ReadFile(ctx, p.Lake, md, f.m.Add, delta.ReadOptions{}, func(row []any) error {
+		err := delta.ReadFile(ctx, p.Lake, md, part.Add, delta.ReadOptions{}, func(row []any) error {
 			var h []any
 			if overwrite {
 				h = cdc.ConformCast(row, fromSchema, hs)
@@ -302,63 +409,60 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 				}
 			}
 			if len(key) == 0 {
-				changes = append(changes, cdc.Change{History: h})
+				batch.Changes = append(batch.Changes, cdc.Change{History: h})
 				return nil
 			}
 			c, err := cdc.ChangeFromHistory(h, source, keyIdx)
 			if err != nil {
 				return err
 			}
-			changes = append(changes, c)
+			batch.Changes = append(batch.Changes, c)
 			return nil
 		})
 		if convErr != nil {
 			// A value that does not fit the widened column: the file
-			// cannot join the table, the rest of the batch goes on.
-			reason := fmt.Sprintf("%s: %v (table %s)", f.rec.Name, convErr, tabs.ID)
-			if _, qerr := p.Coord.Quarantine(ctx, f.rec, reason); qerr != nil {
-				return cdc.Result{}, 0, qerr
+			// cannot join the table, the rest of the batch goes on. Its
+			// parts merged by earlier steps of the batch stay merged.
+			batch.Changes = batch.Changes[:n]
+			if err := p.quarantineInBatch(ctx, tabs, b, bp.file.rec, convErr); err != nil {
+				return none, err
 			}
-			p.log().Warn("file quarantined", "event", "quarantined", "table", tabs.ID, "file", f.rec.Name, "batch", b.Seq, "reason", reason)
-			quarantined++
+			bad[bp.file] = true
 			continue
 		}
 		if err != nil {
-			return cdc.Result{}, 0, fmt.Errorf("read staged %s: %w", f.rec.StagedPath, err)
+			return none, fmt.Errorf("read staged %s: %w", part.Add.Path, err)
 		}
-		batch.Changes = append(batch.Changes, changes...)
 	}
-	if len(files) == 0 {
-		return cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}, quarantined, nil
+	if len(batch.Changes) == 0 {
+		return none, nil // every part left out: nothing to commit
 	}
-	tc := p.Config.Table(tabs.ID)
-	r, err := cdc.Apply(ctx, tabs, b.Seq, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log(),
+	return cdc.ApplyStep(ctx, tabs, step, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log(),
 		StatePartitionColumns: tc.PartitionColumns, Overwrite: overwrite})
-	return r, quarantined, err
 }
 
-// newestFile returns the index of the file holding the batch's greatest
-// ordering key (the later one on a tie, e.g. a file written again under a
-// new generation). The manifests record each file's greatest key; for one
-// staged before they did, only the order column of the staged file is read.
-func (p *Pipeline) newestFile(ctx context.Context, files []*manifest) (int, error) {
+// newestPart returns the index of the part holding the greatest ordering
+// key (the later one on a tie, e.g. a file written again under a new
+// generation). Manifests record each part's greatest key; for one staged
+// before they did, only the order column of the staged file is read.
+func (p *Pipeline) newestPart(ctx context.Context, parts []stagedPart) (int, error) {
 	best, bestOrder := 0, []byte(nil)
-	for i, m := range files {
-		if m.MaxOrder != nil {
-			if bestOrder == nil || bytes.Compare(m.MaxOrder, bestOrder) >= 0 {
-				best, bestOrder = i, m.MaxOrder
+	for i, part := range parts {
+		if part.MaxOrder != nil {
+			if bestOrder == nil || bytes.Compare(part.MaxOrder, bestOrder) >= 0 {
+				best, bestOrder = i, part.MaxOrder
 			}
 			continue
 		}
-		md := delta.Metadata{SchemaString: m.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
-		err := delta.ReadFile(ctx, p.Lake, md, m.Add, delta.ReadOptions{Columns: []string{cdc.ColOrder}}, func(row []any) error {
+		md := delta.Metadata{SchemaString: part.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
+		err := delta.ReadFile(ctx, p.Lake, md, part.Add, delta.ReadOptions{Columns: []string{cdc.ColOrder}}, func(row []any) error {
 			if o, _ := row[0].([]byte); bestOrder == nil || bytes.Compare(o, bestOrder) >= 0 {
 				best, bestOrder = i, o
 			}
 			return nil
 		})
 		if err != nil {
-			return 0, fmt.Errorf("read the orders of staged %s: %w", m.Add.Path, err)
+			return 0, fmt.Errorf("read the orders of staged %s: %w", part.Add.Path, err)
 		}
 	}
 	return best, nil

@@ -279,7 +279,7 @@ func TestNewestFileUsesTheManifestsGreatestOrderAndAgreesWithTheStagedRows(t *te
 	if len(recs) < 3 {
 		t.Fatalf("%d staged files, want several", len(recs))
 	}
-	var withOrder, withoutOrder []*manifest
+	var withOrder, withoutOrder []stagedPart
 	for _, r := range recs {
 		m, err := p.readStaged(ctx, r.StagedPath)
 		if err != nil {
@@ -288,28 +288,33 @@ func TestNewestFileUsesTheManifestsGreatestOrderAndAgreesWithTheStagedRows(t *te
 		if len(m.MaxOrder) == 0 {
 			t.Fatalf("manifest %s has no max_order", r.StagedPath)
 		}
-		withOrder = append(withOrder, m)
-		old := *m
-		old.MaxOrder = nil // as staged before manifests recorded it
-		withoutOrder = append(withoutOrder, &old)
+		for _, part := range m.Parts {
+			if len(part.MaxOrder) == 0 {
+				t.Fatalf("a part of manifest %s has no max_order", r.StagedPath)
+			}
+			withOrder = append(withOrder, part)
+			old := part
+			old.MaxOrder = nil // as staged before manifests recorded it
+			withoutOrder = append(withoutOrder, old)
+		}
 	}
-	fromRows, err := p.newestFile(ctx, withoutOrder)
+	fromRows, err := p.newestPart(ctx, withoutOrder)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lake := p.Lake
 	p.Lake = failingStore{lake}
-	fromManifests, err := p.newestFile(ctx, withOrder)
+	fromManifests, err := p.newestPart(ctx, withOrder)
 	p.Lake = lake
 	if err != nil {
-		t.Fatalf("newestFile read the lake although every manifest has max_order: %v", err)
+		t.Fatalf("newestPart read the lake although every manifest has max_order: %v", err)
 	}
 	if fromManifests != fromRows {
-		t.Fatalf("newest file by manifests is %d (%s), by staged rows %d (%s)", fromManifests, withOrder[fromManifests].Source.Name, fromRows, withOrder[fromRows].Source.Name)
+		t.Fatalf("newest part by manifests is %d (%s), by staged rows %d (%s)", fromManifests, withOrder[fromManifests].Add.Path, fromRows, withOrder[fromRows].Add.Path)
 	}
-	for _, m := range withOrder {
-		if bytes.Compare(m.MaxOrder, withOrder[fromManifests].MaxOrder) > 0 {
-			t.Fatalf("%s holds a greater order than the newest file %s", m.Source.Name, withOrder[fromManifests].Source.Name)
+	for _, part := range withOrder {
+		if bytes.Compare(part.MaxOrder, withOrder[fromManifests].MaxOrder) > 0 {
+			t.Fatalf("%s holds a greater order than the newest part %s", part.Add.Path, withOrder[fromManifests].Add.Path)
 		}
 	}
 }

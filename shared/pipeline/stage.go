@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/google/uuid"
 	"io"
+	"net/url"
 	"strings"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
@@ -29,24 +30,54 @@ type StageResult struct {
 	Quarantined string // why the file was quarantined ("" when not)
 }
 
-// manifest describes a staged file; it sits beside the staged Parquet file
-// so a staged file is self-describing (schema, key, source).
+// manifest describes a staged file; it sits beside the staged Parquet
+// files so a staged file is self-describing (schema, key, source). A file
+// is staged in parts of at most the configured events each, so staging and
+// merging hold a part, not a file of any size; each part has its own
+// schema (the union of its events').
 type manifest struct {
 	Table       string                `json:"table"`
 	Key         []string              `json:"key,omitempty"`
-	Schema      string                `json:"schema"` // history schemaString of the rows
-	Add         delta.Add             `json:"add"`
 	Events      int64                 `json:"events"`
 	Source      datastream.SourceFile `json:"source"`
 	MinSourceTS value.Micros          `json:"min_source_ts"`
 	MaxSourceTS value.Micros          `json:"max_source_ts"`
+	// MaxOrder is the greatest ordering key of the file's events.
+	// Manifests staged before it existed lack it.
+	MaxOrder []byte `json:"max_order,omitempty"`
+	// Parts are the staged Parquet files, in file order.
+	Parts []stagedPart `json:"parts,omitempty"`
+
+	// Schema, Add and Untyped describe the one staged Parquet file of a
+	// manifest written before files were staged in parts; readStaged turns
+	// them into Parts[0]. A single-part file still writes them, so that a
+	// merge of the earlier release reads what this one stages.
+	Schema  string    `json:"schema,omitempty"`
+	Add     delta.Add `json:"add,omitzero"`
+	Untyped []string  `json:"untyped,omitempty"`
+}
+
+// stagedBytes is the size of the manifest's staged Parquet files.
+func (m *manifest) stagedBytes() int64 {
+	var n int64
+	for _, part := range m.Parts {
+		n += part.Add.Size
+	}
+	return n
+}
+
+// stagedPart is one staged Parquet file of a manifest.
+type stagedPart struct {
+	Schema string    `json:"schema"` // history schemaString of the rows
+	Add    delta.Add `json:"add"`
+	Events int64     `json:"events"`
 	// Untyped lists JSON columns the table does not know yet and that hold
-	// only nulls in this file: their type (string) is a guess, so the merge
-	// lets another file's values decide it instead of calling it a conflict.
+	// only nulls in this part: their type (string) is a guess, so the merge
+	// lets another part's values decide it instead of calling it a conflict.
 	Untyped []string `json:"untyped,omitempty"`
-	// MaxOrder is the greatest ordering key of the file's events, which
+	// MaxOrder is the greatest ordering key of the part's events, which
 	// decides the batch schema in schema mode overwrite without reading
-	// the staged file again. Manifests staged before it existed lack it.
+	// the staged file again.
 	MaxOrder []byte `json:"max_order,omitempty"`
 }
 
@@ -118,7 +149,7 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 	}
 	rec, created, err := p.Coord.RegisterFile(ctx, coord.FileRecord{
 		ID: id, Table: staged.Table, Bucket: f.Bucket, Name: f.Name, Generation: f.Generation,
-		Size: staged.Add.Size, StagedPath: stagingDir(staged.Table) + "/" + id + ".json", Events: staged.Events,
+		Size: staged.stagedBytes(), StagedPath: stagingDir(staged.Table) + "/" + id + ".json", Events: staged.Events,
 		MinSourceTime: staged.MinSourceTS.Time(), MaxSourceTime: staged.MaxSourceTS.Time(),
 	})
 	if err != nil {
@@ -169,15 +200,17 @@ func recordOf(err error) string {
 	return ""
 }
 
-// decode reads every event of the file, checks it (one table per file, a
-// consistent schema) and writes the staged Parquet file and its manifest.
-// It buffers the file's events: a Datastream file is bounded by the
-// stream's rotation size, the staged schema is the union of the records'
-// schemas, known only at the end, and a JSON file's column types depend on
-// all its values. JSON events are typed by datastream.UnifyJSON against the
-// table's current schema, so a column keeps the table's type and a file
-// whose first value of a column is null does not change the column's type;
-// Avro events keep the types of their schema.
+// decode reads the file's events in parts of at most the configured
+// events (Config.MaxEvents), checks them (one table per file, a consistent
+// schema) and writes each part as a staged Parquet file, then the manifest
+// naming them. Memory holds one part, whatever the file's size: a part's
+// staged schema is the union of its events' schemas, known only at its end,
+// and a JSON part's column types depend on all its values. JSON events are
+// typed by datastream.UnifyJSON against the table's current schema, so a
+// column keeps the table's type and a part whose first value of a column is
+// null does not change the column's type; Avro events keep the types of
+// their schema. On a bad record the parts already written are deleted: the
+// file is quarantined whole.
 func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceFile, id string) (*manifest, string, error) {
 	opts := datastream.Options{File: f, Logger: p.log(), PrimaryKeys: map[string][]string{}}
 	for tid, tc := range p.Config.Tables {
@@ -190,64 +223,132 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 		return nil, "", err
 	}
 	defer d.Close()
-	var events datastream.Events
-	derr := d.AppendTo(&events)
-	// Check the events decoded before any decode error first: a record of
-	// another table before a bad record is the error decoding in order
-	// meets first.
-	var m *manifest
-	for _, ev := range events.All() {
-		tid := ev.Table.String()
-		if m == nil {
-			m = &manifest{Table: tid, Source: f, MinSourceTS: ev.SourceTimestamp, MaxSourceTS: ev.SourceTimestamp}
-		}
-		if tid != m.Table {
-			return nil, m.Table, permanentError{fmt.Errorf("%s: record %d: table %s differs from the file's first table %s", f.Name, ev.Meta.Record, tid, m.Table)}
-		}
-		m.MinSourceTS = min(m.MinSourceTS, ev.SourceTimestamp)
-		m.MaxSourceTS = max(m.MaxSourceTS, ev.SourceTimestamp)
-		if bytes.Compare(ev.Order.Bytes, m.MaxOrder) > 0 {
-			m.MaxOrder = ev.Order.Bytes
-		}
-		m.Events++
-	}
-	if m != nil {
-		m.MaxOrder = bytes.Clone(m.MaxOrder) // not the decoder's arena
-	}
-	if derr != nil {
+	st := &stager{p: p, f: f, id: id, format: d.Format()}
+	m, err := st.run(ctx, d, int(p.Config.MaxEvents()))
+	if err != nil {
+		st.discard(ctx)
 		if m != nil {
-			return nil, m.Table, derr
+			return nil, m.Table, err
 		}
-		return nil, "", derr
+		return nil, "", err
 	}
 	if m == nil {
 		return nil, "", nil
 	}
-	if d.Format() == datastream.FormatJSONL {
-		known, err := p.sourceSchema(ctx, m.Table)
-		if err != nil {
-			return nil, m.Table, err
-		}
-		// Ignored columns are dropped below whatever they hold, so their
-		// values must not be held to the table's type.
-		known = dropColumns(known, p.Config.Table(m.Table).IgnoreColumns)
-		if p.Config.Table(m.Table).SchemaMode == config.SchemaOverwrite {
-			// The file's own values decide its schema: the source's as of
-			// the file's changes. The merge lets it replace the table's
-			// only when the file holds the newest change (files arrive in
-			// any order).
-			known = value.StructType{}
-		}
-		// A value that does not fit the table's type is a bad record naming
-		// the file, line and column: the file is quarantined.
-		unified, err := events.UnifyJSON(known)
-		if err != nil {
-			return nil, m.Table, err
-		}
-		m.Untyped = untypedColumns(&events, unified, known)
+	if len(m.Parts) == 1 { // readable by a merge that predates parts
+		m.Schema, m.Add, m.Untyped = m.Parts[0].Schema, m.Parts[0].Add, m.Parts[0].Untyped
 	}
-	if first := events.At(0); !first.HistoryOnly {
-		m.Key = first.KeyNames
+	b, err := json.Marshal(m)
+	if err != nil {
+		st.discard(ctx)
+		return nil, m.Table, err
+	}
+	if _, err := p.Lake.Write(ctx, stagingDir(m.Table)+"/"+id+".json", bytes.NewReader(b), objstore.WriteOptions{ContentType: "application/json"}); err != nil {
+		st.discard(ctx)
+		return nil, m.Table, fmt.Errorf("write staged manifest: %w", err)
+	}
+	return m, m.Table, nil
+}
+
+// stager stages one file part by part.
+type stager struct {
+	p      *Pipeline
+	f      datastream.SourceFile
+	id     string
+	format datastream.Format
+	m      *manifest
+	known  *value.StructType // the table's source schema, read once (JSON)
+	tc     config.TableConfig
+}
+
+// run decodes and stages every part; the manifest is nil for a file
+// without events, and set (for its table) with an error once one is known.
+func (s *stager) run(ctx context.Context, d *datastream.Reader, partEvents int) (*manifest, error) {
+	for {
+		var events datastream.Events
+		more, derr := d.AppendUpTo(&events, partEvents)
+		// Check the events decoded before any decode error first: a
+		// record of another table before a bad record is the error
+		// decoding in order meets first.
+		if err := s.check(&events); err != nil {
+			return s.m, err
+		}
+		if derr != nil {
+			return s.m, derr
+		}
+		if events.Len() > 0 {
+			if err := s.stagePart(ctx, &events); err != nil {
+				return s.m, err
+			}
+		}
+		if !more {
+			return s.m, nil
+		}
+	}
+}
+
+// check verifies that a part's events belong to the file's table and
+// sums them into the manifest.
+func (s *stager) check(events *datastream.Events) error {
+	f := s.f
+	var maxOrder []byte // the decoder's memory: cloned once, below
+	defer func() {
+		if s.m != nil && bytes.Compare(maxOrder, s.m.MaxOrder) > 0 {
+			s.m.MaxOrder = bytes.Clone(maxOrder)
+		}
+	}()
+	for _, ev := range events.All() {
+		tid := ev.Table.String()
+		m := s.m
+		if m == nil {
+			m = &manifest{Table: tid, Source: f, MinSourceTS: ev.SourceTimestamp, MaxSourceTS: ev.SourceTimestamp}
+			if !ev.HistoryOnly {
+				m.Key = ev.KeyNames
+			}
+			s.m, s.tc = m, s.p.Config.Table(tid)
+		}
+		if tid != m.Table {
+			return permanentError{fmt.Errorf("%s: record %d: table %s differs from the file's first table %s", f.Name, ev.Meta.Record, tid, m.Table)}
+		}
+		m.MinSourceTS = min(m.MinSourceTS, ev.SourceTimestamp)
+		m.MaxSourceTS = max(m.MaxSourceTS, ev.SourceTimestamp)
+		if bytes.Compare(ev.Order.Bytes, maxOrder) > 0 {
+			maxOrder = ev.Order.Bytes
+		}
+		m.Events++
+	}
+	return nil
+}
+
+// stagePart writes one part's events as a staged Parquet file.
+func (s *stager) stagePart(ctx context.Context, events *datastream.Events) error {
+	m, f := s.m, s.f
+	part := stagedPart{Events: int64(events.Len())}
+	if s.format == datastream.FormatJSONL {
+		if s.known == nil {
+			known, err := s.p.sourceSchema(ctx, m.Table)
+			if err != nil {
+				return err
+			}
+			// Ignored columns are dropped below whatever they hold, so
+			// their values must not be held to the table's type.
+			known = dropColumns(known, s.tc.IgnoreColumns)
+			if s.tc.SchemaMode == config.SchemaOverwrite {
+				// The file's own values decide its schema: the source's
+				// as of the file's changes. The merge lets it replace the
+				// table's only when the file holds the newest change
+				// (files arrive in any order).
+				known = value.StructType{}
+			}
+			s.known = &known
+		}
+		// A value that does not fit the table's type is a bad record
+		// naming the file, line and column: the file is quarantined.
+		unified, err := events.UnifyJSON(*s.known)
+		if err != nil {
+			return err
+		}
+		part.Untyped = untypedColumns(events, unified, *s.known)
 	}
 	var (
 		schema  value.StructType
@@ -261,51 +362,71 @@ func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceF
 		if len(schemas) == 0 || !value.Equal(schemas[len(schemas)-1], ev.Schema) {
 			merged, _, err := cdc.MergeSchemas(schema, ev.Schema)
 			if err != nil {
-				return nil, m.Table, permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
+				return permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
 			}
 			schema = merged
 			schemas = append(schemas, ev.Schema)
 		}
 		rowSch = append(rowSch, len(schemas)-1)
+		if bytes.Compare(ev.Order.Bytes, part.MaxOrder) > 0 {
+			part.MaxOrder = ev.Order.Bytes
+		}
 	}
-	schema = dropColumns(schema, p.Config.Table(m.Table).IgnoreColumns)
+	part.MaxOrder = bytes.Clone(part.MaxOrder) // not the decoder's arena
+	schema = dropColumns(schema, s.tc.IgnoreColumns)
 	if err := cdc.ValidateSource(schema); err != nil {
-		return nil, m.Table, permanentError{fmt.Errorf("%s: %w", f.Name, err)}
+		return permanentError{fmt.Errorf("%s: %w", f.Name, err)}
 	}
 	hs := cdc.HistorySchema(schema)
-	w, err := delta.NewFileWriter(ctx, p.Lake, delta.WriteOptions{Schema: hs, Dir: stagingDir(m.Table), FileName: id + "-" + uuid.NewString()[:8] + ".parquet", DataChange: true})
+	name := fmt.Sprintf("%s-%s-%d.parquet", s.id, uuid.NewString()[:8], len(m.Parts))
+	w, err := delta.NewFileWriter(ctx, s.p.Lake, delta.WriteOptions{Schema: hs, Dir: stagingDir(m.Table), FileName: name, DataChange: true})
 	if err != nil {
-		return nil, m.Table, err
+		return err
 	}
 	from := make([]value.StructType, len(schemas))
-	for i, s := range schemas {
-		from[i] = cdc.HistorySchema(s)
+	for i, sc := range schemas {
+		from[i] = cdc.HistorySchema(sc)
 	}
 	for i, ev := range events.All() {
 		row, err := cdc.Conform(cdc.HistoryRow(*ev), from[rowSch[i]], hs)
 		if err != nil {
 			w.Abort()
-			return nil, m.Table, permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
+			return permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
 		}
 		if err := w.Write(row); err != nil {
 			w.Abort()
-			return nil, m.Table, err
+			return err
 		}
 		*ev = datastream.Event{} // written: let it go
 	}
 	add, err := w.Close(ctx)
 	if err != nil {
-		return nil, m.Table, err
+		return err
 	}
-	m.Add, m.Schema = add, hs.SchemaString()
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, m.Table, err
+	part.Add, part.Schema = add, hs.SchemaString()
+	m.Parts = append(m.Parts, part)
+	return nil
+}
+
+// discard deletes the parts already staged of a file that is not
+// registered after all (quarantined, or a failure to retry).
+func (s *stager) discard(ctx context.Context) {
+	if s.m == nil {
+		return
 	}
-	if _, err := p.Lake.Write(ctx, stagingDir(m.Table)+"/"+id+".json", bytes.NewReader(b), objstore.WriteOptions{ContentType: "application/json"}); err != nil {
-		return nil, m.Table, fmt.Errorf("write staged manifest: %w", err)
+	for _, part := range s.m.Parts {
+		if err := s.p.Lake.Delete(context.WithoutCancel(ctx), stagedPartPath(part)); err != nil && !errors.Is(err, objstore.ErrNotExist) {
+			s.p.log().Warn("could not delete a staged part of an unstaged file", "file", s.f.Name, "part", part.Add.Path, "error", err)
+		}
 	}
-	return m, m.Table, nil
+}
+
+// stagedPartPath is a part's object name in the lake.
+func stagedPartPath(part stagedPart) string {
+	if n, err := url.PathUnescape(part.Add.Path); err == nil {
+		return n
+	}
+	return part.Add.Path
 }
 
 // sourceSchema is the table's current source schema (the current-state
@@ -335,6 +456,9 @@ func (p *Pipeline) readStaged(ctx context.Context, path string) (*manifest, erro
 	var m manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("parse staged manifest %s: %w", path, err)
+	}
+	if len(m.Parts) == 0 && m.Add.Path != "" { // staged before parts
+		m.Parts = []stagedPart{{Schema: m.Schema, Add: m.Add, Events: m.Events, Untyped: m.Untyped, MaxOrder: m.MaxOrder}}
 	}
 	return &m, nil
 }

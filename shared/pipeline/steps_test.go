@@ -1,0 +1,251 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dsdelta/dsdelta/shared/config"
+	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/dssim"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+)
+
+// TestFilesLargerThanTheEventBoundAreStagedInPartsAndMergedInSteps runs
+// simulated workloads whose files and batches exceed batch_max_events:
+// files are staged in several parts, batches merged in several steps, and
+// the tables equal the source.
+func TestFilesLargerThanTheEventBoundAreStagedInPartsAndMergedInSteps(t *testing.T) {
+	ctx := context.Background()
+	formats := []dssim.Format{dssim.JSONL, dssim.Avro, dssim.JSONLGz}
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			sim, err := dssim.Run(dssim.Options{
+				Seed: seed, EventsPerFile: 20 + rng.IntN(40), DuplicateEvents: 0.1, RedeliveredFiles: 0.1, Shuffle: true,
+				Tables: []dssim.TableSpec{
+					{Source: dssim.MySQL, Database: "shop", Table: "customers", Format: formats[seed%3], InitialRows: 40, Changes: 120},
+					{Source: dssim.Oracle, Database: "HR", Table: "EMPLOYEES", Format: formats[(seed+1)%3], InitialRows: 30, Changes: 90},
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			source := objstore.NewMemory()
+			maxEvents := int64(3 + rng.IntN(15))
+			p := newPipeline(t, source, config.Config{BatchMaxFiles: 1 + rng.IntN(8), BatchMaxEvents: maxEvents})
+			notes := write(t, ctx, source, sim.Files)
+			rng.Shuffle(len(notes), func(i, j int) { notes[i], notes[j] = notes[j], notes[i] })
+			steps, batches, multiPart := 0, 0, 0
+			for i, n := range notes {
+				res, err := p.Stage(ctx, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Quarantined != "" || res.Skipped != "" {
+					t.Fatalf("%s: %+v", n.Name, res)
+				}
+				if !res.Duplicate {
+					m := stagedManifest(t, ctx, p, n)
+					for _, part := range m.Parts {
+						if part.Events > maxEvents {
+							t.Fatalf("%s: a part of %d events, bound %d", n.Name, part.Events, maxEvents)
+						}
+					}
+					if len(m.Parts) > 1 {
+						multiPart++
+					}
+				}
+				if rng.IntN(4) == 0 || i == len(notes)-1 {
+					for id := range sim.Tables {
+						r, err := p.MergeTable(ctx, id)
+						if err != nil {
+							t.Fatal(err)
+						}
+						steps += r.Steps
+						batches += r.Batches
+					}
+				}
+			}
+			if multiPart == 0 || steps <= batches {
+				t.Fatalf("%d files staged in several parts and %d steps for %d batches: the bound %d was not exercised", multiPart, steps, batches, maxEvents)
+			}
+			checkTables(t, ctx, p, sim.Tables)
+			if names := stepPlans(t, ctx, p.Lake); len(names) > 0 {
+				t.Fatalf("step plans left after their batches completed: %v", names)
+			}
+			for id := range sim.Tables {
+				if _, err := p.Maintain(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkTables(t, ctx, p, sim.Tables)
+			if left := stagedObjects(t, ctx, p.Lake); len(left) > 0 {
+				t.Fatalf("maintenance left staged objects of merged files: %v", left)
+			}
+		})
+	}
+}
+
+// stagedManifest reads the manifest of a staged source file.
+func stagedManifest(t *testing.T, ctx context.Context, p *Pipeline, n datastream.SourceFile) *manifest {
+	t.Helper()
+	rec, err := p.Coord.File(ctx, coord.FileID(n.Bucket, n.Name, n.Generation))
+	if err != nil {
+		t.Fatalf("%s: %v", n.Name, err)
+	}
+	m, err := p.readStaged(ctx, rec.StagedPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events int64
+	for _, part := range m.Parts {
+		events += part.Events
+	}
+	if events != m.Events || rec.Events != m.Events {
+		t.Fatalf("%s: parts hold %d events, the manifest says %d, the registry %d", n.Name, events, m.Events, rec.Events)
+	}
+	return m
+}
+
+// listAll lists the object names under prefix.
+func listAll(t *testing.T, ctx context.Context, lake objstore.Store, prefix string) []string {
+	t.Helper()
+	var out []string
+	if err := lake.List(ctx, prefix, "", func(i objstore.Info) error {
+		out = append(out, i.Name)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// stepPlans lists the step plans in the lake.
+func stepPlans(t *testing.T, ctx context.Context, lake objstore.Store) []string {
+	t.Helper()
+	var out []string
+	for _, name := range listAll(t, ctx, lake, "_staging/") {
+		if strings.Contains(name, "/_steps/") {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// stagedObjects lists the staged Parquet files and manifests in the lake.
+func stagedObjects(t *testing.T, ctx context.Context, lake objstore.Store) []string {
+	t.Helper()
+	var out []string
+	for _, name := range listAll(t, ctx, lake, "_staging/") {
+		if !strings.Contains(name, "/_steps/") {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// TestMergeInStepsCrashAtEveryCommitConverges kills a merge that runs in
+// steps at every commit of every step (and at the write of its step plan),
+// then resumes it in a new process configured with another bound: the
+// resumed merge follows the first attempt's split, and the tables equal the
+// source with every event once in history.
+func TestMergeInStepsCrashAtEveryCommitConverges(t *testing.T) {
+	ctx := context.Background()
+	sim, err := dssim.Run(dssim.Options{Seed: 21, EventsPerFile: 40, DuplicateEvents: 0.1, Shuffle: true, Tables: []dssim.TableSpec{
+		{Source: dssim.MySQL, Database: "shop", Table: "customers", InitialRows: 30, Changes: 90},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashes := 0
+	for n := int64(1); ; n++ {
+		source := objstore.NewMemory()
+		var writes atomic.Int64
+		lake := &crashingStore{Store: objstore.NewMemory(), match: func(name string) bool {
+			if !strings.Contains(name, "_delta_log/") && !strings.Contains(name, "/_steps/") {
+				return false
+			}
+			return writes.Add(1) == n
+		}}
+		local, err := coord.NewLocal(lake.Store, coord.LocalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coord: local, Config: config.Config{BatchMaxFiles: 50, BatchMaxEvents: 25}, Holder: "crashy"}
+		for _, note := range write(t, ctx, source, sim.Files) {
+			if _, err := p.Stage(ctx, note); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lake.armed.Store(true)
+		res, err := p.MergeTable(ctx, "shop.customers")
+		lake.armed.Store(false)
+		if lake.hits.Load() == 0 {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Steps < 3 {
+				t.Fatalf("the batch ran in %d steps, want several", res.Steps)
+			}
+			break // no write left to crash at
+		}
+		if !errors.Is(err, errCrash) {
+			t.Fatalf("crash at write %d did not surface: %+v %v", n, res, err)
+		}
+		crashes++
+		// A new process with a bound that would split the batch otherwise.
+		p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coord: local, Config: config.Config{BatchMaxFiles: 50, BatchMaxEvents: 1000}, Holder: "restarted"}
+		if r, err := p2.MergeTable(ctx, "shop.customers"); err != nil || r.Busy {
+			t.Fatalf("restart after a crash at write %d: %+v %v", n, r, err)
+		}
+		t.Run(fmt.Sprintf("crash at write %d", n), func(t *testing.T) { checkTables(t, ctx, p2, sim.Tables) })
+	}
+	if crashes < 6 {
+		t.Fatalf("only %d crash points", crashes)
+	}
+}
+
+// TestABadRecordInALaterPartQuarantinesTheFileAndLeavesNoPart stages a file
+// whose bad record comes after several parts were written: the file is
+// quarantined whole, naming the line, and its parts are deleted.
+func TestABadRecordInALaterPartQuarantinesTheFileAndLeavesNoPart(t *testing.T) {
+	ctx := context.Background()
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{BatchMaxEvents: 4})
+	var payloads []string
+	for i := 1; i <= 13; i++ {
+		payloads = append(payloads, fmt.Sprintf(`{"id":%d,"n":%d}`, i, i))
+	}
+	payloads = append(payloads, `{"id":14,"n":"abc"}`, `{"id":15,"n":15}`)
+	bad := jsonlFile("b", 20, payloads...)
+	good := jsonlFile("a", 100, `{"id":1,"n":5}`, `{"id":2,"n":6}`, `{"id":3,"n":7}`, `{"id":4,"n":8}`, `{"id":5,"n":9}`)
+	res := stageAll(t, ctx, p, source, "shop.t", good, bad)
+	if res[0].Quarantined != "" {
+		t.Fatalf("the good file was quarantined: %s", res[0].Quarantined)
+	}
+	for _, want := range []string{bad.Name, "line 14", "payload.n"} {
+		if !strings.Contains(res[1].Quarantined, want) {
+			t.Errorf("quarantine reason %q does not name %s", res[1].Quarantined, want)
+		}
+	}
+	if _, rows := stateRows(t, ctx, p, "shop.t", "id"); len(rows) != 5 {
+		t.Errorf("state holds %d rows, want the good file's 5", len(rows))
+	}
+	// The good file's two parts stay until maintenance; the bad file's
+	// three must be gone.
+	var parts []string
+	for _, name := range stagedObjects(t, ctx, p.Lake) {
+		if strings.HasSuffix(name, ".parquet") {
+			parts = append(parts, name)
+		}
+	}
+	if len(parts) != 2 {
+		t.Errorf("staged parts left: %v, want the good file's 2", parts)
+	}
+}
