@@ -46,8 +46,8 @@ type Config struct {
 	// Batch limits for one merge batch: a batch stops before the file that
 	// would pass any of them, but always takes one file. The merge's memory
 	// follows the events and the source bytes of a batch, so those are the
-	// limits to set; BatchMaxBytes counts staged Parquet bytes, a fraction
-	// of what the same events weigh in the Datastream files and in memory.
+	// limits to set; BatchMaxBytes counts staged Parquet bytes, usually far
+	// fewer than the same events take in the Datastream files or in memory.
 	BatchMaxFiles       int   `yaml:"batch_max_files" json:"batch_max_files"`
 	BatchMaxBytes       int64 `yaml:"batch_max_bytes" json:"batch_max_bytes"`
 	BatchMaxEvents      int64 `yaml:"batch_max_events" json:"batch_max_events"`
