@@ -43,12 +43,20 @@ type Config struct {
 	// Defaults apply to every table; Tables override them per table id.
 	Defaults TableConfig            `yaml:"defaults" json:"defaults"`
 	Tables   map[string]TableConfig `yaml:"tables" json:"tables"`
-	// Batch limits for one merge batch.
-	BatchMaxFiles int   `yaml:"batch_max_files" json:"batch_max_files"`
-	BatchMaxBytes int64 `yaml:"batch_max_bytes" json:"batch_max_bytes"`
-	// BatchMaxEvents bounds the change events one merge step holds in
-	// memory; a larger file is staged in parts and merged in steps.
-	BatchMaxEvents int64 `yaml:"batch_max_events" json:"batch_max_events"`
+	// Batch limits for one merge batch: a batch stops before the file that
+	// would pass any of them, but always takes one file. The merge's memory
+	// follows the events and the source bytes of a batch, so those are the
+	// limits to set; BatchMaxBytes counts staged Parquet bytes, usually far
+	// fewer than the same events take in the Datastream files or in memory.
+	BatchMaxFiles       int   `yaml:"batch_max_files" json:"batch_max_files"`
+	BatchMaxBytes       int64 `yaml:"batch_max_bytes" json:"batch_max_bytes"`
+	BatchMaxEvents      int64 `yaml:"batch_max_events" json:"batch_max_events"`
+	BatchMaxSourceBytes int64 `yaml:"batch_max_source_bytes" json:"batch_max_source_bytes"`
+	// RecordMaxBytes (max_record_bytes) is the largest single Datastream
+	// record (a JSON line or an Avro record) staging accepts; a file with a
+	// larger one is quarantined rather than allowed to exhaust the
+	// function's memory.
+	RecordMaxBytes int64 `yaml:"max_record_bytes" json:"max_record_bytes"`
 	// Extensions of data files to stage; others are skipped.
 	Extensions []string `yaml:"extensions" json:"extensions"`
 }
@@ -107,8 +115,11 @@ const (
 	DefaultTombstoneRetention = 7 * 24 * time.Hour
 	DefaultTargetFileBytes    = 128 << 20
 	DefaultBatchMaxFiles      = 500
-	DefaultBatchMaxBytes      = 256 << 20
+	DefaultBatchMaxBytes      = 256 << 20 // staged Parquet bytes
 	DefaultBatchMaxEvents     = 100_000
+	// DefaultBatchMaxSourceBytes counts the Datastream files' own bytes.
+	DefaultBatchMaxSourceBytes = 256 << 20
+	DefaultMaxRecordBytes      = 64 << 20
 )
 
 // DefaultExtensions are the Datastream data file extensions.
@@ -147,8 +158,19 @@ func (c Config) Validate() error {
 			return fmt.Errorf("include/exclude pattern %q: %w", p, err)
 		}
 	}
-	if c.BatchMaxFiles < 0 || c.BatchMaxBytes < 0 {
-		return errors.New("batch_max_files and batch_max_bytes must not be negative")
+	for _, v := range []struct {
+		key string
+		n   int64
+	}{
+		{"batch_max_files", int64(c.BatchMaxFiles)},
+		{"batch_max_bytes", c.BatchMaxBytes},
+		{"batch_max_events", c.BatchMaxEvents},
+		{"batch_max_source_bytes", c.BatchMaxSourceBytes},
+		{"max_record_bytes", c.RecordMaxBytes},
+	} {
+		if v.n < 0 {
+			return fmt.Errorf("%s must not be negative (0 means the default)", v.key)
+		}
 	}
 	if err := c.Defaults.validate("defaults"); err != nil {
 		return err
@@ -236,7 +258,7 @@ func (c Config) Table(tableID string) TableConfig {
 	return t
 }
 
-// MaxFiles and MaxBytes are the effective batch limits.
+// MaxFiles is the effective file limit of a batch.
 func (c Config) MaxFiles() int {
 	if c.BatchMaxFiles > 0 {
 		return c.BatchMaxFiles
@@ -244,20 +266,34 @@ func (c Config) MaxFiles() int {
 	return DefaultBatchMaxFiles
 }
 
-// MaxBytes is the effective byte limit of a batch.
+// MaxBytes is the effective limit of a batch's staged Parquet bytes.
 func (c Config) MaxBytes() int64 {
-	if c.BatchMaxBytes > 0 {
-		return c.BatchMaxBytes
-	}
-	return DefaultBatchMaxBytes
+	return orDefault(c.BatchMaxBytes, DefaultBatchMaxBytes)
 }
 
-// MaxEvents is the effective event limit of a batch and of a merge step.
+// MaxEvents is the effective limit of a batch's change events, and of the
+// events one step of a merge holds in memory (a staged part, at least).
 func (c Config) MaxEvents() int64 {
-	if c.BatchMaxEvents > 0 {
-		return c.BatchMaxEvents
+	return orDefault(c.BatchMaxEvents, DefaultBatchMaxEvents)
+}
+
+// MaxSourceBytes is the effective limit of the bytes of a batch's
+// Datastream source files.
+func (c Config) MaxSourceBytes() int64 {
+	return orDefault(c.BatchMaxSourceBytes, DefaultBatchMaxSourceBytes)
+}
+
+// MaxRecordBytes is the effective size limit of one Datastream record.
+func (c Config) MaxRecordBytes() int64 {
+	return orDefault(c.RecordMaxBytes, DefaultMaxRecordBytes)
+}
+
+// orDefault returns v when it is set (positive), else def.
+func orDefault(v, def int64) int64 {
+	if v > 0 {
+		return v
 	}
-	return DefaultBatchMaxEvents
+	return def
 }
 
 // IsDataFile reports whether an object name has a data file extension.

@@ -59,6 +59,11 @@ tables:
 		{"tables:\n  nodot:\n    primary_key: [id]\n", "not a table id"},
 		{"include: ['[']\n", "pattern"},
 		{"defaults:\n  target_file_bytes: 100\n", "at least 1 MiB"},
+		{"batch_max_files: -1\n", "batch_max_files"},
+		{"batch_max_bytes: -1\n", "batch_max_bytes"},
+		{"batch_max_events: -1\n", "batch_max_events"},
+		{"batch_max_source_bytes: -1\n", "batch_max_source_bytes"},
+		{"max_record_bytes: -1\n", "max_record_bytes"},
 	} {
 		t.Run("rejects "+bad.want, func(t *testing.T) {
 			_, err := Parse([]byte(bad.doc))
@@ -67,6 +72,44 @@ tables:
 			}
 		})
 	}
+}
+
+func TestLimits(t *testing.T) {
+	t.Run("unset limits take their defaults", func(t *testing.T) {
+		c, err := Parse(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			key       string
+			got, want int64
+		}{
+			{"batch_max_files", int64(c.MaxFiles()), DefaultBatchMaxFiles},
+			{"batch_max_bytes", c.MaxBytes(), 256 << 20},
+			{"batch_max_events", c.MaxEvents(), 100_000},
+			{"batch_max_source_bytes", c.MaxSourceBytes(), 256 << 20},
+			{"max_record_bytes", c.MaxRecordBytes(), 64 << 20},
+		} {
+			if tc.got != tc.want {
+				t.Errorf("%s = %d, want the default %d", tc.key, tc.got, tc.want)
+			}
+		}
+	})
+	t.Run("set limits are read from YAML and JSON under their own keys", func(t *testing.T) {
+		for _, doc := range []string{
+			"batch_max_bytes: 1000\nbatch_max_events: 2000\nbatch_max_source_bytes: 3000\nmax_record_bytes: 4000\n",
+			`{"batch_max_bytes": 1000, "batch_max_events": 2000, "batch_max_source_bytes": 3000, "max_record_bytes": 4000}`,
+		} {
+			c, err := Parse([]byte(doc))
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", doc, err)
+			}
+			if c.MaxBytes() != 1000 || c.MaxEvents() != 2000 || c.MaxSourceBytes() != 3000 || c.MaxRecordBytes() != 4000 {
+				t.Fatalf("Parse(%q): bytes %d, events %d, source bytes %d, record bytes %d; want 1000, 2000, 3000, 4000",
+					doc, c.MaxBytes(), c.MaxEvents(), c.MaxSourceBytes(), c.MaxRecordBytes())
+			}
+		}
+	})
 }
 
 func TestIsDataFile(t *testing.T) {

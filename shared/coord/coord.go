@@ -110,6 +110,9 @@ type FileRecord struct {
 	Record     string    `firestore:"record" json:"record,omitempty"`     // where in the file the problem is (record number)
 	ArrivalSeq int64     `firestore:"arrivalSeq" json:"arrivalSeq"`       // per-table arrival order, set by the coordinator
 	BatchSeq   int64     `firestore:"batchSeq" json:"batchSeq,omitempty"` // the batch that took the file, 0 before
+	// SourceBytes is the size of the Datastream source object, which the
+	// merge's memory follows more closely than the staged Size.
+	SourceBytes int64 `firestore:"sourceBytes" json:"sourceBytes,omitempty"`
 	// MinSourceTime and MaxSourceTime bound the source timestamps of the
 	// file's events; CompleteBatch advances the table's last applied source
 	// time to the largest MaxSourceTime of the batch.
@@ -143,6 +146,15 @@ type Lease struct {
 	Holder  string
 	Token   int64     // fencing token, strictly increasing per table
 	Expires time.Time // the lease is lost after this instant unless renewed
+}
+
+// BatchLimits bound the batch NextBatch forms. A limit <= 0 is no limit,
+// except that Files is always capped at MaxBatchFiles.
+type BatchLimits struct {
+	Files       int   // files
+	Bytes       int64 // staged bytes (FileRecord.Size)
+	Events      int64 // change events (FileRecord.Events)
+	SourceBytes int64 // Datastream source bytes (FileRecord.SourceBytes)
 }
 
 // Batch is a set of staged files merged together under one sequence number.
@@ -237,12 +249,13 @@ type Coordinator interface {
 	ListFiles(ctx context.Context, table string, state FileState) ([]FileRecord, error)
 
 	// NextBatch returns the table's open batch unchanged if there is one;
-	// otherwise it takes pending files in arrival order, up to maxFiles
-	// (capped at MaxBatchFiles) and maxBytes (but at least one file), gives
+	// otherwise it takes pending files in arrival order, stopping before
+	// the file that would pass any of lim's limits (but taking at least one
+	// file, so a file larger than a limit cannot block the table), gives
 	// them the next sequence number and records the batch. It returns
 	// ErrNoWork when nothing is pending and ErrLeaseLost when l does not
 	// hold.
-	NextBatch(ctx context.Context, l Lease, table string, maxFiles int, maxBytes int64) (Batch, error)
+	NextBatch(ctx context.Context, l Lease, table string, lim BatchLimits) (Batch, error)
 	// CompleteBatch marks the batch's files merged (except quarantined
 	// ones), closes the batch and updates the table status. Completing a
 	// batch that is already done is a no-op. It returns ErrLeaseLost when l

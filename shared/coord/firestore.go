@@ -418,7 +418,7 @@ func (f *Firestore) filesTx(tx *firestore.Transaction, ids []string) ([]FileReco
 }
 
 // NextBatch implements Coordinator.
-func (f *Firestore) NextBatch(ctx context.Context, l Lease, table string, maxFiles int, maxBytes int64) (Batch, error) {
+func (f *Firestore) NextBatch(ctx context.Context, l Lease, table string, lim BatchLimits) (Batch, error) {
 	if err := validateTable(table); err != nil {
 		return Batch{}, err
 	}
@@ -444,11 +444,11 @@ func (f *Firestore) NextBatch(ctx context.Context, l Lease, table string, maxFil
 			b = Batch{Table: table, Seq: t.OpenBatchSeq, Files: files, Created: t.OpenCreated}
 			return nil
 		}
-		pending, err := readFiles(tx.Documents(f.pendingQuery(table, batchLimit(maxFiles))))
+		pending, err := readFiles(tx.Documents(f.pendingQuery(table, batchLimit(lim.Files))))
 		if err != nil {
 			return fmt.Errorf("list pending files: %w", err)
 		}
-		files := selectBatch(pending, maxFiles, maxBytes)
+		files := selectBatch(pending, lim)
 		if len(files) == 0 {
 			return ErrNoWork
 		}

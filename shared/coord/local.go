@@ -585,7 +585,7 @@ func (l *Local) openFiles(ctx context.Context, t *tableDoc) ([]FileRecord, error
 }
 
 // NextBatch implements Coordinator.
-func (l *Local) NextBatch(ctx context.Context, lease Lease, table string, maxFiles int, maxBytes int64) (Batch, error) {
+func (l *Local) NextBatch(ctx context.Context, lease Lease, table string, lim BatchLimits) (Batch, error) {
 	if err := validateTable(table); err != nil {
 		return Batch{}, err
 	}
@@ -602,11 +602,11 @@ func (l *Local) NextBatch(ctx context.Context, lease Lease, table string, maxFil
 			return err
 		}
 		if t.OpenBatchSeq == 0 {
-			pending, err := l.pending(ctx, &t, batchLimit(maxFiles))
+			pending, err := l.pending(ctx, &t, batchLimit(lim.Files))
 			if err != nil {
 				return err
 			}
-			files := selectBatch(pending, maxFiles, maxBytes)
+			files := selectBatch(pending, lim)
 			if len(files) == 0 {
 				return ErrNoWork
 			}

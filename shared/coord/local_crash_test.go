@@ -107,13 +107,13 @@ func TestLocalRecoversFromCrashes(t *testing.T) {
 			t.Fatal(err)
 		}
 		store.crashAt("/batches/") // right after the table document committed the batch
-		if _, err := c.NextBatch(ctx, l, "db.t", 2, 0); !errors.Is(err, errCrash) {
+		if _, err := c.NextBatch(ctx, l, "db.t", coord.BatchLimits{Files: 2}); !errors.Is(err, errCrash) {
 			t.Fatalf("NextBatch = %v, want the injected crash", err)
 		}
 		if p, err := c.Pending(ctx, "db.t", 0); err != nil || len(p) != 1 {
 			t.Fatalf("Pending after the crash = %d files, %v; want 1 (two are in the open batch)", len(p), err)
 		}
-		b, err := c.NextBatch(ctx, l, "db.t", 10, 0)
+		b, err := c.NextBatch(ctx, l, "db.t", coord.BatchLimits{Files: 10})
 		if err != nil || b.Seq != 1 || len(b.Files) != 2 {
 			t.Fatalf("resumed NextBatch = seq %d with %d files, %v; want seq 1 with 2", b.Seq, len(b.Files), err)
 		}
@@ -137,7 +137,7 @@ func TestLocalRecoversFromCrashes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := c.NextBatch(ctx, l, "db.t", 10, 0)
+		b, err := c.NextBatch(ctx, l, "db.t", coord.BatchLimits{Files: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestLocalRecoversFromCrashes(t *testing.T) {
 		if err := c.CompleteBatch(ctx, l, b, coord.BatchStats{Inserted: 2}); !errors.Is(err, errCrash) {
 			t.Fatalf("CompleteBatch = %v, want the injected crash", err)
 		}
-		again, err := c.NextBatch(ctx, l, "db.t", 10, 0)
+		again, err := c.NextBatch(ctx, l, "db.t", coord.BatchLimits{Files: 10})
 		if err != nil || again.Seq != b.Seq {
 			t.Fatalf("NextBatch after the crash = seq %d, %v; want the open batch %d", again.Seq, err, b.Seq)
 		}
@@ -156,7 +156,7 @@ func TestLocalRecoversFromCrashes(t *testing.T) {
 		if err != nil || s.Files != 2 || s.Batches != 1 || s.Inserted != 2 || s.OpenBatchSeq != 0 || s.Pending != 0 {
 			t.Fatalf("Status = %+v, %v; want 2 files in 1 batch, counted once", s, err)
 		}
-		if _, err := c.NextBatch(ctx, l, "db.t", 10, 0); !errors.Is(err, coord.ErrNoWork) {
+		if _, err := c.NextBatch(ctx, l, "db.t", coord.BatchLimits{Files: 10}); !errors.Is(err, coord.ErrNoWork) {
 			t.Fatalf("NextBatch after completion = %v, want ErrNoWork", err)
 		}
 	})

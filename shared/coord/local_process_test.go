@@ -145,7 +145,7 @@ func mergeSome(t *testing.T, c coord.Coordinator, holder string) {
 		}
 	}()
 	for {
-		b, err := c.NextBatch(ctx, l, "db.proc", 4, 0)
+		b, err := c.NextBatch(ctx, l, "db.proc", coord.BatchLimits{Files: 4})
 		if errors.Is(err, coord.ErrNoWork) {
 			return
 		}

@@ -230,24 +230,32 @@ func mergeFile(f *FileRecord, seq int64, now time.Time, retention time.Duration)
 	return false
 }
 
-// selectBatch takes files from pending (in arrival order) up to maxFiles
-// and maxBytes; the first file is always taken so that a file larger than
-// maxBytes cannot block the table.
-func selectBatch(pending []FileRecord, maxFiles int, maxBytes int64) []FileRecord {
-	maxFiles = batchLimit(maxFiles)
+// selectBatch takes files from pending (in arrival order) up to lim; the
+// first file is always taken so that a file larger than a limit cannot
+// block the table.
+func selectBatch(pending []FileRecord, lim BatchLimits) []FileRecord {
+	maxFiles := batchLimit(lim.Files)
 	var out []FileRecord
-	var bytes int64
+	var bytes, events, source int64
 	for _, f := range pending {
 		if len(out) >= maxFiles {
 			break
 		}
-		if len(out) > 0 && maxBytes > 0 && bytes+f.Size > maxBytes {
+		if len(out) > 0 && (passes(bytes+f.Size, lim.Bytes) || passes(events+f.Events, lim.Events) ||
+			passes(source+f.SourceBytes, lim.SourceBytes)) {
 			break
 		}
 		out = append(out, f)
 		bytes += f.Size
+		events += f.Events
+		source += f.SourceBytes
 	}
 	return out
+}
+
+// passes reports whether total is over limit, where limit <= 0 is none.
+func passes(total, limit int64) bool {
+	return limit > 0 && total > limit
 }
 
 // batchLimit caps a requested batch size to (0, MaxBatchFiles].

@@ -149,7 +149,7 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.Tables, start t
 		return p.MergeBudget <= 0 || p.now().Sub(start) < p.MergeBudget*3/4
 	}
 	for budgetLeft() {
-		b, err := p.Coord.NextBatch(workCtx, held(), tabs.ID, p.Config.MaxFiles(), p.Config.MaxBytes())
+		b, err := p.Coord.NextBatch(workCtx, held(), tabs.ID, coord.BatchLimits{Files: p.Config.MaxFiles(), Bytes: p.Config.MaxBytes(), Events: p.Config.MaxEvents(), SourceBytes: p.Config.MaxSourceBytes()})
 		if errors.Is(err, coord.ErrNoWork) {
 			break
 		}

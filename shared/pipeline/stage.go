@@ -132,7 +132,7 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 		}
 		res.Quarantined = err.Error()
 		res.Table = tid
-		if _, qerr := p.Coord.Quarantine(ctx, coord.FileRecord{ID: id, Table: tableOrUnknown(tid), Bucket: f.Bucket, Name: f.Name, Generation: f.Generation, Size: f.Size, Record: recordOf(err)}, err.Error()); qerr != nil {
+		if _, qerr := p.Coord.Quarantine(ctx, coord.FileRecord{ID: id, Table: tableOrUnknown(tid), Bucket: f.Bucket, Name: f.Name, Generation: f.Generation, Size: f.Size, SourceBytes: max(f.Size, 0), Record: recordOf(err)}, err.Error()); qerr != nil {
 			return res, fmt.Errorf("stage %s: quarantine: %w", f.Name, qerr)
 		}
 		log.Warn("file quarantined", "event", "quarantined", "table", tid, "reason", err.Error())
@@ -149,7 +149,7 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 	}
 	rec, created, err := p.Coord.RegisterFile(ctx, coord.FileRecord{
 		ID: id, Table: staged.Table, Bucket: f.Bucket, Name: f.Name, Generation: f.Generation,
-		Size: staged.stagedBytes(), StagedPath: stagingDir(staged.Table) + "/" + id + ".json", Events: staged.Events,
+		Size: staged.stagedBytes(), SourceBytes: max(f.Size, 0), StagedPath: stagingDir(staged.Table) + "/" + id + ".json", Events: staged.Events,
 		MinSourceTime: staged.MinSourceTS.Time(), MaxSourceTime: staged.MaxSourceTS.Time(),
 	})
 	if err != nil {

@@ -60,8 +60,8 @@ func (a *alternate) ListFiles(ctx context.Context, table string, state coord.Fil
 	return a.pick().ListFiles(ctx, table, state)
 }
 
-func (a *alternate) NextBatch(ctx context.Context, l coord.Lease, table string, maxFiles int, maxBytes int64) (coord.Batch, error) {
-	return a.pick().NextBatch(ctx, l, table, maxFiles, maxBytes)
+func (a *alternate) NextBatch(ctx context.Context, l coord.Lease, table string, lim coord.BatchLimits) (coord.Batch, error) {
+	return a.pick().NextBatch(ctx, l, table, lim)
 }
 
 func (a *alternate) CompleteBatch(ctx context.Context, l coord.Lease, b coord.Batch, stats coord.BatchStats) error {

@@ -130,9 +130,9 @@ func (e *env) status(table string) coord.TableStatus {
 	return s
 }
 
-func (e *env) nextBatch(l coord.Lease, table string, maxFiles int, maxBytes int64) coord.Batch {
+func (e *env) nextBatch(l coord.Lease, table string, lim coord.BatchLimits) coord.Batch {
 	e.t.Helper()
-	b, err := e.c.NextBatch(e.ctx, l, table, maxFiles, maxBytes)
+	b, err := e.c.NextBatch(e.ctx, l, table, lim)
 	if err != nil {
 		e.t.Fatalf("NextBatch(%s): %v", table, err)
 	}
@@ -504,6 +504,29 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 			t.Fatalf("status = %d quarantined, %d pending; want 0, 1", s.Quarantined, s.Pending)
 		}
 	})
+	t.Run("the source bytes of a file are kept by register, file and batches", func(t *testing.T) {
+		e := newEnv(t, newCoordinator)
+		f := file("db.t", 1, 100)
+		f.SourceBytes = 26 << 20
+		rec := e.register(f)
+		if rec.SourceBytes != f.SourceBytes || rec.Size != f.Size {
+			t.Fatalf("registered record has %d source bytes and size %d, want %d and %d", rec.SourceBytes, rec.Size, f.SourceBytes, f.Size)
+		}
+		got, err := e.c.File(e.ctx, rec.ID)
+		if err != nil || got.SourceBytes != f.SourceBytes {
+			t.Fatalf("File(%s) = %d source bytes, %v; want %d", rec.ID, got.SourceBytes, err, f.SourceBytes)
+		}
+		l := e.acquire("db.t", "m")
+		b := e.nextBatch(l, "db.t", coord.BatchLimits{})
+		if len(b.Files) != 1 || b.Files[0].SourceBytes != f.SourceBytes {
+			t.Fatalf("batch files = %+v, want the file with %d source bytes", b.Files, f.SourceBytes)
+		}
+		// A resumed batch reads its files back from the store.
+		again := e.nextBatch(l, "db.t", coord.BatchLimits{})
+		if len(again.Files) != 1 || again.Files[0].SourceBytes != f.SourceBytes {
+			t.Fatalf("resumed batch files = %+v, want the file with %d source bytes", again.Files, f.SourceBytes)
+		}
+	})
 	t.Run("file returns ErrNotFound for an unknown id", func(t *testing.T) {
 		e := newEnv(t, newCoordinator)
 		_, err := e.c.File(e.ctx, coord.FileID("b", "missing", 1))
@@ -537,7 +560,7 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		recs := e.registerN("db.t", 5, 10)
 		l := e.acquire("db.t", "m")
-		b := e.nextBatch(l, "db.t", 3, 0)
+		b := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 3})
 		if b.Table != "db.t" || b.Seq != 1 || !equalIDs(ids(b.Files), ids(recs[:3])) {
 			t.Fatalf("batch = seq %d files %v, want seq 1 files %v", b.Seq, ids(b.Files), ids(recs[:3]))
 		}
@@ -571,9 +594,46 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 				for i, size := range tc.sizes {
 					e.register(file("db.t", i+1, size))
 				}
-				b := e.nextBatch(e.acquire("db.t", "m"), "db.t", 10, tc.maxBytes)
+				b := e.nextBatch(e.acquire("db.t", "m"), "db.t", coord.BatchLimits{Files: 10, Bytes: tc.maxBytes})
 				if len(b.Files) != tc.want {
 					t.Fatalf("batch of %d files (%d bytes), want %d", len(b.Files), b.Bytes(), tc.want)
+				}
+			})
+		}
+	})
+	t.Run("next batch stops before the event and source-byte limits but always takes one file", func(t *testing.T) {
+		type sizes struct{ bytes, events, source int64 }
+		for _, tc := range []struct {
+			name  string
+			files []sizes
+			lim   coord.BatchLimits
+			want  int
+		}{
+			{"files up to the event limit are taken", []sizes{{1, 40, 1}, {1, 40, 1}, {1, 40, 1}}, coord.BatchLimits{Events: 80}, 2},
+			{"a file that would pass the event limit is left", []sizes{{1, 40, 1}, {1, 50, 1}, {1, 10, 1}}, coord.BatchLimits{Events: 80}, 1},
+			{"a first file with more events than the limit is taken alone", []sizes{{1, 500, 1}, {1, 10, 1}}, coord.BatchLimits{Events: 80}, 1},
+			{"files up to the source-byte limit are taken", []sizes{{1, 1, 40}, {1, 1, 40}, {1, 1, 40}}, coord.BatchLimits{SourceBytes: 80}, 2},
+			{"a file that would pass the source-byte limit is left", []sizes{{1, 1, 40}, {1, 1, 50}, {1, 1, 10}}, coord.BatchLimits{SourceBytes: 80}, 1},
+			{"a first file larger than the source-byte limit is taken alone", []sizes{{1, 1, 500}, {1, 1, 10}}, coord.BatchLimits{SourceBytes: 80}, 1},
+			{"the tightest of several limits decides", []sizes{{10, 10, 10}, {10, 10, 10}, {10, 10, 10}, {10, 10, 10}}, coord.BatchLimits{Files: 4, Bytes: 40, Events: 30, SourceBytes: 20}, 2},
+			{"no limits take every file", []sizes{{500, 500, 500}, {500, 500, 500}, {500, 500, 500}}, coord.BatchLimits{}, 3},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				e := newEnv(t, newCoordinator)
+				for i, sz := range tc.files {
+					f := file("db.t", i+1, sz.bytes)
+					f.Events, f.SourceBytes = sz.events, sz.source
+					e.register(f)
+				}
+				b := e.nextBatch(e.acquire("db.t", "m"), "db.t", tc.lim)
+				if len(b.Files) != tc.want {
+					t.Fatalf("batch of %d files, want %d", len(b.Files), tc.want)
+				}
+				for i, f := range b.Files {
+					if f.Events != tc.files[i].events || f.SourceBytes != tc.files[i].source {
+						t.Fatalf("batch file %d has %d events and %d source bytes, want %d and %d",
+							i, f.Events, f.SourceBytes, tc.files[i].events, tc.files[i].source)
+					}
 				}
 			})
 		}
@@ -581,25 +641,25 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 	t.Run("next batch without pending files returns ErrNoWork", func(t *testing.T) {
 		e := newEnv(t, newCoordinator)
 		l := e.acquire("db.t", "m")
-		_, err := e.c.NextBatch(e.ctx, l, "db.t", 10, 0)
+		_, err := e.c.NextBatch(e.ctx, l, "db.t", coord.BatchLimits{Files: 10})
 		wantErr(t, "NextBatch of an unknown table", err, coord.ErrNoWork)
 		rec := e.register(file("db.t", 1, 10))
 		if _, err := e.c.Quarantine(e.ctx, rec, "bad"); err != nil {
 			t.Fatalf("Quarantine: %v", err)
 		}
-		_, err = e.c.NextBatch(e.ctx, l, "db.t", 10, 0)
+		_, err = e.c.NextBatch(e.ctx, l, "db.t", coord.BatchLimits{Files: 10})
 		wantErr(t, "NextBatch with only a quarantined file", err, coord.ErrNoWork)
 	})
 	t.Run("next batch before completion returns the same open batch", func(t *testing.T) {
 		e := newEnv(t, newCoordinator)
 		e.registerN("db.t", 3, 10)
 		l := e.acquire("db.t", "m")
-		first := e.nextBatch(l, "db.t", 2, 0)
+		first := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 2})
 		e.register(file("db.t", 50, 10)) // arrives while the merge runs
 		e.clock.Advance(ttl + time.Second)
 		// The merge crashed; a new holder resumes with the same seq and files.
 		l2 := e.acquire("db.t", "m2")
-		again := e.nextBatch(l2, "db.t", 10, 0)
+		again := e.nextBatch(l2, "db.t", coord.BatchLimits{Files: 10})
 		if again.Seq != first.Seq || !equalIDs(ids(again.Files), ids(first.Files)) || !again.Created.Equal(first.Created) {
 			t.Fatalf("resumed batch = seq %d files %v, want seq %d files %v", again.Seq, ids(again.Files), first.Seq, ids(first.Files))
 		}
@@ -608,7 +668,7 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		recs := e.registerN("db.t", 3, 10)
 		l := e.acquire("db.t", "m")
-		b := e.nextBatch(l, "db.t", 2, 0)
+		b := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 2})
 		e.clock.Advance(time.Second)
 		stats := coord.BatchStats{StateVersion: 4, HistoryVersion: 5, Events: 30, Inserted: 20, Updated: 5, Deleted: 3, Stale: 2}
 		if err := e.c.CompleteBatch(e.ctx, l, b, stats); err != nil {
@@ -634,7 +694,7 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		if err != nil || !equalIDs(ids(merged), ids(recs[:2])) {
 			t.Fatalf("ListFiles(merged) = %v, %v; want %v", ids(merged), err, ids(recs[:2]))
 		}
-		next := e.nextBatch(l, "db.t", 10, 0)
+		next := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 10})
 		if next.Seq != 2 || !equalIDs(ids(next.Files), ids(recs[2:])) {
 			t.Fatalf("next batch = seq %d files %v, want seq 2 files %v", next.Seq, ids(next.Files), ids(recs[2:]))
 		}
@@ -643,7 +703,7 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		e.registerN("db.t", 1, 10)
 		l := e.acquire("db.t", "m")
-		b := e.nextBatch(l, "db.t", 10, 0)
+		b := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 10})
 		stats := coord.BatchStats{StateVersion: 1, HistoryVersion: 1, Inserted: 7}
 		for i := range 2 {
 			if err := e.c.CompleteBatch(e.ctx, l, b, stats); err != nil {
@@ -658,7 +718,7 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		e.registerN("db.t", 1, 10)
 		l := e.acquire("db.t", "m")
-		b := e.nextBatch(l, "db.t", 10, 0)
+		b := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 10})
 		b.Seq = 9
 		err := e.c.CompleteBatch(e.ctx, l, b, coord.BatchStats{})
 		wantErr(t, "CompleteBatch of seq 9", err, coord.ErrNotFound)
@@ -669,7 +729,7 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		l := e.acquire("db.t", "m")
 		var seqs []int64
 		for {
-			b, err := e.c.NextBatch(e.ctx, l, "db.t", 2, 0)
+			b, err := e.c.NextBatch(e.ctx, l, "db.t", coord.BatchLimits{Files: 2})
 			if errors.Is(err, coord.ErrNoWork) {
 				break
 			}
@@ -692,11 +752,11 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		recs := e.registerN("db.t", 2, 10)
 		l := e.acquire("db.t", "m")
-		b := e.nextBatch(l, "db.t", 10, 0)
+		b := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 10})
 		if _, err := e.c.Quarantine(e.ctx, b.Files[0], "type change of column x"); err != nil {
 			t.Fatalf("Quarantine: %v", err)
 		}
-		again := e.nextBatch(l, "db.t", 10, 0)
+		again := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 10})
 		if again.Seq != b.Seq || !equalIDs(ids(again.Files), ids(recs)) || again.Files[0].State != coord.StateQuarantined {
 			t.Fatalf("resumed batch = %+v, want the same files with the first quarantined", again)
 		}
@@ -718,11 +778,11 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		e.registerN("db.t", 4, 10)
 		l := e.acquire("db.t", "slow")
-		b := e.nextBatch(l, "db.t", 2, 0)
+		b := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 2})
 		e.clock.Advance(ttl)
 		_, err := e.c.Renew(e.ctx, l, ttl)
 		wantErr(t, "Renew", err, coord.ErrLeaseLost)
-		_, err = e.c.NextBatch(e.ctx, l, "db.t", 2, 0)
+		_, err = e.c.NextBatch(e.ctx, l, "db.t", coord.BatchLimits{Files: 2})
 		wantErr(t, "NextBatch", err, coord.ErrLeaseLost)
 		err = e.c.CompleteBatch(e.ctx, l, b, coord.BatchStats{StateVersion: 9})
 		wantErr(t, "CompleteBatch", err, coord.ErrLeaseLost)
@@ -731,7 +791,7 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		}
 		// The new holder resumes the batch, and the stale one stays fenced out.
 		l2 := e.acquire("db.t", "fresh")
-		b2 := e.nextBatch(l2, "db.t", 2, 0)
+		b2 := e.nextBatch(l2, "db.t", coord.BatchLimits{Files: 2})
 		if b2.Seq != b.Seq || !equalIDs(ids(b2.Files), ids(b.Files)) {
 			t.Fatalf("new holder got seq %d files %v, want the open batch %d %v", b2.Seq, ids(b2.Files), b.Seq, ids(b.Files))
 		}
@@ -745,15 +805,15 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		e.registerN("db.t", 1, 10)
 		other := e.acquire("db.other", "m")
-		_, err := e.c.NextBatch(e.ctx, other, "db.t", 2, 0)
+		_, err := e.c.NextBatch(e.ctx, other, "db.t", coord.BatchLimits{Files: 2})
 		wantErr(t, "NextBatch", err, coord.ErrLeaseLost)
 	})
 	t.Run("batches of different tables are numbered independently", func(t *testing.T) {
 		e := newEnv(t, newCoordinator)
 		e.registerN("db.a", 1, 10)
 		e.registerN("db.b", 1, 10)
-		ba := e.nextBatch(e.acquire("db.a", "m"), "db.a", 10, 0)
-		bb := e.nextBatch(e.acquire("db.b", "m"), "db.b", 10, 0)
+		ba := e.nextBatch(e.acquire("db.a", "m"), "db.a", coord.BatchLimits{Files: 10})
+		bb := e.nextBatch(e.acquire("db.b", "m"), "db.b", coord.BatchLimits{Files: 10})
 		if ba.Seq != 1 || bb.Seq != 1 || ba.Files[0].Table != "db.a" || bb.Files[0].Table != "db.b" {
 			t.Fatalf("batches = %+v and %+v, want seq 1 each with their own table's file", ba, bb)
 		}
@@ -816,7 +876,7 @@ func testExpire(t *testing.T, newCoordinator NewFunc) {
 		recs := e.registerN("db.t", 4, 10)
 		l := e.acquire("db.t", "m")
 		for range 2 { // batches 1 and 2, one file each
-			b := e.nextBatch(l, "db.t", 1, 0)
+			b := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 1})
 			if err := e.c.CompleteBatch(e.ctx, l, b, coord.BatchStats{}); err != nil {
 				t.Fatalf("CompleteBatch: %v", err)
 			}
@@ -846,7 +906,7 @@ func testExpire(t *testing.T, newCoordinator NewFunc) {
 				t.Fatalf("File(%d) = %s, %v; want %s kept", 2+i, f.State, err, want)
 			}
 		}
-		b := e.nextBatch(e.acquire("db.t", "m"), "db.t", 10, 0)
+		b := e.nextBatch(e.acquire("db.t", "m"), "db.t", coord.BatchLimits{Files: 10})
 		if b.Seq != 3 {
 			t.Fatalf("batch after expiry has seq %d, want 3", b.Seq)
 		}
@@ -897,7 +957,7 @@ func testValidation(t *testing.T, newCoordinator NewFunc) {
 			return err
 		}},
 		{"next batch rejects a lease of a malformed table", func() error {
-			_, err := e.c.NextBatch(e.ctx, coord.Lease{Table: "a/b", Holder: "h", Token: 1}, "a/b", 1, 0)
+			_, err := e.c.NextBatch(e.ctx, coord.Lease{Table: "a/b", Holder: "h", Token: 1}, "a/b", coord.BatchLimits{Files: 1})
 			return err
 		}},
 	} {
