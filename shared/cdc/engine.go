@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -399,6 +400,7 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 	}
 	first := source.Fields[keyIdx[0]]
 	files = prune(files, first.Name, first.Type, keys)
+	files = pruneBySourceTime(files, b.Changes)
 	names := make([]string, len(keyIdx))
 	for i, k := range keyIdx {
 		names[i] = source.Fields[k].Name
@@ -427,6 +429,44 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 		}
 	}
 	return out, nil
+}
+
+// pruneBySourceTime keeps the history files whose source-timestamp bounds
+// can hold the source timestamp of one of the changes. An event delivered
+// again has the same ordering key, and every ordering key holds the
+// event's source timestamp, so a file whose bounds exclude every change's
+// cannot hold an earlier delivery. Batches of new changes (CDC moving on,
+// a backfill read file after file) mostly fall outside every file's
+// bounds, so finding re-deliveries costs what the overlap is, not the
+// history. Files without usable stats are kept.
+func pruneBySourceTime(files []delta.Add, changes []Change) []delta.Add {
+	if len(files) == 0 {
+		return files
+	}
+	ts := make([]value.Micros, len(changes))
+	for i, c := range changes {
+		ts[i] = c.SourceTS
+	}
+	slices.Sort(ts)
+	var out []delta.Add
+	for _, f := range files {
+		st, err := delta.ParseStats(f.Stats)
+		if err != nil {
+			out = append(out, f)
+			continue
+		}
+		lo, hi, ok := st.MinMax(ColSourceTimestamp, value.Timestamp)
+		l, okl := lo.(value.Micros)
+		h, okh := hi.(value.Micros)
+		if !ok || !okl || !okh {
+			out = append(out, f)
+			continue
+		}
+		if i, _ := slices.BinarySearch(ts, l); i < len(ts) && ts[i] <= h {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func sumSize(adds []delta.Add) int64 {
