@@ -693,8 +693,33 @@ func (b *asmBuilder) buildLeaf(t value.Type, p *pqNode) (*asm, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t == value.String {
+		conv = repeatedStrings(conv)
+	}
 	s := b.stream(p)
 	return &asm{kind: asmLeaf, stream: s, maxDef: p.def, conv: conv, leaves: []*colStream{s}, first: s}, nil
+}
+
+// repeatedStrings makes a leaf's string converter hand out the previous
+// value again when the next one has the same bytes: a row reader then keeps
+// one string for a run of equal values (dictionary-encoded columns such as
+// a change's operation, read method or source file repeat in runs), instead
+// of a string and an interface box per row. Strings are immutable, so rows
+// may share them. The converter belongs to one assembly, read by one
+// goroutine.
+func repeatedStrings(conv func(parquet.Value) (any, error)) func(parquet.Value) (any, error) {
+	var last string
+	var lastV any
+	return func(v parquet.Value) (any, error) {
+		if lastV != nil && string(v.ByteArray()) == last {
+			return lastV, nil
+		}
+		out, err := conv(v)
+		if s, ok := out.(string); ok && err == nil {
+			last, lastV = s, out
+		}
+		return out, err
+	}
 }
 
 func (b *asmBuilder) buildStruct(t value.StructType, p *pqNode) (*asm, error) {
