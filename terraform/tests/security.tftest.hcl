@@ -220,6 +220,14 @@ run "functions_get_their_configuration_from_the_environment" {
     error_message = "Every function must receive the source, lake, Firestore and budget settings."
   }
   assert {
+    condition = (
+      google_cloudfunctions2_function.onfile.service_config[0].environment_variables["GOMEMLIMIT"] == "819MiB" &&
+      google_cloudfunctions2_function.merge.service_config[0].environment_variables["GOMEMLIMIT"] == "819MiB" &&
+      google_cloudfunctions2_function.compact.service_config[0].environment_variables["GOMEMLIMIT"] == "1638MiB"
+    )
+    error_message = "Each function's Go memory limit must be four fifths of its memory (1Gi, 1Gi, 2Gi by default)."
+  }
+  assert {
     condition = alltrue([
       for f in [google_cloudfunctions2_function.onfile, google_cloudfunctions2_function.merge, google_cloudfunctions2_function.compact] :
       f.build_config[0].runtime == "go126" && f.service_config[0].ingress_settings == "ALLOW_INTERNAL_ONLY"
