@@ -1,11 +1,16 @@
 package cdc
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -35,5 +40,68 @@ func TestPruneBySourceTimeKeepsTheFilesWhoseBoundsCanHoldAChange(t *testing.T) {
 	want := []string{"holds 20", "ends at the change's millisecond", "no stats"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("kept %q, want %q", got, want)
+	}
+}
+
+// fileReads counts the data files opened through a store.
+type fileReads struct {
+	objstore.Store
+	reads atomic.Int64
+}
+
+func (r *fileReads) NewReader(ctx context.Context, name string, off, n int64) (io.ReadCloser, error) {
+	if strings.HasSuffix(name, ".parquet") {
+		r.reads.Add(1)
+	}
+	return r.Store.NewReader(ctx, name, off, n)
+}
+
+// TestKeysThatCannotExistAreInsertedWithoutReadingTheTable is the insert
+// fast path: into an empty table, and for keys outside every file's key
+// bounds, a batch reads no state or tombstone file and no history file.
+func TestKeysThatCannotExistAreInsertedWithoutReadingTheTable(t *testing.T) {
+	ctx := context.Background()
+	base := memTables()
+	state, hist, tomb := &fileReads{Store: base.State}, &fileReads{Store: base.History}, &fileReads{Store: base.Tombstones}
+	tabs := Tables{ID: base.ID, State: state, History: hist, Tombstones: tomb}
+	batch := func(from, to int64, firstOrder uint64) Batch {
+		b := Batch{Source: testSource, Key: []string{"id", "region"}}
+		for id := from; id < to; id++ {
+			b.Changes = append(b.Changes, toChange(t, genEvent(firstOrder+uint64(id-from), id, "eu", id%10 == 9, id)))
+		}
+		return b
+	}
+	reads := func() int64 { return state.reads.Load() + hist.reads.Load() + tomb.reads.Load() }
+	for i, tc := range []struct {
+		name     string
+		b        Batch
+		inserted int64
+	}{
+		{"into an empty table", batch(1, 201, 1), 180},
+		{"keys above every file's bounds", batch(1000, 1200, 1000), 180},
+	} {
+		before := reads()
+		res, err := Apply(ctx, tabs, int64(i+1), tc.b, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := reads() - before; got != 0 || res.FilesRead != 0 {
+			t.Errorf("%s: read %d data files (FilesRead %d), want none", tc.name, got, res.FilesRead)
+		}
+		if res.Inserted != tc.inserted || res.Buried != int64(len(tc.b.Changes))-tc.inserted {
+			t.Errorf("%s: inserted %d, buried %d", tc.name, res.Inserted, res.Buried)
+		}
+	}
+	// A key inside the bounds is looked up: the path above is a fast path,
+	// not a lookup that never happens.
+	before := reads()
+	if _, err := Apply(ctx, tabs, 3, batch(100, 101, 5000), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if reads() == before {
+		t.Error("an update of an existing key read no file")
+	}
+	if got := len(readState(t, ctx, base)); got != 360 {
+		t.Errorf("state holds %d rows, want 360", got)
 	}
 }
