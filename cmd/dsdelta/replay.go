@@ -125,7 +125,13 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return err
 			}
 			for _, f := range q {
-				files = append(files, datastream.SourceFile{Bucket: f.Bucket, Name: f.Name, Generation: f.Generation, Size: f.Size})
+				// Size counts staged bytes once a file was staged;
+				// SourceBytes is the source object's own size.
+				size := f.Size
+				if f.SourceBytes > 0 {
+					size = f.SourceBytes
+				}
+				files = append(files, datastream.SourceFile{Bucket: f.Bucket, Name: f.Name, Generation: f.Generation, Size: size})
 			}
 		}
 	}
