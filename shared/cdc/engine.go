@@ -628,21 +628,8 @@ func applyState(ctx context.Context, t Tables, step Step, b Batch, source value.
 	}
 
 	stateSchema := StateSchema(stateSource)
-	var upserts [][]any
-	for i, c := range keys {
-		if verdicts[i] != Insert && verdicts[i] != Replace {
-			continue
-		}
-		// In overwrite mode a batch older than the table's schema is cast
-		// to it: columns it lacks are null, columns gone are dropped.
-		row, err := conformFor(opts.Overwrite, c.Row, from, stateSource)
-		if err != nil {
-			return fmt.Errorf("key %s: %w", c.KeyText, err)
-		}
-		row = append(row, c.SourceTS, nullIfEmpty(c.ChangeType), c.Position, c.Order)
-		upserts = append(upserts, row)
-	}
-	if len(upserts) == 0 && len(touched) == 0 && stateMD == nil && !stateWidened {
+	upserts := res.Inserted + res.Updated
+	if upserts == 0 && len(touched) == 0 && stateMD == nil && !stateWidened {
 		return nil // nothing changes: no commit (a re-run finds nothing to do either)
 	}
 	var removes []delta.Remove
@@ -697,8 +684,30 @@ func applyState(ctx context.Context, t Tables, step Step, b Batch, source value.
 		res.RowGroupsDecoded += rw.RowGroupsDecoded
 		res.RowsReencoded += rw.Reencoded
 	}
-	if len(upserts) > 0 {
-		a, err := writeRows(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: stateSnap.PartitionColumns(), RowGroupBytes: opts.RowGroupBytes}, upserts, opts.TargetFileBytes)
+	if upserts > 0 {
+		// The new rows stream to the writer in key order, through one
+		// reused row: a step holds its changes, not a second copy of them.
+		w := newRolling(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: stateSnap.PartitionColumns(), RowGroupBytes: opts.RowGroupBytes}, opts.TargetFileBytes)
+		var row []any
+		for i, c := range keys {
+			if verdicts[i] != Insert && verdicts[i] != Replace {
+				continue
+			}
+			// In overwrite mode a batch older than the table's schema is
+			// cast to it: columns it lacks are null, columns gone are
+			// dropped.
+			src, err := conformFor(opts.Overwrite, c.Row, from, stateSource)
+			if err != nil {
+				w.Abort()
+				return fmt.Errorf("key %s: %w", c.KeyText, err)
+			}
+			row = append(append(row[:0], src...), c.SourceTS, nullIfEmpty(c.ChangeType), c.Position, c.Order)
+			if err := w.Write(row); err != nil {
+				w.Abort()
+				return err
+			}
+		}
+		a, err := w.Close()
 		if err != nil {
 			return err
 		}
