@@ -136,18 +136,24 @@ func decodeInto(ctx context.Context, r io.Reader, name string, opts datastream.O
 	return d.AppendTo(events)
 }
 
-// duckJSONColumns types every field of a Datastream MySQL event, so DuckDB
-// parses and converts the same values dsdelta does (no sampling).
-const duckJSONColumns = `{
+// duckJSONColumns types every field of a Datastream MySQL event whose
+// payload has the given STRUCT type, so DuckDB parses and converts the same
+// values dsdelta does (no sampling).
+func duckJSONColumns(payload string) string {
+	return `{
  uuid: 'VARCHAR', read_timestamp: 'TIMESTAMPTZ', source_timestamp: 'TIMESTAMPTZ', object: 'VARCHAR',
  read_method: 'VARCHAR', stream_name: 'VARCHAR', schema_key: 'VARCHAR', sort_keys: 'JSON',
  source_metadata: 'STRUCT("table" VARCHAR, database VARCHAR, primary_keys VARCHAR[], log_file VARCHAR, log_position BIGINT, change_type VARCHAR, is_deleted BOOLEAN)',
- payload: 'STRUCT(id BIGINT, email VARCHAR, name VARCHAR, balance DECIMAL(12,2), created_at TIMESTAMPTZ, is_active INTEGER, notes VARCHAR)'
+ payload: '` + payload + `'
 }`
+}
+
+// decodePayload is the decode scenario's table (dssim's MySQL customers).
+const decodePayload = `STRUCT(id BIGINT, email VARCHAR, name VARCHAR, balance DECIMAL(12,2), created_at TIMESTAMPTZ, is_active INTEGER, notes VARCHAR)`
 
 // duckDecode materialises the JSONL file as a typed in-memory table.
 func duckDecode(ctx context.Context, db *sql.DB, path string) (time.Duration, int, error) {
-	q := fmt.Sprintf(`CREATE OR REPLACE TABLE ev AS SELECT * FROM read_json(%s, format='newline_delimited', columns=%s)`, sqlString(path), duckJSONColumns)
+	q := fmt.Sprintf(`CREATE OR REPLACE TABLE ev AS SELECT * FROM read_json(%s, format='newline_delimited', columns=%s)`, sqlString(path), duckJSONColumns(decodePayload))
 	start := time.Now()
 	if _, err := db.ExecContext(ctx, q); err != nil {
 		return 0, 0, fmt.Errorf("duckdb read_json: %w", err)

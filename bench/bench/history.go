@@ -12,17 +12,19 @@ import (
 type pastRun struct {
 	commit, change                    string
 	decode, merge, scaling, peak, p50 string
+	// The backfill scenario's figures: "NA" for runs before it existed.
+	backfill, backfillEventsPerS, backfillPeak string
 }
 
 // pastRuns are the full runs committed with RESULTS.md, oldest first.
 var pastRuns = []pastRun{
-	{"3099318", "first measurement: rows decoded and re-encoded one by one", "4.61", "4.82", "10.24", "409", "NA"},
-	{"5c25816", "row groups without a changed key spliced verbatim into the rewritten file", "4.87", "2.88", "4.29", "174", "NA"},
-	{"ebe9c64", "row groups skipped by their key bounds in the lookup and the rewrite", "4.76", "2.29", "1.79", "172", "337"},
-	{"24ee5f7", "faster JSON scanner (package benchmark 1.6×; this scenario did not move)", "4.91", "2.40", "1.28", "168", "260"},
-	{"837a6a4", "touched row groups re-encoded column by column on all cores, row groups capped at 122,880 rows, standard-level Snappy; JSON lines decoded in parallel in file order, 6.6 allocations per event instead of 34", "1.77", "0.72", "1.68", "128", "337"},
-	{"d2bbbce", "decode row for dsdelta dropping each event once decoded (information); no code change: the spread from the run above is run-to-run noise", "1.70", "0.68", "1.45", "126", "326"},
-	{"8ec780f", "JSON: events kept in blocks the decoding goroutines fill in place (no growing slice, no copy), payload values boxed from slabs (1 allocation per event instead of 6.6), the validating scan marks strings that need no unescaping, per-file caches in event building, 472-byte events; Avro: blocks decoded in parallel, 0.3 allocations per event; local writes start disk writeback every 8 MiB so the fsync before publishing a large file waits for the last chunk only; maintenance holds a table's lease for compaction only", "0.94", "0.69", "1.45", "133", "344"},
+	{"3099318", "first measurement: rows decoded and re-encoded one by one", "4.61", "4.82", "10.24", "409", "NA", "NA", "NA", "NA"},
+	{"5c25816", "row groups without a changed key spliced verbatim into the rewritten file", "4.87", "2.88", "4.29", "174", "NA", "NA", "NA", "NA"},
+	{"ebe9c64", "row groups skipped by their key bounds in the lookup and the rewrite", "4.76", "2.29", "1.79", "172", "337", "NA", "NA", "NA"},
+	{"24ee5f7", "faster JSON scanner (package benchmark 1.6×; this scenario did not move)", "4.91", "2.40", "1.28", "168", "260", "NA", "NA", "NA"},
+	{"837a6a4", "touched row groups re-encoded column by column on all cores, row groups capped at 122,880 rows, standard-level Snappy; JSON lines decoded in parallel in file order, 6.6 allocations per event instead of 34", "1.77", "0.72", "1.68", "128", "337", "NA", "NA", "NA"},
+	{"d2bbbce", "decode row for dsdelta dropping each event once decoded (information); no code change: the spread from the run above is run-to-run noise", "1.70", "0.68", "1.45", "126", "326", "NA", "NA", "NA"},
+	{"8ec780f", "JSON: events kept in blocks the decoding goroutines fill in place (no growing slice, no copy), payload values boxed from slabs (1 allocation per event instead of 6.6), the validating scan marks strings that need no unescaping, per-file caches in event building, 472-byte events; Avro: blocks decoded in parallel, 0.3 allocations per event; local writes start disk writeback every 8 MiB so the fsync before publishing a large file waits for the last chunk only; maintenance holds a table's lease for compaction only", "0.94", "0.69", "1.45", "133", "344", "NA", "NA", "NA"},
 }
 
 // historyMarkdown renders the earlier runs and this one as one table.
@@ -30,9 +32,15 @@ func (r *report) historyMarkdown(change string) string {
 	var b strings.Builder
 	b.WriteString("\n## Before and after\n\n")
 	b.WriteString("SUMMARY figures of the earlier full runs committed with this file (same tool, same kind of 2-core machine) and of this run; the change is what each run measured for the first time.\n\n")
-	b.WriteString("| run | change | JSON decode vs DuckDB | merge vs DuckDB | 10M / 100k | peak MiB | latency p50 ms |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| run | change | JSON decode vs DuckDB | merge vs DuckDB | 10M / 100k | peak MiB | latency p50 ms | backfill vs DuckDB | backfill events/s | backfill peak MiB |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	times := func(s string) string {
+		if s == "NA" {
+			return s
+		}
+		return s + "×"
+	}
 	for _, p := range pastRuns {
-		fmt.Fprintf(&b, "| %s | %s | %s× | %s× | %s× | %s | %s |\n", p.commit, p.change, p.decode, p.merge, p.scaling, p.peak, p.p50)
+		fmt.Fprintf(&b, "| %s | %s | %s× | %s× | %s× | %s | %s | %s | %s | %s |\n", p.commit, p.change, p.decode, p.merge, p.scaling, p.peak, p.p50, times(p.backfill), p.backfillEventsPerS, p.backfillPeak)
 	}
 	f := func(v float64, format string) string {
 		if v == 0 {
@@ -44,7 +52,8 @@ func (r *report) historyMarkdown(change string) string {
 	if r.quick {
 		run += " (--quick: smaller data, not comparable)"
 	}
-	fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", run, change, f(r.decodeRatio, "%.2f×"), f(r.mergeRatio, "%.2f×"), f(r.scalingRatio, "%.2f×"), f(r.peakMiB, "%.0f"), f(r.latencyP50, "%.0f"))
+	fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", run, change, f(r.decodeRatio, "%.2f×"), f(r.mergeRatio, "%.2f×"), f(r.scalingRatio, "%.2f×"), f(r.peakMiB, "%.0f"), f(r.latencyP50, "%.0f"),
+		f(r.backfillRatio, "%.2f×"), f(r.backfillEventsPerS, "%.0f"), f(r.backfillPeakMiB, "%.0f"))
 	return b.String()
 }
 

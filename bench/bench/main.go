@@ -1,8 +1,9 @@
 // Command bench measures dsdelta against DuckDB and against itself as
 // tables grow: decoding Datastream files, merging a CDC batch into a
-// current-state table, how the merge scales with the table, and the
-// merge's peak memory. Run it from bench/ with `go run ./bench [--quick]`;
-// it writes RESULTS.md there and ends with one SUMMARY line.
+// current-state table, how the merge scales with the table, the merge's
+// peak memory, and a backfill end to end (stage then merge). Run it from
+// bench/ with `go run ./bench [--quick] [--only backfill,...]`; it writes
+// RESULTS.md there and ends with one SUMMARY line.
 //
 // It is its own module so DuckDB (cgo) never reaches a deployed function.
 package main
@@ -12,7 +13,6 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
-	"github.com/dsdelta/dsdelta/bench/internal/mergebench"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -23,33 +23,43 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dsdelta/dsdelta/bench/internal/benchchild"
+	"github.com/dsdelta/dsdelta/bench/internal/mergebench"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	_ "github.com/duckdb/duckdb-go/v2"
 )
 
 func main() {
-	quick := flag.Bool("quick", false, "smaller data: 10 MB decode, 100k-row merge, no 10M-row table")
-	out := flag.String("out", "RESULTS.md", "where to write the results")
+	quick := flag.Bool("quick", false, "smaller data: 10 MB decode, 100k-row merge, no 10M-row table, 100k-event backfill")
+	out := flag.String("out", "RESULTS.md", "where to write the results (with --only: only when given)")
+	only := flag.String("only", "", "run only these scenarios, comma-separated: "+strings.Join(scenarios, ", "))
 	keep := flag.Bool("keep", false, "keep the temporary data directory")
-	child := flag.Bool("merge-child", false, "internal: run one merge and report (used by the driver)")
-	dir := flag.String("dir", "", "internal: table directory for -merge-child")
-	rows := flag.Int64("rows", 0, "internal: table rows for -merge-child")
-	mode := flag.String("mode", "clustered", "internal: batch key distribution for -merge-child")
-	cpuProfile := flag.String("cpuprofile", "", "internal: CPU profile path for -merge-child")
-	heapProfile := flag.String("heapprofile", "", "internal: heap profile (at peak RSS) path for -merge-child")
+	child := flag.Bool("merge-child", false, "internal: run as the child, with the child: flags (used by the driver)")
+	childFlags := benchchild.Register(flag.CommandLine)
 	flag.Parse()
 	ctx := context.Background()
 	// The engine logs progress at info; keep the benchmark output readable.
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if *child {
-		if err := mergebench.RunChild(ctx, *dir, *rows, *mode, *cpuProfile, *heapProfile); err != nil {
+		if err := childFlags.Run(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	if err := run(ctx, *quick, *out, *keep); err != nil {
+	selected, err := selectScenarios(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	outSet := false
+	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
+	if *only != "" && !outSet {
+		// A partial run must not overwrite the committed full results.
+		*out = ""
+	}
+	if err := run(ctx, *quick, *out, *keep, selected); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -71,6 +81,30 @@ type report struct {
 	decodeRatio, mergeRatio, scalingRatio float64 // 0 = not measured
 	peakMiB                               float64
 	latencyP50, latencyP99                float64 // ms; 0 = not measured
+	// Backfill end to end; 0 = not measured.
+	backfillRatio, backfillEventsPerS, backfillPeakMiB, backfillStageMBs float64
+}
+
+// scenarios are the scenario names --only accepts, in the order they run.
+var scenarios = []string{"decode", "merge", "latency", "backfill"}
+
+// selectScenarios parses --only; empty selects every scenario.
+func selectScenarios(only string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if strings.TrimSpace(only) == "" {
+		for _, s := range scenarios {
+			out[s] = true
+		}
+		return out, nil
+	}
+	for _, s := range strings.Split(only, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(scenarios, s) {
+			return nil, fmt.Errorf("--only: unknown scenario %q (have %s)", s, strings.Join(scenarios, ", "))
+		}
+		out[s] = true
+	}
+	return out, nil
 }
 
 func (r *report) add(format string, a ...any) {
@@ -80,7 +114,7 @@ func (r *report) add(format string, a ...any) {
 
 func logf(format string, a ...any) { fmt.Printf(format+"\n", a...) }
 
-func run(ctx context.Context, quick bool, outPath string, keep bool) error {
+func run(ctx context.Context, quick bool, outPath string, keep bool, selected map[string]bool) error {
 	rep := &report{quick: quick, started: time.Now(), machine: describeMachine(), goVer: runtime.Version()}
 	tmp, err := os.MkdirTemp("", "dsdelta-bench-")
 	if err != nil {
@@ -104,26 +138,48 @@ func run(ctx context.Context, quick bool, outPath string, keep bool) error {
 	rep.notes = append(rep.notes, "The bench module resolves a few shared dependencies newer than the main module does, because duckdb-go requires them (minimal version selection): klauspost/compress v1.18.3 (main: v1.18.2; it provides the snappy encoder), pierrec/lz4 v4.1.25, andybalholm/brotli v1.2.0. dsdelta's code is the same; the compression library differs by a patch release.")
 	rep.notes = append(rep.notes, fmt.Sprintf("DuckDB runs in-process with its default %d threads; dsdelta's decode and merge as the functions run them (GOMAXPROCS=%d).", threads, runtime.GOMAXPROCS(0)))
 
-	var childNote string
-	rep.child, childNote = prepareChild(ctx, tmp)
-	if rep.child.exe == "" {
-		return fmt.Errorf("prepare merge child: %s", childNote)
+	if selected["merge"] || selected["backfill"] {
+		var childNote string
+		rep.child, childNote = prepareChild(ctx, tmp)
+		if rep.child.exe == "" {
+			return fmt.Errorf("prepare merge child: %s", childNote)
+		}
+		rep.notes = append(rep.notes, childNote)
 	}
-	rep.notes = append(rep.notes, childNote)
 
-	if err := decodeScenario(ctx, rep, db, tmp, quick); err != nil {
-		return err
+	if selected["decode"] {
+		if err := decodeScenario(ctx, rep, db, tmp, quick); err != nil {
+			return err
+		}
 	}
-	if err := mergeScenarios(ctx, rep, db, tmp, quick); err != nil {
-		return err
+	if selected["merge"] {
+		if err := mergeScenarios(ctx, rep, db, tmp, quick); err != nil {
+			return err
+		}
 	}
-	latencyScenario(ctx, rep, quick)
+	if selected["latency"] {
+		latencyScenario(ctx, rep, quick)
+	}
+	if selected["backfill"] {
+		if err := backfillScenario(ctx, rep, db, tmp, quick); err != nil {
+			return err
+		}
+	}
 
-	md := rep.markdown()
-	if err := os.WriteFile(outPath, []byte(md), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", outPath, err)
+	if outPath == "" {
+		// --only without --out: the sections on stdout, RESULTS.md kept.
+		fmt.Println(strings.Join(rep.lines, "\n"))
+		for _, f := range rep.findings {
+			fmt.Println("- " + f)
+		}
+		logf("bench: --only: RESULTS.md not rewritten (pass --out FILE for the whole report, profiles included)")
+	} else {
+		md := rep.markdown()
+		if err := os.WriteFile(outPath, []byte(md), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", outPath, err)
+		}
+		logf("bench: wrote %s", outPath)
 	}
-	logf("bench: wrote %s", outPath)
 	fmt.Println(rep.summary())
 	return nil
 }
@@ -509,18 +565,22 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "- CPU: %s, %d cores\n- Memory: %.1f GiB\n- Kernel: %s\n- Go: %s (%s/%s)\n- DuckDB: %s via github.com/duckdb/duckdb-go/v2\n", r.machine.CPUModel, r.machine.Cores, r.machine.MemGiB, r.machine.Kernel, r.goVer, runtime.GOOS, runtime.GOARCH, r.duckVer)
 	b.WriteString("- Other work may share the machine: compare the ratios within one run, not absolute times across runs.\n\n")
 	b.WriteString("## Targets\n\n| target | figure | status |\n|---|---|---|\n")
-	row := func(name string, v float64, unit string, ok func(float64) bool) {
+	row := func(name string, v float64, format string, ok func(float64) bool) {
 		if v == 0 {
 			fmt.Fprintf(&b, "| %s | NA | not measured |\n", name)
 			return
 		}
-		fmt.Fprintf(&b, "| %s | %.2f%s | %s |\n", name, v, unit, met(ok(v)))
+		fmt.Fprintf(&b, "| %s | "+format+" | %s |\n", name, v, met(ok(v)))
 	}
-	row("merge ≤ 1.0× DuckDB", r.mergeRatio, "×", func(v float64) bool { return v <= 1 })
-	row("10M / 100k ≤ 2× (clustered)", r.scalingRatio, "×", func(v float64) bool { return v <= 2 })
-	row("peak RSS ≤ 256 MiB", r.peakMiB, " MiB", func(v float64) bool { return v <= 256 })
-	row("JSON decode ≤ 1.0× DuckDB", r.decodeRatio, "×", func(v float64) bool { return v <= 1 })
-	row("latency p50 ≤ 2 s", r.latencyP50, " ms", func(v float64) bool { return v <= 2000 })
+	row("merge ≤ 1.0× DuckDB", r.mergeRatio, "%.2f×", func(v float64) bool { return v <= 1 })
+	row("10M / 100k ≤ 2× (clustered)", r.scalingRatio, "%.2f×", func(v float64) bool { return v <= 2 })
+	row("peak RSS ≤ 256 MiB", r.peakMiB, "%.2f MiB", func(v float64) bool { return v <= 256 })
+	row("JSON decode ≤ 1.0× DuckDB", r.decodeRatio, "%.2f×", func(v float64) bool { return v <= 1 })
+	row("latency p50 ≤ 2 s", r.latencyP50, "%.2f ms", func(v float64) bool { return v <= 2000 })
+	row(fmt.Sprintf("backfill ≤ %.1f× DuckDB", backfillMaxRatio), r.backfillRatio, "%.2f×", func(v float64) bool { return v <= backfillMaxRatio })
+	row(fmt.Sprintf("backfill ≥ %dk events/s", backfillMinEventsPerS/1000), r.backfillEventsPerS, "%.0f events/s", func(v float64) bool { return v >= backfillMinEventsPerS })
+	row(fmt.Sprintf("backfill peak RSS ≤ %d MiB", backfillMaxPeakMiB), r.backfillPeakMiB, "%.0f MiB", func(v float64) bool { return v <= backfillMaxPeakMiB })
+	row(fmt.Sprintf("backfill staging ≥ %d MB/s of JSONL", backfillMinStageMBs), r.backfillStageMBs, "%.1f MB/s", func(v float64) bool { return v >= backfillMinStageMBs })
 	b.WriteString("\n")
 	for _, l := range r.lines {
 		b.WriteString(l + "\n")
@@ -557,8 +617,9 @@ func (r *report) summary() string {
 		}
 		return fmt.Sprintf(format, v)
 	}
-	return fmt.Sprintf("SUMMARY decode_json_vs_duckdb=%s merge_vs_duckdb=%s scaling_10M_over_100k=%s peak_mib=%s latency_p50_ms=%s",
-		f(r.decodeRatio, "%.2f"), f(r.mergeRatio, "%.2f"), f(r.scalingRatio, "%.2f"), f(r.peakMiB, "%.0f"), f(r.latencyP50, "%.0f"))
+	return fmt.Sprintf("SUMMARY decode_json_vs_duckdb=%s merge_vs_duckdb=%s scaling_10M_over_100k=%s peak_mib=%s latency_p50_ms=%s backfill_vs_duckdb=%s backfill_events_per_s=%s backfill_peak_mib=%s",
+		f(r.decodeRatio, "%.2f"), f(r.mergeRatio, "%.2f"), f(r.scalingRatio, "%.2f"), f(r.peakMiB, "%.0f"), f(r.latencyP50, "%.0f"),
+		f(r.backfillRatio, "%.2f"), f(r.backfillEventsPerS, "%.0f"), f(r.backfillPeakMiB, "%.0f"))
 }
 
 func met(ok bool) string {

@@ -8,7 +8,7 @@ import (
 func TestSummaryMarksUnmeasuredFiguresNA(t *testing.T) {
 	r := &report{decodeRatio: 1.5, peakMiB: 300}
 	got := r.summary()
-	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA"
+	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA backfill_vs_duckdb=NA backfill_events_per_s=NA backfill_peak_mib=NA"
 	if got != want {
 		t.Errorf("summary = %q, want %q", got, want)
 	}
@@ -48,4 +48,58 @@ func TestMarkdownListsEveryPastRunAndThisOne(t *testing.T) {
 	if !strings.Contains(md, "| this run | "+thisChange+" | NA | 0.80× |") {
 		t.Errorf("markdown lacks this run's figures:\n%s", md)
 	}
+}
+
+func TestSummaryAndTargetsCarryTheBackfillFigures(t *testing.T) {
+	r := &report{backfillRatio: 2.5, backfillEventsPerS: 123456.4, backfillPeakMiB: 2048.2, backfillStageMBs: 80}
+	if got, want := r.summary(), " backfill_vs_duckdb=2.50 backfill_events_per_s=123456 backfill_peak_mib=2048"; !strings.HasSuffix(got, want) {
+		t.Errorf("summary = %q, want it to end with %q", got, want)
+	}
+	md := r.markdown()
+	for _, row := range []string{
+		"| backfill ≤ 1.5× DuckDB | 2.50× | **not met** |",
+		"| backfill ≥ 100k events/s | 123456 events/s | **met** |",
+		"| backfill peak RSS ≤ 512 MiB | 2048 MiB | **not met** |",
+		"| backfill staging ≥ 100 MB/s of JSONL | 80.0 MB/s | **not met** |",
+	} {
+		if !strings.Contains(md, row) {
+			t.Errorf("targets lack the row %q:\n%s", row, md)
+		}
+	}
+}
+
+func TestHistoryListsTheBackfillKeysNAForEarlierRuns(t *testing.T) {
+	r := &report{backfillRatio: 1.25, backfillEventsPerS: 150000, backfillPeakMiB: 400}
+	md := r.historyMarkdown("x")
+	if !strings.Contains(md, "| backfill vs DuckDB | backfill events/s | backfill peak MiB |") {
+		t.Errorf("history header lacks the backfill keys:\n%s", md)
+	}
+	for _, p := range pastRuns {
+		if p.backfill == "NA" && !strings.Contains(md, " "+p.p50+" | NA | NA | NA |") {
+			t.Errorf("run %s does not show NA for the backfill keys:\n%s", p.commit, md)
+		}
+	}
+	if !strings.Contains(md, "| 1.25× | 150000 | 400 |") {
+		t.Errorf("history lacks this run's backfill figures:\n%s", md)
+	}
+}
+
+func TestSelectScenarios(t *testing.T) {
+	t.Run("no selection runs every scenario", func(t *testing.T) {
+		got, err := selectScenarios("")
+		if err != nil || len(got) != len(scenarios) {
+			t.Errorf("selectScenarios(\"\") = %v, %v; want all of %v", got, err, scenarios)
+		}
+	})
+	t.Run("a list runs only the scenarios named", func(t *testing.T) {
+		got, err := selectScenarios("backfill, decode")
+		if err != nil || len(got) != 2 || !got["backfill"] || !got["decode"] {
+			t.Errorf("selectScenarios = %v, %v; want backfill and decode", got, err)
+		}
+	})
+	t.Run("an unknown name is an error", func(t *testing.T) {
+		if _, err := selectScenarios("backfil"); err == nil {
+			t.Error("selectScenarios(\"backfil\") did not fail")
+		}
+	})
 }

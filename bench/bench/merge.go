@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/delta"
@@ -54,10 +55,21 @@ func prepareChild(ctx context.Context, dir string) (childRunner, string) {
 	return childRunner{exe: exe}, "Merges ran in the mergechild command (built for the run; it links dsdelta's cdc, delta and objstore but not DuckDB), one process per merge, so peak RSS is the merge's own."
 }
 
-// mergeInChild re-executes this binary in child mode.
+// mergeInChild runs one merge in the child program.
 func mergeInChild(ctx context.Context, child childRunner, dir string, rows int64, mode, cpuProfile, heapProfile string) (mergebench.ChildResult, error) {
+	var r mergebench.ChildResult
 	args := []string{"-dir", dir, "-rows", strconv.FormatInt(rows, 10), "-mode", mode}
-	if child.self {
+	if _, err := child.run(ctx, args, cpuProfile, heapProfile, &r); err != nil {
+		return r, fmt.Errorf("merge child %d rows %s: %w", rows, mode, err)
+	}
+	return r, nil
+}
+
+// run runs the child program with args and the profile paths, decodes the
+// JSON it prints into out, and returns the child's peak RSS as the kernel
+// accounted it (rusage), in KiB.
+func (c childRunner) run(ctx context.Context, args []string, cpuProfile, heapProfile string, out any) (int64, error) {
+	if c.self {
 		args = append([]string{"-merge-child"}, args...)
 	}
 	if cpuProfile != "" {
@@ -66,17 +78,20 @@ func mergeInChild(ctx context.Context, child childRunner, dir string, rows int64
 	if heapProfile != "" {
 		args = append(args, "-heapprofile", heapProfile)
 	}
-	cmd := exec.CommandContext(ctx, child.exe, args...)
+	cmd := exec.CommandContext(ctx, c.exe, args...)
 	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
+	b, err := cmd.Output()
 	if err != nil {
-		return mergebench.ChildResult{}, fmt.Errorf("merge child %d rows %s: %w", rows, mode, err)
+		return 0, err
 	}
-	var r mergebench.ChildResult
-	if err := json.Unmarshal(out, &r); err != nil {
-		return r, fmt.Errorf("parse merge child output %q: %w", out, err)
+	if err := json.Unmarshal(b, out); err != nil {
+		return 0, fmt.Errorf("parse child output %q: %w", b, err)
 	}
-	return r, nil
+	var maxRSS int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		maxRSS = ru.Maxrss // KiB on Linux
+	}
+	return maxRSS, nil
 }
 
 // touchedFiles are the state files the merge removed (rewrote), as absolute

@@ -48,30 +48,15 @@ func RunChild(ctx context.Context, dir string, rows int64, mode, cpuProfile, hea
 		return err
 	}
 	before, _ := PeakRSSKiB()
-	if cpuProfile != "" {
-		f, err := os.Create(cpuProfile)
-		if err != nil {
-			return fmt.Errorf("create cpu profile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("start cpu profile: %w", err)
-		}
-	}
-	var heap *heapAtPeak
-	if heapProfile != "" {
-		heap = watchHeap()
+	stopProfiles, err := Profile(cpuProfile, heapProfile)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	res, err := cdc.Apply(ctx, tabs, 1, b, cdc.Options{TargetFileBytes: TargetFileBytes})
 	elapsed := time.Since(start)
-	if cpuProfile != "" {
-		pprof.StopCPUProfile()
-	}
-	if heap != nil {
-		if err := heap.stop(heapProfile); err != nil {
-			return err
-		}
+	if perr := stopProfiles(); perr != nil {
+		return perr
 	}
 	if err != nil {
 		return fmt.Errorf("merge into %d rows: %w", rows, err)
@@ -86,6 +71,38 @@ func RunChild(ctx context.Context, dir string, rows int64, mode, cpuProfile, hea
 		Inserted: res.Inserted, Updated: res.Updated, Deleted: res.Deleted, StateVersion: res.StateVersion,
 		RowGroupsCopied: res.RowGroupsCopied, RowGroupsDecoded: res.RowGroupsDecoded, RowsReencoded: res.RowsReencoded,
 	})
+}
+
+// Profile starts a CPU profile into cpuPath and watches the heap for
+// heapPath, each when its path is set; stop ends both and writes the heap
+// profile.
+func Profile(cpuPath, heapPath string) (stop func() error, err error) {
+	var cpu *os.File
+	if cpuPath != "" {
+		if cpu, err = os.Create(cpuPath); err != nil {
+			return nil, fmt.Errorf("create cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(cpu); err != nil {
+			cpu.Close()
+			return nil, fmt.Errorf("start cpu profile: %w", err)
+		}
+	}
+	var heap *heapAtPeak
+	if heapPath != "" {
+		heap = watchHeap()
+	}
+	return func() error {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			if err := cpu.Close(); err != nil {
+				return fmt.Errorf("close cpu profile: %w", err)
+			}
+		}
+		if heap != nil {
+			return heap.stop(heapPath)
+		}
+		return nil
+	}, nil
 }
 
 // heapAtPeak keeps the heap profile taken when the process's RSS was

@@ -1,0 +1,103 @@
+package backfillbench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+)
+
+type line struct {
+	ReadMethod      string `json:"read_method"`
+	SourceTimestamp string `json:"source_timestamp"`
+	Metadata        struct {
+		ChangeType string `json:"change_type"`
+		LogFile    string `json:"log_file"`
+	} `json:"source_metadata"`
+	Payload struct {
+		ID      string  `json:"id"`
+		Balance float64 `json:"balance"`
+	} `json:"payload"`
+}
+
+func TestGenerateWritesABackfillWithLaterRereads(t *testing.T) {
+	d, err := Generate(t.TempDir(), Spec{Events: 5000, Files: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Paths) != 3 || d.Events != 5000 || d.Keys >= d.Events {
+		t.Fatalf("Generate = %d files, %d events, %d keys; want 3 files, 5000 events and fewer keys (re-reads)", len(d.Paths), d.Events, d.Keys)
+	}
+	first := map[string]time.Time{}
+	var events int
+	var size int64
+	for _, p := range d.Paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += int64(len(b))
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			events++
+			var l line
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Fatalf("%s line %d: %v", p, events, err)
+			}
+			if l.ReadMethod != ReadMethod || l.Metadata.ChangeType != "INSERT" || l.Metadata.LogFile != "" || len(l.Payload.ID) != 36 {
+				t.Fatalf("%s line %d is not a MySQL backfill row with a UUID key: %s", p, events, sc.Bytes())
+			}
+			ts, err := time.Parse(time.RFC3339, l.SourceTimestamp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prev, ok := first[l.Payload.ID]; ok && !ts.After(prev) {
+				t.Errorf("key %s read again at %v, not after its first read at %v", l.Payload.ID, ts, prev)
+			} else if !ok {
+				first[l.Payload.ID] = ts
+			}
+		}
+	}
+	if events != d.Events || len(first) != d.Keys || size != d.Bytes {
+		t.Errorf("files hold %d events, %d keys, %d bytes; Generate said %d, %d, %d", events, len(first), size, d.Events, d.Keys, d.Bytes)
+	}
+}
+
+func TestGenerateIsDeterministic(t *testing.T) {
+	a, err := Generate(t.TempDir(), Spec{Events: 3000, Files: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Generate(t.TempDir(), Spec{Events: 3000, Files: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := os.ReadFile(a.Paths[0])
+	y, _ := os.ReadFile(b.Paths[0])
+	if !bytes.Equal(x, y) {
+		t.Error("two generations of the same spec differ")
+	}
+}
+
+func TestChildStagesAndMergesEveryEvent(t *testing.T) {
+	d, err := Generate(t.TempDir(), Spec{Events: 5000, Files: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := run(context.Background(), ChildOptions{Source: d.Dir, Lake: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Files != 2 || r.Events != int64(d.Events) || r.HistoryRows != int64(d.Events) || r.StateRows != int64(d.Keys) {
+		t.Errorf("child: %d files, %d events staged, %d history rows, %d state rows; want 2, %d, %d, %d", r.Files, r.Events, r.HistoryRows, r.StateRows, d.Events, d.Events, d.Keys)
+	}
+	if r.Inserted != int64(d.Keys) || r.Collapsed != int64(d.Events-d.Keys) {
+		t.Errorf("child inserted %d and collapsed %d; want %d and %d", r.Inserted, r.Collapsed, d.Keys, d.Events-d.Keys)
+	}
+	if r.SourceBytes != d.Bytes || r.StagedBytes == 0 || r.PeakKiB == 0 {
+		t.Errorf("child: %d source bytes (want %d), %d staged bytes, peak %d KiB", r.SourceBytes, d.Bytes, r.StagedBytes, r.PeakKiB)
+	}
+}

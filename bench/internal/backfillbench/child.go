@@ -1,0 +1,223 @@
+package backfillbench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/dsdelta/dsdelta/bench/internal/mergebench"
+	"github.com/dsdelta/dsdelta/shared/config"
+	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/pipeline"
+)
+
+// ChildResult is what the backfill child reports on stdout.
+type ChildResult struct {
+	StageMillis float64 `json:"stage_ms"`
+	MergeMillis float64 `json:"merge_ms"`
+	// TotalMillis runs from the listing of the source to the end of the
+	// merge, the pause between the phases included.
+	TotalMillis float64 `json:"total_ms"`
+	// CPU time (user + system) of each phase: over its wall time, how many
+	// cores it kept busy.
+	StageCPUMillis float64 `json:"stage_cpu_ms"`
+	MergeCPUMillis float64 `json:"merge_cpu_ms"`
+	Parallel       int     `json:"parallel"` // files staged at once
+	Files          int     `json:"files"`
+	SourceBytes    int64   `json:"source_bytes"`
+	StagedBytes    int64   `json:"staged_bytes"` // staged Parquet written
+	Events         int64   `json:"events"`       // staged
+	Batches        int     `json:"batches"`
+	Inserted       int64   `json:"inserted"`
+	Updated        int64   `json:"updated"`
+	Stale          int64   `json:"stale"`
+	Collapsed      int64   `json:"collapsed"` // older events of a key within a batch
+	StateRows      int64   `json:"state_rows"`
+	HistoryRows    int64   `json:"history_rows"`
+	// Resident set sizes (KiB): at start, the highest while staging, the
+	// highest while merging (the high-water mark is reset between the
+	// phases, after the staging garbage is returned to the system), and
+	// the highest of the two.
+	StartKiB      int64 `json:"start_kib"`
+	StagePeakKiB  int64 `json:"stage_peak_kib"`
+	MergeStartKiB int64 `json:"merge_start_kib"`
+	MergePeakKiB  int64 `json:"merge_peak_kib"`
+	PeakKiB       int64 `json:"peak_kib"`
+}
+
+// ChildOptions name the folders and the profiles of a child run.
+type ChildOptions struct {
+	Source, Lake            string
+	CPUProfile, HeapProfile string
+}
+
+// singleSource serves every bucket from the source folder, as the embedded
+// run (`dsdelta run`) does.
+type singleSource struct{ store objstore.Store }
+
+func (s singleSource) Bucket(context.Context, string) (objstore.Store, error) { return s.store, nil }
+
+// RunChild runs dsdelta's embedded pipeline as `dsdelta run` wires it —
+// local object stores for the source and the lake, local coordination in
+// the lake, default configuration, files staged NumCPU at a time — over
+// every file of the source, then merges the table (no maintenance), and
+// prints a ChildResult as JSON on stdout.
+func RunChild(ctx context.Context, o ChildOptions) error {
+	r, err := run(ctx, o)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
+	var r ChildResult
+	r.StartKiB, _ = mergebench.ProcField("/proc/self/status", "VmRSS")
+	source, err := objstore.NewLocal(o.Source)
+	if err != nil {
+		return r, err
+	}
+	lake, err := objstore.NewLocal(o.Lake)
+	if err != nil {
+		return r, err
+	}
+	c, err := coord.NewLocal(lake, coord.LocalOptions{})
+	if err != nil {
+		return r, fmt.Errorf("open local coordination in %s: %w", o.Lake, err)
+	}
+	var cfg config.Config
+	p := &pipeline.Pipeline{Lake: lake, Sources: singleSource{source}, Coord: c, Config: cfg,
+		Holder: fmt.Sprintf("bench-%d", os.Getpid()), Logger: slog.Default()}
+	r.Parallel = runtime.NumCPU()
+
+	stopProfiles, err := mergebench.Profile(o.CPUProfile, o.HeapProfile)
+	if err != nil {
+		return r, err
+	}
+	start, startCPU := time.Now(), cpuTime()
+	var files []datastream.SourceFile
+	err = source.List(ctx, "", "", func(info objstore.Info) error {
+		if cfg.IsDataFile(info.Name) {
+			files = append(files, datastream.SourceFile{Name: info.Name, Generation: info.Generation, Size: info.Size})
+			r.SourceBytes += info.Size
+		}
+		return nil
+	})
+	if err != nil {
+		return r, fmt.Errorf("list %s: %w", o.Source, err)
+	}
+	r.Files = len(files)
+	var events atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.Parallel)
+	for _, f := range files {
+		g.Go(func() error {
+			res, err := p.Stage(gctx, f)
+			if err != nil {
+				return err
+			}
+			if res.Quarantined != "" || res.Skipped != "" {
+				return fmt.Errorf("stage %s: quarantined %q, skipped %q", f.Name, res.Quarantined, res.Skipped)
+			}
+			events.Add(res.Events)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		_ = stopProfiles()
+		return r, err
+	}
+	r.StageMillis, r.StageCPUMillis = millis(time.Since(start)), millis(cpuTime()-startCPU)
+	r.Events = events.Load()
+	r.StagePeakKiB, _ = mergebench.PeakRSSKiB()
+
+	// What staging left on the heap is garbage now; returning it first
+	// makes the merge's high-water mark its own.
+	debug.FreeOSMemory()
+	mergebench.ResetPeakRSS()
+	r.MergeStartKiB, _ = mergebench.ProcField("/proc/self/status", "VmRSS")
+	mergeStart, mergeCPU := time.Now(), cpuTime()
+	mr, err := p.MergeTable(ctx, TableID)
+	r.MergeMillis, r.MergeCPUMillis = millis(time.Since(mergeStart)), millis(cpuTime()-mergeCPU)
+	r.TotalMillis = millis(time.Since(start))
+	if perr := stopProfiles(); perr != nil {
+		return r, perr
+	}
+	if err != nil {
+		return r, fmt.Errorf("merge %s: %w", TableID, err)
+	}
+	r.MergePeakKiB, _ = mergebench.PeakRSSKiB()
+	r.PeakKiB = max(r.StagePeakKiB, r.MergePeakKiB)
+	r.Batches, r.Inserted, r.Updated, r.Stale, r.Collapsed = mr.Batches, mr.Result.Inserted, mr.Result.Updated, mr.Result.Stale, mr.Result.Collapsed
+	if r.StagedBytes, err = stagedBytes(o.Lake); err != nil {
+		return r, err
+	}
+	tabs, err := p.Tables(TableID)
+	if err != nil {
+		return r, err
+	}
+	if r.StateRows, err = numRecords(ctx, tabs.State); err != nil {
+		return r, err
+	}
+	if r.HistoryRows, err = numRecords(ctx, tabs.History); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// cpuTime is the user and system CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// stagedBytes sums the staged Parquet files the run wrote to the lake.
+func stagedBytes(lake string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(filepath.Join(lake, "_staging"), func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !e.IsDir() && strings.HasSuffix(p, ".parquet") {
+			info, err := e.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("size the staged files: %w", err)
+	}
+	return n, nil
+}
+
+func numRecords(ctx context.Context, store objstore.Store) (int64, error) {
+	snap, err := delta.Open(store).Snapshot(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", store.URL(), err)
+	}
+	n, _ := snap.NumRecords()
+	return n, nil
+}

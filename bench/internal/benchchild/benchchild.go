@@ -1,0 +1,43 @@
+// Package benchchild is the child side of the bench driver: the flags of a
+// child process and the measured dsdelta work they select. The mergechild
+// command and the driver's fallback child mode (the driver re-executing
+// itself) both parse them here, so the two cannot drift apart.
+package benchchild
+
+import (
+	"context"
+	"flag"
+
+	"github.com/dsdelta/dsdelta/bench/internal/backfillbench"
+	"github.com/dsdelta/dsdelta/bench/internal/mergebench"
+)
+
+// Flags are a child's parsed flags.
+type Flags struct {
+	dir, mode, source, lake, cpuProfile, heapProfile *string
+	rows                                             *int64
+	backfill                                         *bool
+}
+
+// Register defines the child flags on fs.
+func Register(fs *flag.FlagSet) *Flags {
+	return &Flags{
+		dir:         fs.String("dir", "", "child: table directory (state, history, tombstones below it)"),
+		rows:        fs.Int64("rows", 0, "child: rows of the base table"),
+		mode:        fs.String("mode", "clustered", "child: batch key distribution, clustered or random"),
+		backfill:    fs.Bool("backfill", false, "child: stage every file of -source into the lake -lake and merge, instead of a merge"),
+		source:      fs.String("source", "", "child: with -backfill, the Datastream files"),
+		lake:        fs.String("lake", "", "child: with -backfill, the lake to create"),
+		cpuProfile:  fs.String("cpuprofile", "", "child: write a CPU profile of the measured work here"),
+		heapProfile: fs.String("heapprofile", "", "child: write the heap profile taken at the highest RSS here"),
+	}
+}
+
+// Run does the work the flags select and prints its figures as JSON on
+// stdout.
+func (f *Flags) Run(ctx context.Context) error {
+	if *f.backfill {
+		return backfillbench.RunChild(ctx, backfillbench.ChildOptions{Source: *f.source, Lake: *f.lake, CPUProfile: *f.cpuProfile, HeapProfile: *f.heapProfile})
+	}
+	return mergebench.RunChild(ctx, *f.dir, *f.rows, *f.mode, *f.cpuProfile, *f.heapProfile)
+}
