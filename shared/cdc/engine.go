@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -129,16 +131,66 @@ func ApplyStep(ctx context.Context, t Tables, step Step, b Batch, opts Options) 
 	}
 }
 
+// applyOnce writes the history and the state side (tombstones, state) at
+// once, on two cores, and commits them in the order exactly-once relies
+// on: the history first, then the tombstones, then the state. The state
+// side needs the history's schema after the batch, known before the
+// history's rows are written, and waits for the history's commit before
+// its own.
 func applyOnce(ctx context.Context, t Tables, step Step, b Batch, opts Options) (Result, error) {
 	res := Result{Events: int64(len(b.Changes)), HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
-	_, source, order, err := applyHistory(ctx, t, step, b, opts, &res)
-	if err != nil {
-		return res, fmt.Errorf("history: %w", err)
+	if len(b.Key) == 0 { // history-only table
+		_, _, _, err := applyHistory(ctx, t, step, b, opts, &res, nil)
+		if err != nil {
+			return res, fmt.Errorf("history: %w", err)
+		}
+		return res, nil
 	}
-	if len(b.Key) == 0 {
-		return res, nil // history-only table
+	type plan struct {
+		source value.StructType
+		order  []byte
 	}
-	return res, applyState(ctx, t, step, b, source, order, opts, &res)
+	planned := make(chan plan, 1)
+	committed := make(chan struct{})
+	sres := res
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		_, _, _, err := applyHistory(gctx, t, step, b, opts, &res, func(source value.StructType, order []byte) {
+			planned <- plan{source, order}
+		})
+		if err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+		close(committed)
+		return nil
+	})
+	g.Go(func() error {
+		select {
+		case p := <-planned:
+			return applyState(gctx, t, step, b, p.source, p.order, opts, &sres, committed)
+		case <-gctx.Done():
+			return gctx.Err() // the history failed: its error is the one returned
+		}
+	})
+	err := g.Wait()
+	res.Keys, res.Collapsed, res.Stale = sres.Keys, sres.Collapsed, sres.Stale
+	res.Inserted, res.Updated, res.Deleted, res.Buried = sres.Inserted, sres.Updated, sres.Deleted, sres.Buried
+	res.StateVersion, res.TombstoneVersion = sres.StateVersion, sres.TombstoneVersion
+	res.AlreadyState, res.AlreadyTombstones = sres.AlreadyState, sres.AlreadyTombstones
+	res.FilesRead, res.FilesRewritten = sres.FilesRead, sres.FilesRewritten
+	res.FilesAdded += sres.FilesAdded
+	res.RowGroupsCopied, res.RowGroupsDecoded, res.RowsReencoded = sres.RowGroupsCopied, sres.RowGroupsDecoded, sres.RowsReencoded
+	return res, err
+}
+
+// awaitHistory blocks until the batch's history commit succeeded.
+func awaitHistory(ctx context.Context, committed <-chan struct{}) error {
+	select {
+	case <-committed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // openTombstones opens (or creates) a table's tombstone table.
@@ -264,7 +316,10 @@ func mergeEvolve(snap *delta.Snapshot, incoming value.StructType, full func(valu
 // applyHistory appends the batch to the history table. It returns the
 // history's source schema after the batch, which the state table follows,
 // and in overwrite mode the order of the change that set it.
-func applyHistory(ctx context.Context, t Tables, step Step, b Batch, opts Options, res *Result) (*delta.Snapshot, value.StructType, []byte, error) {
+//
+// planned, when set, is told the history's source schema after the batch
+// (and its order) as soon as they are known, before any row is written.
+func applyHistory(ctx context.Context, t Tables, step Step, b Batch, opts Options, res *Result, planned func(value.StructType, []byte)) (*delta.Snapshot, value.StructType, []byte, error) {
 	order := BatchOrder(b)
 	co := delta.CreateOptions{
 		Schema: HistorySchema(b.Source), PartitionColumns: []string{ColSourceDate},
@@ -284,6 +339,9 @@ func applyHistory(ctx context.Context, t Tables, step Step, b Batch, opts Option
 	if opts.Overwrite && bytes.Compare(order, sourceOrder) < 0 && !value.Equal(source, b.Source) {
 		opts.Logger.InfoContext(ctx, "batch is older than the change that set the table's schema; its rows take the table's schema",
 			"table", t.ID, "batch", step.Seq, "batch_schema", b.Source.String(), "table_schema", source.String())
+	}
+	if planned != nil {
+		planned(source, sourceOrder)
 	}
 	if step.applied(t.ID, snap) {
 		res.AlreadyHistory = true
@@ -487,7 +545,7 @@ type stored struct {
 // applyState merges the batch into the state and tombstone tables. source
 // is the history's source schema after the batch and order (overwrite mode)
 // the order of the change that set it: the state table follows both.
-func applyState(ctx context.Context, t Tables, step Step, b Batch, source value.StructType, order []byte, opts Options, res *Result) error {
+func applyState(ctx context.Context, t Tables, step Step, b Batch, source value.StructType, order []byte, opts Options, res *Result, historyCommitted <-chan struct{}) error {
 	keyIdx, err := KeyIndexes(source, b.Key)
 	if err != nil {
 		return err
@@ -615,6 +673,9 @@ func applyState(ctx context.Context, t Tables, step Step, b Batch, source value.
 			tx.Add(adds...)
 			step.setTxn(tx, t.ID)
 			tx.SetMetrics(map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.Itoa(len(rows)), "numOutputBytes": strconv.FormatInt(sumSize(adds), 10)})
+			if err := awaitHistory(ctx, historyCommitted); err != nil {
+				return err
+			}
 			snap, err := tx.Commit(ctx)
 			if err != nil {
 				return fmt.Errorf("tombstones commit: %w", err)
@@ -735,6 +796,9 @@ func applyState(ctx context.Context, t Tables, step Step, b Batch, source value.
 		"numTargetFilesRemoved":     strconv.Itoa(len(removes)),
 		"numTargetBytesAdded":       strconv.FormatInt(sumSize(adds), 10),
 	})
+	if err := awaitHistory(ctx, historyCommitted); err != nil {
+		return err
+	}
 	snap, err := tx.Commit(ctx)
 	if err != nil {
 		return fmt.Errorf("state commit: %w", err)
