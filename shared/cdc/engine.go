@@ -439,10 +439,21 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 		return nil, err
 	}
 	dates := map[string]bool{}
+	for _, c := range b.Changes {
+		dates[value.DaysOf(c.SourceTS.Time()).String()] = true
+	}
+	var files []delta.Add
+	for _, f := range snap.Files() {
+		if d := f.PartitionValues[ColSourceDate]; d == nil || dates[*d] {
+			files = append(files, f)
+		}
+	}
+	if files = pruneBySourceTime(files, b.Changes); len(files) == 0 {
+		return out, nil // the usual case: nothing to read, no set to build
+	}
 	want := map[string]bool{}
 	keys := make([]Change, 0, len(b.Changes))
 	for _, c := range b.Changes {
-		dates[value.DaysOf(c.SourceTS.Time()).String()] = true
 		id := c.KeyText + "\x00" + string(c.Order)
 		if !want[id] {
 			want[id] = true
@@ -450,15 +461,8 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool { return value.CompareKeys(keys[i].Key, keys[j].Key) < 0 })
-	var files []delta.Add
-	for _, f := range snap.Files() {
-		if d := f.PartitionValues[ColSourceDate]; d == nil || dates[*d] {
-			files = append(files, f)
-		}
-	}
 	first := source.Fields[keyIdx[0]]
 	files = prune(files, first.Name, first.Type, keys)
-	files = pruneBySourceTime(files, b.Changes)
 	names := make([]string, len(keyIdx))
 	for i, k := range keyIdx {
 		names[i] = source.Fields[k].Name
