@@ -13,7 +13,7 @@ terraform {
   required_providers {
     google = {
       source  = "hashicorp/google"
-      version = ">= 6.0, < 7.0" # as the root module: checked against 6.50.0
+      version = ">= 6.0, < 8.0" # as the root module (versions.tf)
     }
   }
 }
