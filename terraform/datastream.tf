@@ -22,6 +22,7 @@ module "datastream" {
   include                = var.datastream.include
   publication            = var.datastream.publication
   replication_slot       = var.datastream.replication_slot
+  sqlserver_cdc_method   = var.datastream.sqlserver_cdc_method
   file_format            = var.datastream.file_format
   file_rotation_mb       = var.datastream.file_rotation_mb
   file_rotation_interval = var.datastream.file_rotation_interval

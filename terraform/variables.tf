@@ -494,7 +494,7 @@ variable "create_datastream_stream" {
 }
 
 variable "datastream" {
-  description = "Settings of the Datastream stream created when create_datastream_stream is true. source_type is mysql, postgresql or oracle; database is the PostgreSQL database or the Oracle service name; include lists the databases (MySQL) or schemas (PostgreSQL, Oracle) to stream, all when empty; private_connection is an optional Datastream private connection ID (IP allow-listing otherwise); desired_state is RUNNING or NOT_STARTED for a new stream, PAUSED only for one that exists (the provider refuses to create a paused stream)."
+  description = "Settings of the Datastream stream created when create_datastream_stream is true. source_type is mysql, postgresql, oracle or sqlserver; database is the PostgreSQL or SQL Server database or the Oracle service name; include lists the databases (MySQL) or schemas (PostgreSQL, Oracle, SQL Server) to stream, all when empty; sqlserver_cdc_method is change_tables (default) or transaction_logs; private_connection is an optional Datastream private connection ID (IP allow-listing otherwise); desired_state is RUNNING or NOT_STARTED for a new stream, PAUSED only for one that exists (the provider refuses to create a paused stream)."
   type = object({
     source_type            = optional(string, "mysql")
     hostname               = optional(string, "")
@@ -504,6 +504,7 @@ variable "datastream" {
     include                = optional(list(string), [])
     publication            = optional(string, "")
     replication_slot       = optional(string, "")
+    sqlserver_cdc_method   = optional(string, "change_tables")
     file_format            = optional(string, "avro")
     file_rotation_mb       = optional(number, 50)
     file_rotation_interval = optional(string, "60s")
@@ -514,8 +515,12 @@ variable "datastream" {
   default = {}
 
   validation {
-    condition     = contains(["mysql", "postgresql", "oracle"], var.datastream.source_type)
-    error_message = "datastream.source_type must be mysql, postgresql or oracle."
+    condition     = contains(["mysql", "postgresql", "oracle", "sqlserver"], var.datastream.source_type)
+    error_message = "datastream.source_type must be mysql, postgresql, oracle or sqlserver."
+  }
+  validation {
+    condition     = contains(["change_tables", "transaction_logs"], var.datastream.sqlserver_cdc_method)
+    error_message = "datastream.sqlserver_cdc_method must be change_tables or transaction_logs."
   }
   validation {
     condition     = contains(["avro", "json"], var.datastream.file_format)

@@ -143,7 +143,7 @@ plan default
 plan apis-off -var enable_apis=false
 plan eventarc -var trigger_mode=eventarc -var enable_apis=false
 plan existing-buckets -var create_datastream_bucket=false -var create_lake_bucket=false -var create_firestore_database=false -var datastream_bucket_location=US -var trigger_mode=eventarc
-for source in mysql postgresql oracle; do
+for source in mysql postgresql oracle sqlserver; do
   plan "datastream-$source" -var create_datastream_stream=true -var datastream_source_password=x \
     -var "datastream={source_type=\"$source\",hostname=\"db.internal\",username=\"ds\",database=\"shop\",publication=\"pub\",replication_slot=\"slot\",include=[\"shop\"],file_format=\"json\",private_connection=\"projects/p/locations/r/privateConnections/c\"}"
 done

@@ -152,3 +152,29 @@ run "datastream_module_is_created_for_a_postgresql_source_when_enabled" {
     error_message = "The Datastream API must be enabled with the module."
   }
 }
+
+run "datastream_module_is_created_for_a_sqlserver_source_when_enabled" {
+  command = plan
+
+  variables {
+    create_datastream_stream   = true
+    datastream_source_password = "not-a-real-password"
+    datastream = {
+      source_type          = "sqlserver"
+      hostname             = "10.0.0.6"
+      username             = "datastream"
+      database             = "shop"
+      include              = ["dbo"]
+      sqlserver_cdc_method = "transaction_logs"
+    }
+  }
+
+  assert {
+    condition     = length(module.datastream) == 1
+    error_message = "The Datastream module must be instantiated for a SQL Server source."
+  }
+  assert {
+    condition     = module.datastream[0].cdc_method == "transaction_logs"
+    error_message = "datastream.sqlserver_cdc_method must reach the module."
+  }
+}

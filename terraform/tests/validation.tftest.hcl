@@ -72,6 +72,22 @@ run "rejects_an_unsupported_datastream_file_format" {
   expect_failures = [var.datastream]
 }
 
+run "rejects_an_unknown_datastream_source_type" {
+  command = plan
+  variables {
+    datastream = { source_type = "mssql" }
+  }
+  expect_failures = [var.datastream]
+}
+
+run "rejects_an_unknown_sqlserver_cdc_method" {
+  command = plan
+  variables {
+    datastream = { sqlserver_cdc_method = "polling" }
+  }
+  expect_failures = [var.datastream]
+}
+
 run "rejects_a_malformed_compaction_schedule" {
   command = plan
   variables {

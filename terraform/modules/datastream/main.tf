@@ -1,12 +1,15 @@
 # Optional Datastream stream: a connection profile for the source database
-# (MySQL, PostgreSQL or Oracle), a Cloud Storage destination profile rooted at
-# the dsdelta source prefix, and a stream writing Avro or JSON files there.
+# (MySQL, PostgreSQL, Oracle or SQL Server), a Cloud Storage destination
+# profile rooted at the dsdelta source prefix, and a stream writing Avro or
+# JSON files there.
 #
 # The source database must already be prepared for CDC as Datastream requires
 # (MySQL: binlog in ROW format; PostgreSQL: logical decoding, the publication
 # and the replication slot named below; Oracle: archive log mode and LogMiner
-# access) and reachable from Datastream (IP allow-listing of Datastream's
-# regional addresses, or a private connection).
+# access; SQL Server: CDC enabled on the database and its tables, and for the
+# transaction logs method the log retention Datastream asks for) and reachable
+# from Datastream (IP allow-listing of Datastream's regional addresses, or a
+# private connection). docs/deploy.md lists the steps.
 
 terraform {
   required_version = ">= 1.5"
@@ -25,6 +28,7 @@ locals {
     mysql      = 3306
     postgresql = 5432
     oracle     = 1521
+    sqlserver  = 1433
   }
   port = coalesce(var.port, local.default_ports[var.source_type])
 
@@ -84,6 +88,17 @@ resource "google_datastream_connection_profile" "source" {
     }
   }
 
+  dynamic "sql_server_profile" {
+    for_each = var.source_type == "sqlserver" ? [1] : []
+    content {
+      hostname = var.hostname
+      port     = local.port
+      username = var.username
+      password = var.password
+      database = var.database
+    }
+  }
+
   dynamic "private_connectivity" {
     for_each = var.private_connection == null ? [] : [var.private_connection]
     content {
@@ -123,6 +138,10 @@ resource "google_datastream_stream" "this" {
     precondition {
       condition     = var.source_type != "oracle" || var.database != ""
       error_message = "An Oracle source needs database (the database service name)."
+    }
+    precondition {
+      condition     = var.source_type != "sqlserver" || var.database != ""
+      error_message = "A SQL Server source needs database (the database whose CDC-enabled tables are streamed)."
     }
   }
 
@@ -178,6 +197,36 @@ resource "google_datastream_stream" "this" {
               }
             }
           }
+        }
+      }
+    }
+
+    dynamic "sql_server_source_config" {
+      for_each = var.source_type == "sqlserver" ? [1] : []
+      content {
+        dynamic "include_objects" {
+          for_each = length(var.include) > 0 ? [1] : []
+          content {
+            dynamic "schemas" {
+              for_each = var.include
+              content {
+                schema = schemas.value
+              }
+            }
+          }
+        }
+
+        # Always one of the two, so the stream reads what the configuration
+        # says rather than an API default. Both write source_metadata.lsn,
+        # which orders SQL Server events (shared/datastream/order.go).
+        dynamic "change_tables" {
+          for_each = var.sqlserver_cdc_method == "change_tables" ? [1] : []
+          content {}
+        }
+
+        dynamic "transaction_logs" {
+          for_each = var.sqlserver_cdc_method == "transaction_logs" ? [1] : []
+          content {}
         }
       }
     }

@@ -12,3 +12,8 @@ output "destination_connection_profile_id" {
   description = "Full ID of the Cloud Storage destination connection profile."
   value       = google_datastream_connection_profile.destination.id
 }
+
+output "cdc_method" {
+  description = "How the stream reads SQL Server changes (change_tables or transaction_logs); null for the other sources."
+  value       = var.source_type == "sqlserver" ? var.sqlserver_cdc_method : null
+}

@@ -36,12 +36,12 @@ variable "prefix" {
 }
 
 variable "source_type" {
-  description = "Source database engine: mysql, postgresql or oracle."
+  description = "Source database engine: mysql, postgresql, oracle or sqlserver."
   type        = string
 
   validation {
-    condition     = contains(["mysql", "postgresql", "oracle"], var.source_type)
-    error_message = "source_type must be mysql, postgresql or oracle."
+    condition     = contains(["mysql", "postgresql", "oracle", "sqlserver"], var.source_type)
+    error_message = "source_type must be mysql, postgresql, oracle or sqlserver."
   }
 }
 
@@ -83,13 +83,13 @@ variable "password" {
 }
 
 variable "database" {
-  description = "PostgreSQL database name, or Oracle database service name. Unused for MySQL."
+  description = "PostgreSQL or SQL Server database name, or Oracle database service name. Unused for MySQL."
   type        = string
   default     = ""
 }
 
 variable "include" {
-  description = "Databases (MySQL) or schemas (PostgreSQL, Oracle) to stream; every object when empty."
+  description = "Databases (MySQL) or schemas (PostgreSQL, Oracle, SQL Server) to stream; every object when empty."
   type        = list(string)
   default     = []
 }
@@ -104,6 +104,17 @@ variable "replication_slot" {
   description = "PostgreSQL logical replication slot Datastream uses (must exist)."
   type        = string
   default     = ""
+}
+
+variable "sqlserver_cdc_method" {
+  description = "How Datastream reads SQL Server changes: change_tables (the CDC change tables; a read-only login, no log retention to manage, but no column changes while streaming) or transaction_logs (the log itself; faster, but needs db_owner and logs kept until read). Unused for the other sources."
+  type        = string
+  default     = "change_tables"
+
+  validation {
+    condition     = contains(["change_tables", "transaction_logs"], var.sqlserver_cdc_method)
+    error_message = "sqlserver_cdc_method must be change_tables or transaction_logs."
+  }
 }
 
 variable "file_format" {
