@@ -57,6 +57,10 @@ type Pipeline struct {
 	MergeBudget time.Duration
 	Logger      *slog.Logger
 	Now         func() time.Time
+
+	// partMemory and stepMemory override partMemoryBytes and
+	// stepMemoryBytes in tests (0: the constants).
+	partMemory, stepMemory int64
 }
 
 func (p *Pipeline) log() *slog.Logger {

@@ -75,6 +75,10 @@ type stagedPart struct {
 	// only nulls in this part: their type (string) is a guess, so the merge
 	// lets another part's values decide it instead of calling it a conflict.
 	Untyped []string `json:"untyped,omitempty"`
+	// MemBytes estimates the memory the part's events take (eventBytes),
+	// which bounds a merge step beside their number. Parts staged before
+	// it existed lack it.
+	MemBytes int64 `json:"mem_bytes,omitempty"`
 	// MaxOrder is the greatest ordering key of the part's events, which
 	// decides the batch schema in schema mode overwrite without reading
 	// the staged file again.
@@ -261,12 +265,60 @@ type stager struct {
 	tc     config.TableConfig
 }
 
+// partMemoryBytes ends a part before batch_max_events when its events'
+// estimated size (eventBytes) reaches it: a table of wide rows (large
+// text or binary columns) must not make a part of many events hold
+// gigabytes. Steps of a merge are bounded by the same estimate.
+const partMemoryBytes = 128 << 20
+
+// orConst is v when set (a test's override), else c.
+func orConst(v, c int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return c
+}
+
+// partProbeEvents is the most events decoded between two looks at a
+// part's estimated size.
+const partProbeEvents = 4096
+
+// eventBytes estimates the memory an event takes while staged or merged:
+// its fixed part and its variable-length values.
+func eventBytes(ev *datastream.Event) int64 {
+	n := int64(512 + 16*len(ev.Row))
+	for _, v := range ev.Row {
+		switch v := v.(type) {
+		case string:
+			n += int64(len(v))
+		case []byte:
+			n += int64(len(v))
+		}
+	}
+	return n
+}
+
 // run decodes and stages every part; the manifest is nil for a file
 // without events, and set (for its table) with an error once one is known.
 func (s *stager) run(ctx context.Context, d *datastream.Reader, partEvents int) (*manifest, error) {
 	for {
 		var events datastream.Events
-		more, derr := d.AppendUpTo(&events, partEvents)
+		var mem int64
+		more, derr := true, error(nil)
+		limit := orConst(s.p.partMemory, partMemoryBytes)
+		for more && derr == nil && events.Len() < partEvents && mem < limit {
+			// Decode as many events as the room left holds at the size
+			// seen so far (one to start with: a record may be as large
+			// as max_record_bytes).
+			from, probe := events.Len(), 1
+			if from > 0 {
+				probe = int(min(partProbeEvents, max(1, (limit-mem)*int64(from)/mem)))
+			}
+			more, derr = d.AppendUpTo(&events, min(partEvents, from+probe))
+			for i := from; i < events.Len(); i++ {
+				mem += eventBytes(events.At(i))
+			}
+		}
 		// Check the events decoded before any decode error first: a
 		// record of another table before a bad record is the error
 		// decoding in order meets first.
@@ -277,7 +329,7 @@ func (s *stager) run(ctx context.Context, d *datastream.Reader, partEvents int) 
 			return s.m, derr
 		}
 		if events.Len() > 0 {
-			if err := s.stagePart(ctx, &events); err != nil {
+			if err := s.stagePart(ctx, &events, mem); err != nil {
 				return s.m, err
 			}
 		}
@@ -321,9 +373,9 @@ func (s *stager) check(events *datastream.Events) error {
 }
 
 // stagePart writes one part's events as a staged Parquet file.
-func (s *stager) stagePart(ctx context.Context, events *datastream.Events) error {
+func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem int64) error {
 	m, f := s.m, s.f
-	part := stagedPart{Events: int64(events.Len())}
+	part := stagedPart{Events: int64(events.Len()), MemBytes: mem}
 	if s.format == datastream.FormatJSONL {
 		if s.known == nil {
 			known, err := s.p.sourceSchema(ctx, m.Table)

@@ -28,6 +28,12 @@ type partRef struct {
 	Part int    `json:"part"`
 }
 
+// stepMemoryBytes bounds the estimated memory of a step's events (the sum
+// of its parts' MemBytes) beside batch_max_events: steps of wide rows hold
+// fewer events. A part is never split, so a step is at least one part,
+// itself bounded by partMemoryBytes at staging.
+const stepMemoryBytes = 2 * partMemoryBytes
+
 // stepPlanPath is where the plan of a table's batch is kept.
 func stepPlanPath(table string, seq int64) string {
 	return stagingDir(table) + "/_steps/" + strconv.FormatInt(seq, 10) + ".json"
@@ -35,7 +41,7 @@ func stepPlanPath(table string, seq int64) string {
 
 // planSteps splits a batch's staged parts into steps of at most the
 // configured events (Config.MaxEvents) and staged bytes (Config.MaxBytes)
-// each, in batch order; a part larger than a bound is a step of its own.
+// each, and at most stepMemoryBytes of the parts' estimated memory, in batch order; a part larger than a bound is a step of its own.
 // Memory in a merge is proportional to a step's events, whatever the size
 // of a batch or of a file. A batch that fits one step (the usual case:
 // NextBatch forms batches within the same bounds) is one step and its
@@ -60,15 +66,17 @@ func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.Tables, b coord.Batch
 	maxEvents, maxBytes := p.Config.MaxEvents(), p.Config.MaxBytes()
 	var steps [][]partRef
 	var cur []partRef
-	var events, size int64
+	var events, size, mem int64
+	maxMem := orConst(p.stepMemory, stepMemoryBytes)
 	for _, f := range files {
 		for i, part := range f.m.Parts {
-			if len(cur) > 0 && (events+part.Events > maxEvents || size+part.Add.Size > maxBytes) {
-				steps, cur, events, size = append(steps, cur), nil, 0, 0
+			if len(cur) > 0 && (events+part.Events > maxEvents || size+part.Add.Size > maxBytes || mem+part.MemBytes > maxMem) {
+				steps, cur, events, size, mem = append(steps, cur), nil, 0, 0, 0
 			}
 			cur = append(cur, partRef{File: f.rec.ID, Part: i})
 			events += part.Events
 			size += part.Add.Size
+			mem += part.MemBytes
 		}
 	}
 	if len(cur) > 0 {

@@ -249,3 +249,43 @@ func TestABadRecordInALaterPartQuarantinesTheFileAndLeavesNoPart(t *testing.T) {
 		t.Errorf("staged parts left: %v, want the good file's 2", parts)
 	}
 }
+
+// TestWideRowsEndPartsAndStepsByTheirSize stages rows of large values: a
+// part ends when its events' estimated size reaches the bound, long before
+// batch_max_events, and a step holds no more than its bound of them.
+func TestWideRowsEndPartsAndStepsByTheirSize(t *testing.T) {
+	ctx := context.Background()
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{BatchMaxEvents: 1000})
+	p.partMemory, p.stepMemory = 40<<10, 80<<10
+	wide := strings.Repeat("x", 4000)
+	var payloads []string
+	for i := 1; i <= 120; i++ {
+		payloads = append(payloads, fmt.Sprintf(`{"id":%d,"note":%q}`, i, wide))
+	}
+	f := jsonlFile("wide", 1, payloads...)
+	notes := write(t, ctx, source, []dssim.File{f})
+	if res, err := p.Stage(ctx, notes[0]); err != nil || res.Quarantined != "" {
+		t.Fatalf("stage: %+v %v", res, err)
+	}
+	m := stagedManifest(t, ctx, p, notes[0])
+	if len(m.Parts) < 10 {
+		t.Fatalf("120 rows of 4 kB in %d parts, want a part per 40 kB or so", len(m.Parts))
+	}
+	for _, part := range m.Parts {
+		// A part ends with the event that reaches the bound.
+		if part.MemBytes == 0 || part.MemBytes > 40<<10+5000 {
+			t.Fatalf("part of %d events, %d bytes estimated", part.Events, part.MemBytes)
+		}
+	}
+	res, err := p.MergeTable(ctx, "shop.t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps < len(m.Parts)/2 {
+		t.Fatalf("%d parts merged in %d steps, want at most two parts per step", len(m.Parts), res.Steps)
+	}
+	if _, rows := stateRows(t, ctx, p, "shop.t", "id"); len(rows) != 120 {
+		t.Fatalf("state holds %d rows, want 120", len(rows))
+	}
+}
