@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -42,9 +43,10 @@ func TestMain(m *testing.M) {
 // seconds.
 const e2eLeaseTTL = 4 * time.Second
 
-// startStack starts the emulator stack for a test, or skips (fails when
-// CI=true) without the tools.
-func startStack(t *testing.T, ctx context.Context) *Stack {
+// startStack starts the emulator stack for a test with opts, in a data
+// directory and project of the test's own, or skips (fails when CI=true)
+// without the tools.
+func startStack(t *testing.T, ctx context.Context, opts Options) *Stack {
 	t.Helper()
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("the end-to-end test starts two JVM emulators; skipped with -short")
@@ -55,15 +57,8 @@ func startStack(t *testing.T, ctx context.Context) *Stack {
 		}
 		t.Skipf("%v; skipping", err)
 	}
-	s, err := Start(ctx, Options{
-		DataDir:     t.TempDir(),
-		Project:     "dsdelta-e2e",
-		Tick:        2 * time.Second,
-		LeaseTTL:    e2eLeaseTTL,
-		MergeBudget: time.Minute,
-		// Small batches: a merge runs several, so faults land mid-work.
-		Config: `{"batch_max_files": 2}`,
-	})
+	opts.DataDir, opts.Project = t.TempDir(), "dsdelta-e2e"
+	s, err := Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start the stack: %v", err)
 	}
@@ -86,6 +81,23 @@ func startStack(t *testing.T, ctx context.Context) *Stack {
 	return s
 }
 
+// stackClients returns the test's own clients of a stack: Firestore, the
+// coordinator on it, and a pipeline reading the lake, for checks.
+func stackClients(t *testing.T, ctx context.Context, s *Stack) (*firestore.Client, coord.Coordinator, *pipeline.Pipeline) {
+	t.Helper()
+	opts := s.Options()
+	fs, err := firestore.NewClient(ctx, opts.Project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	co, err := coord.NewFirestore(ctx, fs, coord.FirestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs, co, &pipeline.Pipeline{Lake: objstore.NewGCS(ctx, s.Storage(), opts.LakeBucket, "")}
+}
+
 // TestStackConvergesToTheSourceUnderFaults runs the whole system on the
 // emulators: simulated Datastream files in, Delta tables out, equal to the
 // simulator's reference state; then again with duplicated notifications, a
@@ -93,18 +105,15 @@ func startStack(t *testing.T, ctx context.Context) *Stack {
 func TestStackConvergesToTheSourceUnderFaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	s := startStack(t, ctx)
+	s := startStack(t, ctx, Options{
+		Tick:        2 * time.Second,
+		LeaseTTL:    e2eLeaseTTL,
+		MergeBudget: time.Minute,
+		// Small batches: a merge runs several, so faults land mid-work.
+		Config: `{"batch_max_files": 2}`,
+	})
 	opts := s.Options()
-	fs, err := firestore.NewClient(ctx, opts.Project)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
-	co, err := coord.NewFirestore(ctx, fs, coord.FirestoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lake := &pipeline.Pipeline{Lake: objstore.NewGCS(ctx, s.Storage(), opts.LakeBucket, "")}
+	fs, co, lake := stackClients(t, ctx, s)
 	written := map[string]int{} // table → objects written (generations)
 	refs := map[string]*dssim.Table{}
 	simulate := func(seed uint64, tables []dssim.TableSpec, perFile int) *dssim.Result {
@@ -479,20 +488,45 @@ func checkHistory(t *testing.T, ctx context.Context, tabs cdc.Tables, ref *dssim
 // countLog counts the lines of a process's log holding substr.
 func countLog(t *testing.T, s *Stack, name, substr string) int {
 	t.Helper()
+	n := 0
+	scanLog(t, s, name, func(line string) {
+		if strings.Contains(line, substr) {
+			n++
+		}
+	})
+	return n
+}
+
+// logEvents returns the JSON records of a function's log whose "event" is
+// event.
+func logEvents(t *testing.T, s *Stack, name, event string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	scanLog(t, s, name, func(line string) {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["event"] == event {
+			out = append(out, rec)
+		}
+	})
+	return out
+}
+
+// scanLog calls fn with each line of a process's log.
+func scanLog(t *testing.T, s *Stack, name string, fn func(line string)) {
+	t.Helper()
 	f, err := os.Open(s.logPath(name))
 	if err != nil {
 		t.Fatalf("open log: %v", err)
 	}
 	defer f.Close()
-	n := 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if strings.Contains(sc.Text(), substr) {
-			n++
-		}
+		fn(sc.Text())
 	}
-	return n
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read log %s: %v", name, err)
+	}
 }
 
 // dumpLogs logs the tail of every process log, for a failed test.

@@ -68,6 +68,9 @@ type Options struct {
 	// Config is DSDELTA_CONFIG for the functions: inline YAML or JSON
 	// ("" = defaults).
 	Config string
+	// FunctionEnv is added to every function server's environment, after
+	// the stack's own variables, e.g. GOMEMLIMIT as terraform sets it.
+	FunctionEnv []string
 	// FunctionLogs, when set, also receives the functions' log lines,
 	// prefixed with the function's name.
 	FunctionLogs io.Writer
@@ -390,7 +393,7 @@ func (s *Stack) functionEnv(target string, port int) []string {
 	if o.Config != "" {
 		env = append(env, "DSDELTA_CONFIG="+o.Config)
 	}
-	return env
+	return append(env, o.FunctionEnv...)
 }
 
 // startFunction starts a function server and waits until it answers.
@@ -469,6 +472,24 @@ func (s *Stack) KillFunction(target string) error {
 		}
 	}
 	return nil
+}
+
+// FunctionPeakRSS returns the most memory a function server has held
+// resident since it (re)started, in bytes: the function's own process, not
+// its supervisor. The error wraps errors.ErrUnsupported where the system
+// does not report it (see emuproc.Process.PeakRSS).
+func (s *Stack) FunctionPeakRSS(target string) (int64, error) {
+	s.mu.Lock()
+	fn := s.functions[target]
+	var p *emuproc.Process
+	if fn != nil {
+		p = fn.proc
+	}
+	s.mu.Unlock()
+	if p == nil {
+		return 0, fmt.Errorf("function %s is not running", target)
+	}
+	return p.PeakRSS()
 }
 
 // RestartFunction starts a killed function server again on its port.

@@ -111,3 +111,17 @@ func TestRunRejectsBadUsage(t *testing.T) {
 		})
 	}
 }
+
+func TestFunctionEnvComesLastSoItOverridesTheStacks(t *testing.T) {
+	s := &Stack{opts: Options{Project: "p", LogLevel: "info", FunctionEnv: []string{"GOMEMLIMIT=409MiB", "DSDELTA_LOG_LEVEL=debug"}}}
+	// A process takes the last value of a variable listed twice.
+	last := map[string]string{}
+	for _, kv := range s.functionEnv(FuncMerge, 8080) {
+		k, v, _ := strings.Cut(kv, "=")
+		last[k] = v
+	}
+	if last["GOMEMLIMIT"] != "409MiB" || last["DSDELTA_LOG_LEVEL"] != "debug" || last["FUNCTION_TARGET"] != FuncMerge {
+		t.Errorf("GOMEMLIMIT=%q DSDELTA_LOG_LEVEL=%q FUNCTION_TARGET=%q, want 409MiB, debug (FunctionEnv wins) and %s",
+			last["GOMEMLIMIT"], last["DSDELTA_LOG_LEVEL"], last["FUNCTION_TARGET"], FuncMerge)
+	}
+}

@@ -115,6 +115,15 @@ func (p *Process) wait() {
 // Name returns Spec.Name.
 func (p *Process) Name() string { return p.name }
 
+// Pid returns the command's process id: on unix the command's own, not
+// its supervisor's, so what is read from /proc about it is the command's.
+func (p *Process) Pid() int {
+	if p.pid > 0 {
+		return p.pid
+	}
+	return p.cmd.Process.Pid
+}
+
 // Done returns a channel closed when the command has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 

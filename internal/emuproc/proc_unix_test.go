@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,12 +19,34 @@ import (
 // and then waits to be killed.
 const helperEnv = "EMUPROC_TEST_HELPER"
 
+// holdEnv makes the test binary hold the number of MiB it names resident
+// until it is killed.
+const holdEnv = "EMUPROC_TEST_HOLD_MIB"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		helperParent()
 		return
 	}
+	if mib, err := strconv.Atoi(os.Getenv(holdEnv)); err == nil {
+		holdMemory(mib)
+		return
+	}
 	os.Exit(m.Run())
+}
+
+// holdMemory touches every page of mib MiB, so that they are resident,
+// prints "ready" and keeps them until it is killed.
+func holdMemory(mib int) {
+	b := make([]byte, mib<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	fmt.Println("ready")
+	for {
+		time.Sleep(time.Hour)
+		runtime.KeepAlive(b)
+	}
 }
 
 // helperParent starts a group-leaving command like gcloud, prints the pid of
