@@ -1,9 +1,12 @@
 package pipeline
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -12,6 +15,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
@@ -288,4 +292,80 @@ func TestWideRowsEndPartsAndStepsByTheirSize(t *testing.T) {
 	if _, rows := stateRows(t, ctx, p, "shop.t", "id"); len(rows) != 120 {
 		t.Fatalf("state holds %d rows, want 120", len(rows))
 	}
+}
+
+// TestATruncatedGzipInABackfillQuarantinesThatFileAlone cuts one gzip file
+// of a backfill staged in parts in the middle: that file is quarantined
+// with a reason naming it, leaves no staged part behind, and every other
+// file of the backfill is merged.
+func TestATruncatedGzipInABackfillQuarantinesThatFileAlone(t *testing.T) {
+	ctx := context.Background()
+	sim, err := dssim.Run(dssim.Options{Seed: 5, EventsPerFile: 60, Tables: []dssim.TableSpec{
+		{Source: dssim.MySQL, Database: "shop", Table: "customers", Format: dssim.JSONLGz, InitialRows: 400},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sim.Files) < 5 {
+		t.Fatalf("%d files, want several", len(sim.Files))
+	}
+	cut := len(sim.Files) / 2
+	files := append([]dssim.File(nil), sim.Files...)
+	files[cut].Data = files[cut].Data[:len(files[cut].Data)*2/3]
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{BatchMaxEvents: 25})
+	var quarantined []StageResult
+	notes := write(t, ctx, source, files)
+	for _, n := range notes {
+		res, err := p.Stage(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Quarantined != "" {
+			quarantined = append(quarantined, res)
+		}
+	}
+	if len(quarantined) != 1 || quarantined[0].File.Name != files[cut].Name || !strings.Contains(quarantined[0].Quarantined, files[cut].Name) {
+		t.Fatalf("quarantined %+v, want %s alone, named in the reason", quarantined, files[cut].Name)
+	}
+	if _, err := p.MergeTable(ctx, "shop.customers"); err != nil {
+		t.Fatal(err)
+	}
+	// Every event of the other files is in the history, once.
+	want := 0
+	for i, f := range files {
+		if i != cut {
+			want += bytes.Count(gunzip(t, f.Data), []byte("\n"))
+		}
+	}
+	tabs, err := p.Tables("shop.customers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := delta.Open(tabs.History).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := hs.NumRecords(); !ok || got != int64(want) {
+		t.Fatalf("history holds %d events, the other files %d", got, want)
+	}
+	id := coord.FileID(notes[cut].Bucket, notes[cut].Name, notes[cut].Generation)
+	for _, name := range stagedObjects(t, ctx, p.Lake) {
+		if strings.Contains(name, id) {
+			t.Errorf("a staged object of the quarantined file is left: %s", name)
+		}
+	}
+}
+
+func gunzip(t *testing.T, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
