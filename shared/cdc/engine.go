@@ -510,25 +510,15 @@ func pruneBySourceTime(files []delta.Add, changes []Change) []delta.Add {
 		ts[i] = c.SourceTS
 	}
 	slices.Sort(ts)
-	var out []delta.Add
-	for _, f := range files {
-		st, err := delta.ParseStats(f.Stats)
-		if err != nil {
-			out = append(out, f)
-			continue
-		}
-		lo, hi, ok := st.MinMax(ColSourceTimestamp, value.Timestamp)
+	return pruneByBounds(files, ColSourceTimestamp, value.Timestamp, func(lo, hi any) bool {
 		l, okl := lo.(value.Micros)
 		h, okh := hi.(value.Micros)
-		if !ok || !okl || !okh {
-			out = append(out, f)
-			continue
+		if !okl || !okh {
+			return true
 		}
-		if i, _ := slices.BinarySearch(ts, l); i < len(ts) && ts[i] <= h {
-			out = append(out, f)
-		}
-	}
-	return out
+		i, _ := slices.BinarySearch(ts, l)
+		return i < len(ts) && ts[i] <= h
+	})
 }
 
 func sumSize(adds []delta.Add) int64 {
@@ -822,6 +812,17 @@ func nullIfEmpty(s string) any {
 // prune keeps the files whose statistics for the first key column can hold
 // one of the keys (sorted by key). Files without usable stats are kept.
 func prune(files []delta.Add, col string, typ value.Type, keys []Change) []delta.Add {
+	return pruneByBounds(files, col, typ, func(lo, hi any) bool {
+		// First key >= lo, then check it is <= hi.
+		i := sort.Search(len(keys), func(i int) bool { return value.Compare(keys[i].Key[0], lo) >= 0 })
+		return i < len(keys) && value.Compare(keys[i].Key[0], hi) <= 0
+	})
+}
+
+// pruneByBounds keeps the files whose statistics bounds of column col (of
+// type typ) overlap what the caller looks for, and the files whose stats
+// say nothing of col; files that stats say are empty go.
+func pruneByBounds(files []delta.Add, col string, typ value.Type, overlaps func(lo, hi any) bool) []delta.Add {
 	var out []delta.Add
 	for _, f := range files {
 		st, err := delta.ParseStats(f.Stats)
@@ -833,13 +834,7 @@ func prune(files []delta.Add, col string, typ value.Type, keys []Change) []delta
 			continue
 		}
 		lo, hi, ok := st.MinMax(col, typ)
-		if !ok {
-			out = append(out, f)
-			continue
-		}
-		// First key >= lo, then check it is <= hi.
-		i := sort.Search(len(keys), func(i int) bool { return value.Compare(keys[i].Key[0], lo) >= 0 })
-		if i < len(keys) && value.Compare(keys[i].Key[0], hi) <= 0 {
+		if !ok || overlaps(lo, hi) {
 			out = append(out, f)
 		}
 	}
