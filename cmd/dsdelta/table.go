@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -46,10 +47,25 @@ type describeOutput struct {
 	PartitionColumns []string          `json:"partition_columns"`
 	Configuration    map[string]string `json:"configuration"`
 	NumFiles         int               `json:"num_files"`
-	NumRecords       *int64            `json:"num_records"`
-	SizeBytes        int64             `json:"size_bytes"`
-	LastCheckpoint   *int64            `json:"last_checkpoint"`
-	CreatedTime      string            `json:"created_time,omitempty"`
+	// NumRecords is null when some file's count is unknown; RecordsCounted
+	// then sums the files whose count is known, and UncountedFiles lists
+	// the others.
+	NumRecords     *int64          `json:"num_records"`
+	RecordsCounted int64           `json:"records_counted"`
+	UncountedFiles []uncountedFile `json:"uncounted_files"`
+	SizeBytes      int64           `json:"size_bytes"`
+	LastCheckpoint *int64          `json:"last_checkpoint"`
+	CreatedTime    string          `json:"created_time,omitempty"`
+}
+
+// uncountedFile is a live file whose record count is unknown: its stats
+// lack numRecords and its Parquet footer could not be read. Path and size
+// are what the log says.
+type uncountedFile struct {
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+	Problem   string `json:"problem"` // "missing" or "unreadable"
+	Error     string `json:"error"`
 }
 
 type protocolOutput struct {
@@ -91,16 +107,31 @@ func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		out.Configuration = map[string]string{}
 	}
 	// Records from stats; files without stats have their Parquet footers
-	// read (one ranged read each).
-	var records int64
+	// read (one ranged read each). A file that is missing or unreadable
+	// leaves the total unknown rather than failing: the log still says
+	// what the table should hold, which is what an operator needs to see.
+	out.UncountedFiles = []uncountedFile{}
 	for _, f := range snap.Files() {
 		n, err := delta.FileRowCount(ctx, snap.Store(), f)
 		if err != nil {
-			return fmt.Errorf("%s: %w", url, err)
+			if ctx.Err() != nil {
+				return fmt.Errorf("%s: %w", url, err)
+			}
+			problem := "unreadable"
+			if errors.Is(err, objstore.ErrNotExist) {
+				problem = "missing"
+			}
+			out.UncountedFiles = append(out.UncountedFiles, uncountedFile{Path: f.Path, SizeBytes: f.Size, Problem: problem, Error: err.Error()})
+			continue
 		}
-		records += n
+		out.RecordsCounted += n
 	}
-	out.NumRecords = &records
+	if len(out.UncountedFiles) == 0 {
+		out.NumRecords = &out.RecordsCounted
+	} else {
+		fmt.Fprintf(stderr, "dsdelta describe: warning: %s: %d of %d data files have no record count in their stats and cannot be read; the record count is unknown\n",
+			url, len(out.UncountedFiles), out.NumFiles)
+	}
 	if cp := snap.CheckpointVersion(); cp >= 0 {
 		out.LastCheckpoint = &cp
 	}
@@ -125,7 +156,22 @@ func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintf(tw, "partition columns\t%s\n", strings.Join(out.PartitionColumns, ", "))
-	fmt.Fprintf(tw, "files\t%d\nrecords\t%d\nsize\t%d bytes\n", out.NumFiles, *out.NumRecords, out.SizeBytes)
+	fmt.Fprintf(tw, "files\t%d\n", out.NumFiles)
+	if out.NumRecords != nil {
+		fmt.Fprintf(tw, "records\t%d\n", *out.NumRecords)
+	} else {
+		fmt.Fprintf(tw, "records\tunknown (%d counted; %d of %d files have no numRecords in their stats and cannot be read)\n",
+			out.RecordsCounted, len(out.UncountedFiles), out.NumFiles)
+	}
+	fmt.Fprintf(tw, "size\t%d bytes\n", out.SizeBytes)
+	for _, f := range out.UncountedFiles {
+		// A missing file needs no reason; an unreadable one does.
+		fmt.Fprintf(tw, "%s file\t%s (%d bytes in the log)", f.Problem, f.Path, f.SizeBytes)
+		if f.Problem != "missing" {
+			fmt.Fprintf(tw, ": %s", f.Error)
+		}
+		fmt.Fprintln(tw)
+	}
 	if out.LastCheckpoint != nil {
 		fmt.Fprintf(tw, "last checkpoint\t%d\n", *out.LastCheckpoint)
 	} else {

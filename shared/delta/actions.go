@@ -1,6 +1,6 @@
 // Package delta reads and writes Delta Lake tables on an objstore.Store:
-// log replay (JSON commits, classic and multi-part checkpoints,
-// _last_checkpoint), snapshots at the latest version, a version or a
+// log replay (JSON commits, classic, multi-part and V2 checkpoints with
+// sidecars, _last_checkpoint), snapshots at the latest version, a version or a
 // timestamp, optimistic commits with Delta's conflict rules, checkpoints,
 // history, vacuum and expired-log cleanup, and Parquet data files with
 // statistics, deletion vectors and column mapping on read.
@@ -21,6 +21,12 @@ type Action struct {
 	Txn            *Txn            `json:"txn,omitempty"`
 	CDC            *CDC            `json:"cdc,omitempty"`
 	DomainMetadata *DomainMetadata `json:"domainMetadata,omitempty"`
+
+	// CheckpointMetadata and Sidecar appear only in V2 spec checkpoints;
+	// in a commit they take no part in replay (PROTOCOL.md "Action
+	// Reconciliation").
+	CheckpointMetadata *CheckpointMetadata `json:"checkpointMetadata,omitempty"`
+	Sidecar            *Sidecar            `json:"sidecar,omitempty"`
 }
 
 // Protocol is the protocol action.
@@ -125,4 +131,21 @@ type CommitInfo struct {
 	IsBlindAppend       *bool          `json:"isBlindAppend,omitempty"`
 	EngineInfo          string         `json:"engineInfo,omitempty"`
 	TxnID               string         `json:"txnId,omitempty"`
+}
+
+// CheckpointMetadata is the checkpointMetadata action: exactly one in every
+// V2 spec checkpoint (PROTOCOL.md "Checkpoint Metadata").
+type CheckpointMetadata struct {
+	Version int64             `json:"version"`
+	Tags    map[string]string `json:"tags,omitempty"`
+}
+
+// Sidecar is the sidecar action: a Parquet file of a V2 spec checkpoint's
+// add and remove actions in _delta_log/_sidecars (PROTOCOL.md "Sidecar
+// File Information"). Path is URI-encoded, normally just the file name.
+type Sidecar struct {
+	Path             string            `json:"path"`
+	SizeInBytes      int64             `json:"sizeInBytes"`
+	ModificationTime int64             `json:"modificationTime"`
+	Tags             map[string]string `json:"tags,omitempty"`
 }

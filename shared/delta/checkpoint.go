@@ -85,6 +85,14 @@ const (
 	cDomain
 	cDomainConfiguration
 	cDomainRemoved
+	cCkMetaVersion
+	cCkMetaTagsKey
+	cCkMetaTagsValue
+	cSidecarPath
+	cSidecarSizeInBytes
+	cSidecarModificationTime
+	cSidecarTagsKey
+	cSidecarTagsValue
 	numCkCols
 )
 
@@ -114,6 +122,8 @@ var ckScalarNames = map[string]ckCol{
 	"metaData.createdTime":      cMetaCreatedTime,
 	"protocol.minReaderVersion": cProtoMinReader, "protocol.minWriterVersion": cProtoMinWriter,
 	"domainMetadata.domain": cDomain, "domainMetadata.configuration": cDomainConfiguration, "domainMetadata.removed": cDomainRemoved,
+	"checkpointMetadata.version": cCkMetaVersion,
+	"sidecar.path":               cSidecarPath, "sidecar.sizeInBytes": cSidecarSizeInBytes, "sidecar.modificationTime": cSidecarModificationTime,
 }
 
 // ckMaps are the map<string,string> columns: dotted path → key column
@@ -122,6 +132,7 @@ var ckMaps = map[string]ckCol{
 	"add.partitionValues": cAddPVKey, "add.tags": cAddTagsKey,
 	"remove.partitionValues": cRemovePVKey, "remove.tags": cRemoveTagsKey,
 	"metaData.format.options": cMetaFormatOptionsKey, "metaData.configuration": cMetaConfigurationKey,
+	"checkpointMetadata.tags": cCkMetaTagsKey, "sidecar.tags": cSidecarTagsKey,
 }
 
 // ckLists are the array<string> columns.
@@ -385,6 +396,17 @@ func (r *checkpointRow) actions(fn func(*Action)) {
 			Removed:       r.boolOr(cDomainRemoved),
 		}})
 	}
+	if v := r.int64p(cCkMetaVersion); v != nil {
+		fn(&Action{CheckpointMetadata: &CheckpointMetadata{Version: *v, Tags: nilIfEmpty(r.plainMap(cCkMetaTagsKey))}})
+	}
+	if path, ok := r.str(cSidecarPath); ok {
+		fn(&Action{Sidecar: &Sidecar{
+			Path:             path,
+			SizeInBytes:      r.int64Or(cSidecarSizeInBytes),
+			ModificationTime: r.int64Or(cSidecarModificationTime),
+			Tags:             nilIfEmpty(r.plainMap(cSidecarTagsKey)),
+		}})
+	}
 }
 
 func nilIfEmpty(m map[string]string) map[string]string {
@@ -394,13 +416,20 @@ func nilIfEmpty(m map[string]string) map[string]string {
 	return m
 }
 
-// readCheckpointFile decodes every action of one checkpoint file (or part).
+// readCheckpointFile decodes every action of one checkpoint file (or part,
+// or sidecar): Parquet, or JSON lines for a UUID-named V2 checkpoint
+// (PROTOCOL.md "UUID-named checkpoint").
 func readCheckpointFile(ctx context.Context, store objstore.Store, info objstore.Info, fn func(*Action)) error {
 	b, err := readObject(ctx, store, info.Name)
 	if err != nil {
 		return err
 	}
-	if err := decodeCheckpoint(b, fn); err != nil {
+	if strings.HasSuffix(info.Name, ".json") {
+		err = parseActions(b, func(_ []byte, a *Action) { fn(a) })
+	} else {
+		err = decodeCheckpoint(b, fn)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrCorruptLog, info.Name, err)
 	}
 	return nil
@@ -630,9 +659,10 @@ func (s *Snapshot) checkpointRows(expireBeforeMs int64) (rows []cpRow, numAdds i
 
 // encodeCheckpoint writes rows as a Parquet file: DataPage V1 and PLAIN
 // byte arrays for the widest reader compatibility (checklist Appendix B).
-func encodeCheckpoint(rows []cpRow) ([]byte, error) {
+// R is a struct of optional action columns such as cpRow.
+func encodeCheckpoint[R any](rows []R) ([]byte, error) {
 	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[cpRow](&buf,
+	w := parquet.NewGenericWriter[R](&buf,
 		parquet.DataPageVersion(1),
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
 		parquet.Compression(&snappy.Codec{}),

@@ -33,11 +33,14 @@ type CleanupResult struct {
 // CleanupLog deletes expired log files as Delta's metadata cleanup does:
 // the cutoff is midnight UTC of now − retention; with V the newest commit
 // whose timestamp is not after the cutoff and C the newest complete
-// checkpoint at or before V, every commit, checkpoint, checksum and
-// compacted log file of a version < C is deleted, oldest first. C's
-// checkpoint and commit stay, so the latest snapshot and every version
-// from C on remain loadable. Nothing is deleted when no such checkpoint
-// exists, or when delta.enableExpiredLogCleanup is "false".
+// checkpoint at or before V, every commit, checkpoint (UUID-named V2 ones
+// included), checksum and compacted log file of a version < C is deleted,
+// oldest first. C's checkpoint and commit stay, so the latest snapshot and
+// every version from C on remain loadable. Nothing is deleted when no such
+// checkpoint exists, or when delta.enableExpiredLogCleanup is "false".
+// Sidecar files in _delta_log/_sidecars are left alone: deleting the ones
+// no kept checkpoint references (PROTOCOL.md "Metadata Cleanup", steps 4
+// and 5) is not done yet.
 func (t *Table) CleanupLog(ctx context.Context, opts CleanupOptions) (CleanupResult, error) {
 	res := CleanupResult{OldestVersion: -1}
 	snap, err := t.Snapshot(ctx)
@@ -97,7 +100,7 @@ func (t *Table) CleanupLog(ctx context.Context, opts CleanupOptions) (CleanupRes
 			return nil
 		}
 		switch lf.kind {
-		case kindCommit, kindCheckpoint, kindCheckpointPart, kindCRC:
+		case kindCommit, kindCheckpoint, kindCheckpointPart, kindCheckpointUUID, kindCRC:
 			names = append(names, info.Name)
 		default:
 			if end, ok := compactedEnd(info.Name); ok && end < keepFrom {

@@ -36,6 +36,7 @@ const (
 	kindCommit logFileKind = iota + 1
 	kindCheckpoint
 	kindCheckpointPart
+	kindCheckpointUUID
 	kindCRC
 	kindOther
 )
@@ -52,6 +53,9 @@ type logFile struct {
 // parseLogName classifies a store name below _delta_log/. Names in
 // subdirectories (_sidecars, _staged_commits), hidden files (Hadoop's .crc
 // sidecars) and files not starting with a 20-digit version report ok=false.
+// Checkpoint names follow PROTOCOL.md "Checkpoints": n.checkpoint.parquet
+// (classic), n.checkpoint.o.p.parquet (multi-part) and
+// n.checkpoint.u.json|parquet (UUID-named, always V2 spec).
 func parseLogName(info objstore.Info) (logFile, bool) {
 	base, ok := strings.CutPrefix(info.Name, logDir)
 	if !ok || strings.Contains(base, "/") || len(base) < 21 || base[20] != '.' {
@@ -71,8 +75,8 @@ func parseLogName(info objstore.Info) (logFile, bool) {
 	case rest == "checkpoint.parquet":
 		lf.kind = kindCheckpoint
 	case strings.HasPrefix(rest, "checkpoint.") && strings.HasSuffix(rest, ".parquet"):
-		// checkpoint.<part 10 digits>.<parts 10 digits>.parquet; UUID-named
-		// V2 checkpoints stay kindOther (not read).
+		// checkpoint.<part 10 digits>.<parts 10 digits>.parquet or
+		// checkpoint.<uuid>.parquet.
 		mid := strings.TrimSuffix(strings.TrimPrefix(rest, "checkpoint."), ".parquet")
 		p, t, ok := strings.Cut(mid, ".")
 		if ok && len(p) == 10 && len(t) == 10 {
@@ -81,16 +85,26 @@ func parseLogName(info objstore.Info) (logFile, bool) {
 			if err1 == nil && err2 == nil && pi >= 1 && pi <= ti {
 				lf.kind, lf.part, lf.parts = kindCheckpointPart, pi, ti
 			}
+		} else if !ok && mid != "" {
+			lf.kind = kindCheckpointUUID
+		}
+	case strings.HasPrefix(rest, "checkpoint.") && strings.HasSuffix(rest, ".json"):
+		if u := strings.TrimSuffix(strings.TrimPrefix(rest, "checkpoint."), ".json"); u != "" && !strings.Contains(u, ".") {
+			lf.kind = kindCheckpointUUID
 		}
 	}
 	return lf, true
 }
 
-// checkpointRef is one complete checkpoint: a classic file or every part of
-// a multi-part set, parts in order.
+// checkpointRef is one complete checkpoint: a classic file, every part of
+// a multi-part set (parts in order), or a UUID-named V2 checkpoint.
 type checkpointRef struct {
-	version int64
-	files   []objstore.Info
+	version   int64
+	files     []objstore.Info
+	uuidNamed bool
+	// embedded is the checkpoint's content as _last_checkpoint carries it,
+	// when complete enough to spare reading files[0] (see useHint).
+	embedded *lastCheckpointV2
 }
 
 // segment is what a snapshot at version is built from.
@@ -103,7 +117,8 @@ type segment struct {
 // listing is the parsed content of (part of) _delta_log.
 type listing struct {
 	commits     map[int64]objstore.Info
-	checkpoints map[int64]*checkpointRef // complete checkpoints only
+	checkpoints map[int64]*checkpointRef  // complete checkpoints only, one per version
+	uuidNamed   map[int64][]objstore.Info // UUID-named checkpoints by version, in name order
 	crcs        map[int64]objstore.Info
 	others      []logFile
 }
@@ -113,6 +128,7 @@ func listLog(ctx context.Context, store objstore.Store, from int64) (*listing, e
 	l := &listing{
 		commits:     map[int64]objstore.Info{},
 		checkpoints: map[int64]*checkpointRef{},
+		uuidNamed:   map[int64][]objstore.Info{},
 		crcs:        map[int64]objstore.Info{},
 	}
 	startAt := ""
@@ -136,6 +152,8 @@ func listLog(ctx context.Context, store objstore.Store, from int64) (*listing, e
 				parts[k] = make([]objstore.Info, lf.parts)
 			}
 			parts[k][lf.part-1] = info
+		case kindCheckpointUUID:
+			l.uuidNamed[lf.version] = append(l.uuidNamed[lf.version], info)
 		case kindCRC:
 			l.crcs[lf.version] = info
 		default:
@@ -146,8 +164,16 @@ func listLog(ctx context.Context, store objstore.Store, from int64) (*listing, e
 	if err != nil {
 		return nil, fmt.Errorf("list %s%s: %w", store.URL(), logDir, err)
 	}
+	// Several checkpoints of one version hold the same state; a reader may
+	// use any (PROTOCOL.md "Checkpoints"). Prefer the classic file, then
+	// the first UUID-named one, then a complete multi-part set.
+	for v, infos := range l.uuidNamed {
+		if _, classic := l.checkpoints[v]; !classic {
+			l.checkpoints[v] = &checkpointRef{version: v, files: infos[:1], uuidNamed: true}
+		}
+	}
 	for k, infos := range parts {
-		if _, classic := l.checkpoints[k[0]]; classic {
+		if _, other := l.checkpoints[k[0]]; other {
 			continue
 		}
 		complete := !slices.ContainsFunc(infos, func(i objstore.Info) bool { return i.Name == "" })
@@ -213,13 +239,55 @@ func (l *listing) segmentFor(target int64, needCheckpoint bool) (*segment, error
 
 var errNeedFullListing = errors.New("partial listing has no checkpoint")
 
-// lastCheckpoint is the _last_checkpoint hint.
+// lastCheckpoint is the _last_checkpoint hint (PROTOCOL.md "Last
+// Checkpoint File Schema").
 type lastCheckpoint struct {
 	Version       int64  `json:"version"`
 	Size          int64  `json:"size"`
 	Parts         *int   `json:"parts,omitempty"`
 	SizeInBytes   *int64 `json:"sizeInBytes,omitempty"`
 	NumOfAddFiles *int64 `json:"numOfAddFiles,omitempty"`
+	// V2Checkpoint names the UUID-named checkpoint of Version and may
+	// embed its content: "a writer can choose to embed some or all of the
+	// V2 spec checkpoint in the _last_checkpoint file" (PROTOCOL.md "V2
+	// Spec"). Spark writes it as LastCheckpointV2.
+	V2Checkpoint *lastCheckpointV2 `json:"v2Checkpoint,omitempty"`
+}
+
+// lastCheckpointV2 is _last_checkpoint's v2Checkpoint. A nil slice means
+// the writer left that part out; an empty one that there is none.
+type lastCheckpointV2 struct {
+	Path             string    `json:"path"`
+	SizeInBytes      int64     `json:"sizeInBytes"`
+	ModificationTime int64     `json:"modificationTime"`
+	NonFileActions   []Action  `json:"nonFileActions,omitempty"`
+	SidecarFiles     []Sidecar `json:"sidecarFiles,omitempty"`
+}
+
+// useHint makes seg start from the UUID-named checkpoint that lc names,
+// when seg starts from a checkpoint of that version and the file is still
+// listed (a hint can be stale). The embedded content replaces reading the
+// file only when it has every non-file action (their checkpointMetadata
+// among them) and at least one sidecar: a V2 checkpoint keeps either all
+// or none of its file actions in sidecars (PROTOCOL.md "V2 Spec"), so with
+// sidecars the file holds nothing else, while without them its file
+// actions are in the file.
+func (l *listing) useHint(seg *segment, lc lastCheckpoint) {
+	h := lc.V2Checkpoint
+	if h == nil || seg.checkpoint == nil || seg.checkpoint.version != lc.Version {
+		return
+	}
+	name := logDir + h.Path[strings.LastIndexByte(h.Path, '/')+1:]
+	i := slices.IndexFunc(l.uuidNamed[lc.Version], func(info objstore.Info) bool { return info.Name == name })
+	if i < 0 {
+		return
+	}
+	cp := &checkpointRef{version: lc.Version, files: []objstore.Info{l.uuidNamed[lc.Version][i]}, uuidNamed: true}
+	ownMetadata := func(a Action) bool { return a.CheckpointMetadata != nil && a.CheckpointMetadata.Version == lc.Version }
+	if len(h.SidecarFiles) > 0 && slices.ContainsFunc(h.NonFileActions, ownMetadata) {
+		cp.embedded = h
+	}
+	seg.checkpoint = cp
 }
 
 // readLastCheckpoint returns the hint, or ok=false when it is missing,
@@ -242,13 +310,15 @@ func (t *Table) readLastCheckpoint(ctx context.Context) (lastCheckpoint, bool) {
 
 // loadSegment finds the files for version target (< 0: latest).
 func (t *Table) loadSegment(ctx context.Context, target int64) (*segment, error) {
-	if lc, ok := t.readLastCheckpoint(ctx); ok && (target < 0 || lc.Version <= target) {
+	lc, hinted := t.readLastCheckpoint(ctx)
+	if hinted && (target < 0 || lc.Version <= target) {
 		l, err := listLog(ctx, t.store, lc.Version)
 		if err != nil {
 			return nil, err
 		}
 		seg, err := l.segmentFor(target, true)
 		if err == nil {
+			l.useHint(seg, lc)
 			return seg, nil
 		}
 		if !errors.Is(err, errNeedFullListing) && !errors.Is(err, ErrNotATable) {
@@ -263,6 +333,9 @@ func (t *Table) loadSegment(ctx context.Context, target int64) (*segment, error)
 	seg, err := l.segmentFor(target, false)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", t.store.URL(), err)
+	}
+	if hinted {
+		l.useHint(seg, lc)
 	}
 	return seg, nil
 }
@@ -316,10 +389,37 @@ func readCommit(ctx context.Context, store objstore.Store, info objstore.Info, v
 	return c, nil
 }
 
-// parseCommit parses newline-delimited actions. Blank lines, unknown fields
-// and unknown action types are ignored, as the protocol requires.
+// parseCommit parses a commit file.
 func parseCommit(version int64, b []byte) (*commitData, error) {
 	c := &commitData{version: version}
+	err := parseActions(b, func(line []byte, a *Action) {
+		if a.CommitInfo != nil {
+			if c.info == nil {
+				c.info = a.CommitInfo
+				var ict struct {
+					CommitInfo struct {
+						InCommitTimestamp *int64 `json:"inCommitTimestamp"`
+					} `json:"commitInfo"`
+				}
+				if json.Unmarshal(line, &ict) == nil {
+					c.ict = ict.CommitInfo.InCommitTimestamp
+				}
+			}
+			return
+		}
+		c.actions = append(c.actions, *a)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: commit %d %v", ErrCorruptLog, version, err)
+	}
+	return c, nil
+}
+
+// parseActions calls fn for each action of newline-delimited JSON (a
+// commit or a JSON checkpoint). Blank lines, unknown fields and unknown
+// action types are ignored, as the protocol requires. The error names the
+// line that is not JSON.
+func parseActions(b []byte, fn func(line []byte, a *Action)) error {
 	for lineNo := 1; len(b) > 0; lineNo++ {
 		line := b
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -333,25 +433,11 @@ func parseCommit(version int64, b []byte) (*commitData, error) {
 		}
 		var a Action
 		if err := json.Unmarshal(line, &a); err != nil {
-			return nil, fmt.Errorf("%w: commit %d line %d: %v", ErrCorruptLog, version, lineNo, err)
+			return fmt.Errorf("line %d: %v", lineNo, err)
 		}
-		if a.CommitInfo != nil {
-			if c.info == nil {
-				c.info = a.CommitInfo
-				var ict struct {
-					CommitInfo struct {
-						InCommitTimestamp *int64 `json:"inCommitTimestamp"`
-					} `json:"commitInfo"`
-				}
-				if json.Unmarshal(line, &ict) == nil {
-					c.ict = ict.CommitInfo.InCommitTimestamp
-				}
-			}
-			continue
-		}
-		c.actions = append(c.actions, a)
+		fn(line, &a)
 	}
-	return c, nil
+	return nil
 }
 
 // monotonic makes commit timestamps strictly increasing the way Delta does
@@ -473,10 +559,10 @@ func (t *Table) replay(ctx context.Context, seg *segment) (*Snapshot, error) {
 	var lastTs int64
 	if seg.checkpoint != nil {
 		cpVersion = seg.checkpoint.version
+		if err := loadCheckpoint(ctx, t.store, seg.checkpoint, func(a *Action) { st.apply(a, true) }); err != nil {
+			return nil, fmt.Errorf("load checkpoint %d of %s: %w", cpVersion, t.store.URL(), err)
+		}
 		for _, f := range seg.checkpoint.files {
-			if err := readCheckpointFile(ctx, t.store, f, func(a *Action) { st.apply(a, true) }); err != nil {
-				return nil, fmt.Errorf("load checkpoint %d of %s: %w", cpVersion, t.store.URL(), err)
-			}
 			lastTs = max(lastTs, f.Updated.UnixMilli())
 		}
 	}

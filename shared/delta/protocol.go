@@ -31,11 +31,11 @@ const (
 
 // readableFeatures are the reader features whose data this package reads
 // correctly (deletion vectors and column mapping are applied by the Parquet
-// reader side of the package). v2Checkpoint is absent: UUID-named and
-// sidecar checkpoints are not read.
+// reader side of the package, V2 checkpoints by log replay).
 var readableFeatures = []string{
 	FeatureDeletionVectors, FeatureColumnMapping, FeatureTimestampNTZ,
 	FeatureTypeWidening, FeatureTypeWideningPreview, FeatureVacuumProtocolCheck,
+	FeatureV2Checkpoint,
 }
 
 // writableFeatures are the writer features whose obligations this package
@@ -47,11 +47,12 @@ var writableFeatures = []string{FeatureAppendOnly, FeatureInvariants}
 // delete a live file when it keeps every file the snapshot references
 // (including deletion vector files). Anything else (e.g. an unknown future
 // feature) makes Vacuum refuse, as vacuumProtocolCheck demands.
+// v2Checkpoint only changes files below _delta_log, which vacuum skips.
 var vacuumSafeWriterFeatures = []string{
 	FeatureAppendOnly, FeatureInvariants, FeatureCheckConstraints, FeatureChangeDataFeed,
 	FeatureGeneratedColumns, FeatureColumnMapping, FeatureIdentityColumns, FeatureDeletionVectors,
 	FeatureTimestampNTZ, FeatureDomainMetadata, FeatureRowTracking, FeatureInCommitTimestamp,
-	FeatureVacuumProtocolCheck, FeatureTypeWidening, FeatureTypeWideningPreview,
+	FeatureVacuumProtocolCheck, FeatureTypeWidening, FeatureTypeWideningPreview, FeatureV2Checkpoint,
 }
 
 // CheckRead returns an error wrapping ErrUnsupportedFeature, naming the

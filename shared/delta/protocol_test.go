@@ -34,7 +34,7 @@ func TestProtocolGating(t *testing.T) {
 		{"deletion vectors are readable, not writable, and vacuumable",
 			Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors"}, WriterFeatures: []string{"deletionVectors"}}, plain, "", "deletionVectors", ""},
 		{"an unknown reader feature is named", Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors", "futureThing"}}, plain, "futureThing", "futureThing", "futureThing"},
-		{"v2Checkpoint is refused on read", Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"v2Checkpoint"}, WriterFeatures: []string{"v2Checkpoint"}}, plain, "v2Checkpoint", "v2Checkpoint", "v2Checkpoint"},
+		{"v2Checkpoint is readable, not writable, and vacuumable", Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"v2Checkpoint"}, WriterFeatures: []string{"v2Checkpoint"}}, plain, "", "v2Checkpoint", ""},
 		{"reader version 4 is refused", Protocol{MinReaderVersion: 4, MinWriterVersion: 7}, plain, "minReaderVersion 4", "minReaderVersion 4", "minReaderVersion 4"},
 		{"an unknown writer feature blocks vacuum", Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"brandNew"}}, plain, "", "brandNew", "brandNew"},
 		{"a CHECK constraint property blocks writes even at writer 2",
