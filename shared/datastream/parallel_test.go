@@ -197,6 +197,48 @@ func TestParallelDecodeOfGzipMatchesSequentialDecode(t *testing.T) {
 	}
 }
 
+func TestATruncatedGzipStreamIsAnErrorNamingTheFile(t *testing.T) {
+	var lines []string
+	for i := range 3000 {
+		lines = append(lines, strings.Replace(pgCDC, `"uuid":"u5"`, fmt.Sprintf(`"uuid":"u%d"`, i), 1))
+	}
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write([]byte(jsonLines(lines...)))
+	w.Close()
+	full := b.Bytes()
+	for _, cut := range []struct {
+		name string
+		n    int
+	}{
+		{"inside the header", 5},
+		{"in the first block", 100},
+		{"in the middle", len(full) / 2},
+		{"before the checksum", len(full) - 8},
+		{"inside the checksum", len(full) - 3},
+	} {
+		for _, opts := range []Options{sequentialOpts(Options{}), parallelOpts(Options{}, 2, 0), parallelOpts(Options{}, 3, 512)} {
+			t.Run(fmt.Sprintf("cut %s, %d workers, chunks of %d", cut.name, opts.Workers, opts.chunkBytes), func(t *testing.T) {
+				for _, res := range []decodeResult{
+					decodeWith(t, bytes.NewReader(full[:cut.n]), opts),
+					appendWith(t, bytes.NewReader(full[:cut.n]), opts),
+				} {
+					var re *RecordError
+					if !errors.As(res.err, &re) || re.File != "f.jsonl" || !errors.Is(res.err, ErrBadFile) {
+						t.Fatalf("after %d of %d events: err = %v, want a *RecordError naming f.jsonl that matches ErrBadFile", len(res.events), len(lines), res.err)
+					}
+					if !errors.Is(res.err, io.ErrUnexpectedEOF) || isEnd(res.err) {
+						t.Errorf("err = %v, want it to say the stream ended early", res.err)
+					}
+					if len(res.events) > len(lines) {
+						t.Errorf("decoded %d events from a stream of %d", len(res.events), len(lines))
+					}
+				}
+			})
+		}
+	}
+}
+
 // failingReader returns data, then err.
 type failingReader struct {
 	data []byte
