@@ -200,6 +200,28 @@ func readVarint(r io.ByteReader) (int64, error) {
 	return int64(u>>1) ^ -int64(u&1), nil
 }
 
+// appendRead appends to buf what r yields, until n bytes are appended
+// (err nil, as io.CopyN) or r ends (io.EOF) or fails first. The buffer
+// grows geometrically as bytes arrive and never past len(buf)+n: a lying
+// length allocates no more than twice what the input holds, and a block of
+// n bytes takes n bytes, not the next power of two.
+func appendRead(buf []byte, r io.Reader, n int) ([]byte, error) {
+	end := len(buf) + n
+	for len(buf) < end {
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), len(buf)+min(max(len(buf), bytes.MinRead), end-len(buf)))
+			copy(nb, buf)
+			buf = nb
+		}
+		k, err := r.Read(buf[len(buf):min(cap(buf), end)])
+		buf = buf[:len(buf)+k]
+		if err != nil && len(buf) < end {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
 // readStreamBytes reads a length-prefixed byte string of at most max bytes.
 func readStreamBytes(r interface {
 	io.Reader

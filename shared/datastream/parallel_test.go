@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -157,6 +158,13 @@ func TestParallelDecodeMatchesSequentialDecode(t *testing.T) {
 		{"a number at the very end", jsonLines(many[:10]...) + "12", Options{}},
 		{"a value that is not an object", jsonLines(many[:10]...) + "[1]\n" + jsonLines(many[10:20]...), Options{}},
 		{"only whitespace after the first line", many[0] + strings.Repeat(" \n", 100), Options{}},
+		{"a line of many values, longer than max_record_bytes", jsonLines(many[:20]...) + strings.Join(many[20:60], " ") + "\n" + jsonLines(many[60:80]...), Options{MaxRecordBytes: 1000}},
+		{"a record of max_record_bytes", jsonLines(many[:30]...) + long + "\n" + jsonLines(many[30:60]...), Options{MaxRecordBytes: int64(len(long))}},
+		{"a record larger than max_record_bytes", jsonLines(many[:30]...) + long + "\n" + jsonLines(many[30:60]...), Options{MaxRecordBytes: int64(len(long)) - 1}},
+		{"a record larger than max_record_bytes at the end without a newline", jsonLines(many[:30]...) + long, Options{MaxRecordBytes: 4096}},
+		{"a file ending inside a record larger than max_record_bytes", jsonLines(many[:30]...) + long[:8000], Options{MaxRecordBytes: 4096}},
+		{"a record larger than max_record_bytes over many lines", jsonLines(many[:30]...) + strings.ReplaceAll(long, ",", ",\n") + "\n" + jsonLines(many[30:60]...), Options{MaxRecordBytes: 4096}},
+		{"a record larger than max_record_bytes after blank lines", jsonLines(many[:30]...) + strings.Repeat("\n", 5000) + long + "\n", Options{MaxRecordBytes: 4096}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -451,5 +459,11 @@ func FuzzParallelJSONMatchesSequential(f *testing.F) {
 			sameDecode(t, decodeWith(t, bytes.NewReader(data), parallelOpts(Options{}, 2, chunk)), want)
 			sameDecode(t, appendWith(t, bytes.NewReader(data), parallelOpts(Options{}, 2, chunk)), want)
 		}
+		// A small MaxRecordBytes makes lines too long to chunk, and must
+		// fail the same records however the input is read.
+		small := Options{MaxRecordBytes: 100}
+		want = decodeWith(t, bytes.NewReader(data), sequentialOpts(small))
+		sameDecode(t, decodeWith(t, bytes.NewReader(data), parallelOpts(small, 2, 37)), want)
+		sameDecode(t, decodeWith(t, iotest.OneByteReader(bytes.NewReader(data)), sequentialOpts(small)), want)
 	})
 }
