@@ -252,6 +252,9 @@ func TestARecordLargerThanMaxRecordBytesFailsWithinBoundedMemory(t *testing.T) {
 		{"a JSON value of 300 MB over many lines", func(*testing.T) io.Reader {
 			return io.MultiReader(strings.NewReader(head+"\n{\n"), filler(`  "key": "`+strings.Repeat("v", 40)+`",`+"\n", huge))
 		}, Options{}, 5, 0, 4, ErrBadRecord, reason, 8 << 20, slack},
+		{"a JSON value of more members than any event", func(*testing.T) io.Reader {
+			return io.MultiReader(strings.NewReader(head+`{"payload":{`), filler(`"k":1,`, 8*maxMembers), strings.NewReader(`"k":1}}`+"\n"))
+		}, Options{}, 4, 0, 4, ErrBadRecord, errTooManyMembers.Error(), 0, slack},
 		{"a JSON value just over the limit, complete, at the end without a newline", func(*testing.T) io.Reader {
 			return strings.NewReader(head + `{"uuid":"` + strings.Repeat("x", limit-10) + `"}`)
 		}, Options{}, 4, 0, 4, ErrBadRecord, reason, 0, 0},

@@ -94,7 +94,7 @@ func (jd *jsonDecoder) syntaxErr(line int64, reason string, err error) error {
 	kind := ErrBadRecord
 	var rs *recordSizeError
 	switch {
-	case errors.As(err, &rs):
+	case errors.As(err, &rs) || errors.Is(err, errTooManyMembers):
 		reason, err = err.Error(), nil // a record too large says all
 	case errors.Is(err, errJSONIncomplete) || errors.Is(err, io.ErrUnexpectedEOF):
 		kind, reason = ErrBadFile, "file ends inside a JSON value"
