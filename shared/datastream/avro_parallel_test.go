@@ -163,17 +163,7 @@ func TestParallelAvroDecodeMatchesSequentialDecode(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(fmt.Sprintf("%s with codec %s", tt.name, codec), func(t *testing.T) {
 				data := shopFile(t, codec, tt.block, tt.n, tt.bad)
-				want := checkParallelAvro(t, data, Options{})
-				if len(want.events) != tt.wantEvents {
-					t.Fatalf("sequential decode: %d events, want %d (err %v)", len(want.events), tt.wantEvents, want.err)
-				}
-				var re *RecordError
-				switch {
-				case tt.wantRecord == 0 && want.err != nil:
-					t.Fatalf("sequential decode: %v", want.err)
-				case tt.wantRecord != 0 && (!errors.As(want.err, &re) || re.Record != tt.wantRecord || !errors.Is(want.err, ErrBadRecord)):
-					t.Fatalf("sequential decode: err %v, want a bad record %d", want.err, tt.wantRecord)
-				}
+				wantEnding(t, checkParallelAvro(t, data, Options{}), tt.wantEvents, tt.wantRecord, "")
 			})
 		}
 	}

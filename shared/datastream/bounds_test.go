@@ -387,17 +387,7 @@ func TestMaxRecordBytesBoundsEachRecordNotEachLine(t *testing.T) {
 		for _, opts := range []Options{sequentialOpts(Options{}), parallelOpts(Options{}, 2, 64)} {
 			t.Run(fmt.Sprintf("%s, %d workers", tt.name, opts.Workers), func(t *testing.T) {
 				opts.MaxRecordBytes = tt.limit
-				res := decodeWith(t, strings.NewReader(tt.data), opts)
-				if len(res.events) != tt.events {
-					t.Errorf("decoded %d events, want %d (err %v)", len(res.events), tt.events, res.err)
-				}
-				var re *RecordError
-				switch {
-				case tt.record == 0 && res.err != nil:
-					t.Errorf("err = %v, want none", res.err)
-				case tt.record > 0 && (!errors.As(res.err, &re) || re.Record != tt.record || !strings.Contains(re.Reason, "exceeds max_record_bytes")):
-					t.Errorf("err = %v, want record %d to exceed max_record_bytes", res.err, tt.record)
-				}
+				wantEnding(t, decodeWith(t, strings.NewReader(tt.data), opts), tt.events, tt.record, "exceeds max_record_bytes")
 			})
 		}
 	}

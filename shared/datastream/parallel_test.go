@@ -94,6 +94,23 @@ func sameDecode(t testing.TB, got, want decodeResult) {
 	}
 }
 
+// wantEnding fails unless res holds events events and then ends cleanly
+// (record 0) or with a *RecordError for record that matches ErrBadRecord
+// and whose reason holds reason.
+func wantEnding(t testing.TB, res decodeResult, events int, record int64, reason string) {
+	t.Helper()
+	if len(res.events) != events {
+		t.Fatalf("decoded %d events, want %d (err %v)", len(res.events), events, res.err)
+	}
+	var re *RecordError
+	switch {
+	case record == 0 && res.err != nil:
+		t.Fatalf("err = %v, want none", res.err)
+	case record != 0 && (!errors.As(res.err, &re) || re.Record != record || !errors.Is(res.err, ErrBadRecord) || !strings.Contains(re.Reason, reason)):
+		t.Fatalf("err = %v, want a bad record %d: %s", res.err, record, reason)
+	}
+}
+
 func srcLine(ev Event) int64 {
 	if ev.jsonSrc == nil {
 		return 0
