@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -328,10 +327,13 @@ func (p *parallelJSON) readChunk() *chunkJob {
 		}
 		// Grow geometrically, so that a line longer than a chunk is read
 		// in linear time, and read a chunk at a time, so that a chunk
-		// never holds more than limit bytes of a line and one read.
+		// never holds more than limit bytes of a line and one read (an
+		// exact make: slices.Grow may add a quarter).
 		read := max(p.chunkBytes, minRead)
 		if cap(buf)-len(buf) < max(p.chunkBytes/2, minRead) {
-			buf = slices.Grow(buf, min(max(read, len(buf)), max(p.limit+read-len(buf), read)))
+			nb := make([]byte, len(buf), len(buf)+min(max(read, len(buf)), max(p.limit+read-len(buf), read)))
+			copy(nb, buf)
+			buf = nb
 		}
 		n, err := io.ReadAtLeast(p.r, buf[len(buf):min(cap(buf), len(buf)+read)], 1)
 		buf = buf[:len(buf)+n]
