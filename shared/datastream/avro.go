@@ -45,10 +45,10 @@ type avroDecoder struct {
 	remaining int64      // records left in the current block
 	buf       *binReader // current block
 	record    int64
-	blockBuf  bytes.Buffer
+	blockBuf  []byte
 	bin       binReader     // what buf points to
 	inflater  io.ReadCloser // reused from block to block (a flate.Resetter)
-	inflated  bytes.Buffer
+	inflated  []byte
 
 	vals avroValues
 }
@@ -351,13 +351,13 @@ func (ad *avroDecoder) readBlock() error {
 	if err != nil {
 		return ad.blockErr("read block size", err)
 	}
-	if count < 0 || size < 0 || size > ad.d.opts.MaxBlockBytes {
-		return ad.blockErr(fmt.Sprintf("invalid block header (%d records, %d bytes)", count, size), nil)
+	if err := ad.checkBlockHeader(count, size); err != nil {
+		return err
 	}
-	// CopyN grows the buffer as bytes arrive, so a lying size cannot
+	// appendRead grows the buffer as bytes arrive, so a lying size cannot
 	// allocate more than the file holds.
-	ad.blockBuf.Reset()
-	if _, err := io.CopyN(&ad.blockBuf, ad.br, size); err != nil {
+	ad.blockBuf, err = appendRead(reusable(ad.blockBuf), ad.br, int(size))
+	if err != nil {
 		return ad.blockErr("read block data", err)
 	}
 	var sync [16]byte
@@ -367,7 +367,19 @@ func (ad *avroDecoder) readBlock() error {
 	if sync != ad.sync {
 		return ad.blockErr("sync marker does not match the header", nil)
 	}
-	return ad.loadBlock(count, ad.blockBuf.Bytes())
+	return ad.loadBlock(count, ad.blockBuf)
+}
+
+// checkBlockHeader checks a block's record count and byte size, before any
+// of its bytes are read.
+func (ad *avroDecoder) checkBlockHeader(count, size int64) error {
+	if count < 0 || size < 0 {
+		return ad.blockErr(fmt.Sprintf("invalid block header (%d records, %d bytes)", count, size), nil)
+	}
+	if size > ad.d.opts.MaxBlockBytes {
+		return ad.blockErr(fmt.Sprintf("block of %d bytes exceeds max_block_bytes (%d)", size, ad.d.opts.MaxBlockBytes), nil)
+	}
+	return nil
 }
 
 // loadBlock decompresses the data of block ad.block, which claims count
@@ -381,14 +393,15 @@ func (ad *avroDecoder) loadBlock(count int64, data []byte) error {
 		} else if err := ad.inflater.(flate.Resetter).Reset(bytes.NewReader(data), nil); err != nil {
 			return ad.blockErr("inflate block", err)
 		}
-		ad.inflated.Reset()
-		_, err := ad.inflated.ReadFrom(io.LimitReader(ad.inflater, ad.d.opts.MaxBlockBytes+1))
-		out := ad.inflated.Bytes()
-		if err != nil {
+		// Inflate one byte more than a block may hold, to tell a block
+		// at the limit from one past it.
+		out, err := appendRead(reusable(ad.inflated), ad.inflater, int(ad.d.opts.MaxBlockBytes)+1)
+		ad.inflated = out
+		switch {
+		case err == nil:
+			return ad.blockErr(fmt.Sprintf("block inflates to more than max_block_bytes (%d)", ad.d.opts.MaxBlockBytes), nil)
+		case !isEnd(err):
 			return ad.blockErr("inflate block", err)
-		}
-		if int64(len(out)) > ad.d.opts.MaxBlockBytes {
-			return ad.blockErr("inflated block exceeds the block size limit", nil)
 		}
 		data = out
 	case "snappy":
@@ -396,8 +409,11 @@ func (ad *avroDecoder) loadBlock(count int64, data []byte) error {
 			return ad.blockErr("snappy block too short", nil)
 		}
 		n, k := binary.Uvarint(data[:len(data)-4])
-		if k <= 0 || n > uint64(ad.d.opts.MaxBlockBytes) {
-			return ad.blockErr("snappy block length invalid or beyond the block size limit", nil)
+		if k <= 0 {
+			return ad.blockErr("snappy block length invalid", nil)
+		}
+		if n > uint64(ad.d.opts.MaxBlockBytes) {
+			return ad.blockErr(fmt.Sprintf("block inflates to more than max_block_bytes (%d)", ad.d.opts.MaxBlockBytes), nil)
 		}
 		out, err := (&ocf.SnappyCodec{}).Decode(data)
 		if err != nil {
@@ -450,6 +466,7 @@ func (ad *avroDecoder) decodeInto(ev *Event) (err error) {
 		}
 	}()
 	r := ad.buf
+	start := r.off
 	var re rawEvent
 	re.schema = ad.schema
 	hasSourceTS := false
@@ -529,6 +546,11 @@ func (ad *avroDecoder) decodeInto(ev *Event) (err error) {
 				return prefixField(f.name, err)
 			}
 		}
+	}
+	// The block bounds what a record can hold; this bounds what one event
+	// may take of it, as a JSON value is bounded.
+	if int64(r.off-start) > ad.d.opts.MaxRecordBytes {
+		return fieldErr("", (&recordSizeError{ad.d.opts.MaxRecordBytes}).Error(), nil)
 	}
 	if re.meta == nil {
 		return fieldErr("source_metadata", "missing", nil)

@@ -156,14 +156,17 @@ func (p *parallelAvro) ready() error {
 			continue
 		}
 		p.window = p.window[1:]
+		// The events hold copies of what they need from the block.
+		j.raw, j.data = reusable(j.raw), nil
 		p.cur = j
 	}
 }
 
 // fill frames blocks and starts their decoding until maxJobs are in
-// flight or no block is left.
+// flight, or they hold their share of input (aheadBytesPerJob each), or no
+// block is left.
 func (p *parallelAvro) fill() {
-	for len(p.window) < p.maxJobs && !p.eof {
+	for len(p.window) < p.maxJobs && !p.eof && inFlight(p.window) < p.maxJobs*aheadBytesPerJob {
 		j := p.frame()
 		if j == nil {
 			return
@@ -199,7 +202,7 @@ func (p *parallelAvro) frame() *avroJob {
 	if n := len(p.free); n > 0 {
 		j = p.free[n-1]
 		p.free = p.free[:n-1]
-		*j = avroJob{raw: j.raw[:0], decoded: j.reuse()}
+		*j = avroJob{raw: j.raw, decoded: j.reuse()}
 	} else {
 		j = &avroJob{}
 	}
@@ -213,16 +216,14 @@ func (p *parallelAvro) frame() *avroJob {
 	if err != nil {
 		return j
 	}
-	if count < 0 || size < 0 || size > p.d.opts.MaxBlockBytes {
+	if p.header.checkBlockHeader(count, size) != nil {
 		p.eof = true
 		return j
 	}
 	// As readBlock does, grow as the bytes arrive: a lying size must not
 	// allocate more than the file holds.
-	buf := bytes.NewBuffer(j.raw)
-	start := buf.Len()
-	_, err = io.CopyN(buf, p.br, size+16)
-	j.raw = buf.Bytes()
+	start := len(j.raw)
+	j.raw, err = appendRead(j.raw, p.br, int(size)+16)
 	if err != nil {
 		p.failed(err)
 		return j
@@ -259,6 +260,9 @@ func (p *parallelAvro) failed(err error) {
 	}
 }
 
+// input is the block's bytes, for inFlight.
+func (j *avroJob) input() []byte { return j.raw }
+
 // teeByteReader reads bytes from br, appending them to *raw.
 type teeByteReader struct {
 	br  *bufio.Reader
@@ -281,6 +285,7 @@ func (p *parallelAvro) decode(j *avroJob) {
 	ad := <-p.states
 	defer func() {
 		ad.buf, ad.bin = nil, binReader{} // do not keep the block alive
+		ad.inflated = reusable(ad.inflated)
 		p.states <- ad
 	}()
 	ad.block, ad.record = j.block, j.firstRecord
@@ -316,21 +321,23 @@ func (p *parallelAvro) decode(j *avroJob) {
 func (p *parallelAvro) fallBack() {
 	p.stop()
 	first := p.window[0]
-	var rest []byte
+	// The blocks are read again from their buffers, not from one copy of
+	// them all: each is dropped once read, so a large block is held twice
+	// at the most (here and in the decoder's block buffer), not three times.
+	var rest []io.Reader
 	for _, j := range p.window {
-		rest = append(rest, j.raw...)
+		rest = append(rest, bytes.NewReader(j.raw))
 	}
-	var tail io.Reader = p.br
 	switch {
 	case p.readErr != nil:
-		tail = errReader{p.readErr}
-	case p.eof:
-		tail = bytes.NewReader(nil)
+		rest = append(rest, errReader{p.readErr})
+	case !p.eof:
+		rest = append(rest, p.br)
 	}
 	seq := p.header.clone()
 	// What is left of the input is buffered already: a small buffer is
 	// enough to frame the blocks.
-	seq.br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), tail), 16<<10)
+	seq.br = bufio.NewReaderSize(io.MultiReader(rest...), 16<<10)
 	// readBlock numbers the failed block again.
 	seq.block, seq.record = first.block-1, first.firstRecord
 	p.window, p.free, p.cur = nil, nil, nil

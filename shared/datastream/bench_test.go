@@ -39,8 +39,15 @@ const benchSchema = `{"type":"record","name":"shop_orders","fields":[
 // as an Avro file (deflate, as a realistic codec).
 func benchEvents(b *testing.B, targetBytes int) (jsonl, avroFile []byte, events int) {
 	b.Helper()
+	jsonl, recs := shopEvents(b, targetBytes)
+	return jsonl, writeOCF(b, benchSchema, ocf.Deflate, 2000, recs...), len(recs)
+}
+
+// shopEvents generates about targetBytes of JSON lines and the same events
+// as Avro records of benchSchema.
+func shopEvents(tb testing.TB, targetBytes int) (jsonl []byte, recs [][]byte) {
+	tb.Helper()
 	var jb bytes.Buffer
-	var recs [][]byte
 	for i := 0; jb.Len() < targetBytes; i++ {
 		ts := int64(1_715_237_814_000 + i)
 		pos := int64(4 + i*97)
@@ -56,10 +63,8 @@ func benchEvents(b *testing.B, targetBytes int) (jsonl, avroFile []byte, events 
 			some().raw(decimalBytes(big.NewInt(amount))).some().long(int64(i % 50)).some().str("shipped").
 			some().long(1_704_067_200_123_456).some().long(1_715_237_813_000_000).some().str("a note long enough to look like a real column value").some().long(int64(i * 7))
 		recs = append(recs, e)
-		events++
 	}
-	avroFile = writeOCF(b, benchSchema, ocf.Deflate, 2000, recs...)
-	return jb.Bytes(), avroFile, events
+	return jb.Bytes(), recs
 }
 
 func abs(n int64) int64 {

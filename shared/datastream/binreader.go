@@ -200,6 +200,29 @@ func readVarint(r io.ByteReader) (int64, error) {
 	return int64(u>>1) ^ -int64(u&1), nil
 }
 
+// appendRead appends to buf what r yields, until n bytes are appended
+// (err nil, as io.CopyN) or r ends (io.EOF) or fails first. The buffer
+// grows geometrically as bytes arrive and never more than an eighth past
+// len(buf)+n: a lying length allocates no more than twice what the input
+// holds, a block of n bytes does not take the next power of two, and a
+// buffer reused for the next block has room for one a little larger.
+func appendRead(buf []byte, r io.Reader, n int) ([]byte, error) {
+	end := len(buf) + n
+	for len(buf) < end {
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), min(len(buf)+max(len(buf), bytes.MinRead), end+n/8))
+			copy(nb, buf)
+			buf = nb
+		}
+		k, err := r.Read(buf[len(buf):min(cap(buf), end)])
+		buf = buf[:len(buf)+k]
+		if err != nil && len(buf) < end {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
 // readStreamBytes reads a length-prefixed byte string of at most max bytes.
 func readStreamBytes(r interface {
 	io.Reader

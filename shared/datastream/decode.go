@@ -31,9 +31,19 @@ const (
 	FormatAvro Format = "avro"
 )
 
-// DefaultMaxBlockBytes bounds one Avro block, compressed or not. Datastream
-// caps an event at 100 MB and rotates files long before this.
-const DefaultMaxBlockBytes = 512 << 20
+// DefaultMaxRecordBytes bounds one record (a JSON value, an Avro record)
+// when Options.MaxRecordBytes is 0. It is what a staging step can afford to
+// hold of one record, not what Datastream writes: Datastream caps an event
+// at 100 MB, so a table with larger rows needs a larger MaxRecordBytes (and
+// the memory to go with it).
+const DefaultMaxRecordBytes = 64 << 20
+
+// DefaultMaxBlockBytes bounds one Avro block, compressed or inflated, when
+// Options.MaxBlockBytes is 0 and MaxRecordBytes is no larger; a larger
+// MaxRecordBytes raises the default to it, so that a record in a block of
+// its own always fits. Datastream writes many small blocks, each well below
+// this.
+const DefaultMaxBlockBytes = 64 << 20
 
 // Options configure Decode. The zero value detects everything.
 type Options struct {
@@ -61,7 +71,15 @@ type Options struct {
 	// AvroSchemas, when set, caches parsed Avro schemas across the files
 	// decoded with it.
 	AvroSchemas *AvroSchemaCache
-	// MaxBlockBytes bounds one Avro block; 0 means DefaultMaxBlockBytes.
+	// MaxRecordBytes bounds one record: a JSON value (from its first byte,
+	// whatever lines it spans) or an Avro record. A larger record fails
+	// decoding with a *RecordError matching ErrBadRecord, and no more than
+	// about this much of it is ever held, so a line without end (a binary
+	// file named .jsonl, a corrupt gzip stream inflating to garbage) fails
+	// in bounded memory. 0 means DefaultMaxRecordBytes.
+	MaxRecordBytes int64
+	// MaxBlockBytes bounds one Avro block, compressed or inflated; 0 means
+	// the larger of DefaultMaxBlockBytes and MaxRecordBytes.
 	MaxBlockBytes int64
 	// Workers is how many goroutines decode JSON lines or Avro blocks at
 	// once; 0 means runtime.GOMAXPROCS(0) and 1 decodes on the goroutine
@@ -125,9 +143,15 @@ func Decode(ctx context.Context, r io.Reader, name string, opts Options) (*Reade
 	if d.log == nil {
 		d.log = slog.Default()
 	}
-	if d.opts.MaxBlockBytes <= 0 {
-		d.opts.MaxBlockBytes = DefaultMaxBlockBytes
+	if d.opts.MaxRecordBytes <= 0 {
+		d.opts.MaxRecordBytes = DefaultMaxRecordBytes
 	}
+	if d.opts.MaxBlockBytes <= 0 {
+		d.opts.MaxBlockBytes = max(DefaultMaxBlockBytes, d.opts.MaxRecordBytes)
+	}
+	// Buffers are sized from the limits: one more byte must not overflow.
+	d.opts.MaxRecordBytes = min(d.opts.MaxRecordBytes, maxLimit)
+	d.opts.MaxBlockBytes = min(d.opts.MaxBlockBytes, maxLimit)
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic, err := br.Peek(4)
 	if err != nil && !isEnd(err) {
@@ -216,6 +240,12 @@ func All(ctx context.Context, r io.Reader, name string, opts Options, fn func(Ev
 		}
 	}
 }
+
+// maxLimit bounds MaxRecordBytes and MaxBlockBytes, far beyond any memory.
+const maxLimit = 1 << 48
+
+// recordLimit is Options.MaxRecordBytes as an int.
+func (d *Reader) recordLimit() int { return int(d.opts.MaxRecordBytes) }
 
 func (d *Reader) fileErr(reason string, err error) *RecordError {
 	return &RecordError{File: d.name, Reason: reason, Kind: ErrBadFile, Err: err}

@@ -84,6 +84,15 @@ func (e *RecordError) Unwrap() []error {
 	return out
 }
 
+// recordSizeError is a record larger than Options.MaxRecordBytes (limit),
+// found before more than about limit bytes of it were held; decoders place
+// it in a RecordError matching ErrBadRecord.
+type recordSizeError struct{ limit int64 }
+
+func (e *recordSizeError) Error() string {
+	return fmt.Sprintf("record of more than %d bytes exceeds max_record_bytes (%d)", e.limit, e.limit)
+}
+
 // fieldError is an error tied to one field, raised below the record level
 // and placed in a RecordError by the decoder.
 type fieldError struct {

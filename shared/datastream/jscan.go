@@ -70,9 +70,20 @@ type objectSpans struct {
 	kids []memberSpan
 }
 
+// maxMembers bounds the members scanValueMembers records in one value:
+// their spans take ten times the bytes of the shortest members, so a value
+// of tiny members would otherwise take ten times MaxRecordBytes. An event
+// has a dozen members and a payload column each, and no database allows
+// 65536 columns.
+const maxMembers = 1 << 16
+
+// errTooManyMembers refuses a value of more than maxMembers members.
+var errTooManyMembers = fmt.Errorf("more than %d fields in an event, its source_metadata and its payload", maxMembers)
+
 // scanValueMembers is scanValue that also records in spans the members of
 // the value and of its member objects when it is an object (and nothing
-// otherwise), as offsets into b.
+// otherwise), as offsets into b. It fails with errTooManyMembers rather
+// than record more than maxMembers.
 func scanValueMembers(b []byte, i int, spans *objectSpans) (int, error) {
 	spans.top, spans.kids = spans.top[:0], spans.kids[:0]
 	return scanValueSpans(b, skipSpace(b, i), 0, spans)
@@ -145,6 +156,9 @@ func scanValueSpans(b []byte, i, depth int, spans *objectSpans) (int, error) {
 				return i, err
 			}
 			if c == '{' && spans != nil {
+				if len(spans.top)+len(spans.kids) >= maxMembers {
+					return i, errTooManyMembers
+				}
 				m.valEnd = i
 				switch depth {
 				case 0:

@@ -257,3 +257,40 @@ func asciiOnly(b []byte) bool {
 	}
 	return true
 }
+
+func TestScanValueMembersRecordsAtMostMaxMembers(t *testing.T) {
+	object := func(top, kids int) []byte {
+		b := []byte(`{"p":{`)
+		for i := range kids {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `"k":1`...)
+		}
+		b = append(b, '}')
+		for range top - 1 {
+			b = append(b, `,"t":2`...)
+		}
+		return append(b, '}')
+	}
+	for _, tt := range []struct {
+		name      string
+		top, kids int
+		err       error
+	}{
+		{"maxMembers members in all", 100, maxMembers - 100, nil},
+		{"one member more, in an object", 100, maxMembers - 99, errTooManyMembers},
+		{"one member more, at the top", 101, maxMembers - 100, errTooManyMembers},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var spans objectSpans
+			_, err := scanValueMembers(object(tt.top, tt.kids), 0, &spans)
+			if err != tt.err {
+				t.Fatalf("err = %v, want %v", err, tt.err)
+			}
+			if err == nil && (len(spans.top) != tt.top || len(spans.kids) != tt.kids) {
+				t.Fatalf("recorded %d and %d members, want %d and %d", len(spans.top), len(spans.kids), tt.top, tt.kids)
+			}
+		})
+	}
+}

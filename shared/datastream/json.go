@@ -65,7 +65,7 @@ func (c *tsCache) time(b []byte) (value.Micros, error) {
 }
 
 func (d *Reader) startJSON(r io.Reader) error {
-	jd := &jsonDecoder{d: d, fr: &jsonFramer{r: r}}
+	jd := &jsonDecoder{d: d, fr: &jsonFramer{r: r, limit: d.recordLimit()}}
 	if len(d.opts.AvroSchema) > 0 {
 		st, err := payloadSchemaFromAvro(d.opts.AvroSchema)
 		if err != nil {
@@ -92,9 +92,13 @@ func (d *Reader) startJSON(r io.Reader) error {
 
 func (jd *jsonDecoder) syntaxErr(line int64, reason string, err error) error {
 	kind := ErrBadRecord
-	if errors.Is(err, errJSONIncomplete) || errors.Is(err, io.ErrUnexpectedEOF) {
+	var rs *recordSizeError
+	switch {
+	case errors.As(err, &rs) || errors.Is(err, errTooManyMembers):
+		reason, err = err.Error(), nil // a record too large says all
+	case errors.Is(err, errJSONIncomplete) || errors.Is(err, io.ErrUnexpectedEOF):
 		kind, reason = ErrBadFile, "file ends inside a JSON value"
-	} else if err != nil && !isSyntax(err) {
+	case err != nil && !isSyntax(err):
 		kind = ErrBadFile // the stream itself failed (gzip, I/O)
 	}
 	return &RecordError{File: jd.d.name, Line: line, Record: jd.record + 1, Reason: reason, Kind: kind, Err: err}
@@ -507,6 +511,10 @@ type jsonFramer struct {
 	eof  bool
 	err  error
 	line int64 // newlines consumed
+	// limit is the most bytes a value may take (Options.MaxRecordBytes):
+	// the buffer never grows past limit+1 bytes (or framerRead, when that
+	// is more), so a value without end is refused in bounded memory.
+	limit int
 	// members locates the members of the last value returned, when it is
 	// an object, relative to its start.
 	members objectSpans
@@ -516,8 +524,14 @@ type jsonFramer struct {
 	pastStart bool
 }
 
-// fill reads more input, keeping buf[pos:]; it grows the buffer so that a
-// value being rescanned at least doubles the bytes available each time.
+// framerRead is the least the framer asks of its reader at a time.
+const framerRead = 64 << 10
+
+// fill reads more input, keeping buf[pos:]; it reports whether it read
+// any. It grows the buffer geometrically, so that filling to twice the
+// bytes held (fillTo) takes one read or a few, but never past what a value
+// of limit bytes and one byte more need: a value is refused once that much
+// of it is held.
 func (f *jsonFramer) fill() bool {
 	if f.eof || f.err != nil {
 		return false
@@ -527,11 +541,13 @@ func (f *jsonFramer) fill() bool {
 		f.buf = f.buf[:n]
 		f.pos = 0
 	}
-	want := max(64<<10, len(f.buf))
+	want := max(framerRead, len(f.buf))
 	if cap(f.buf)-len(f.buf) < want {
-		nb := make([]byte, len(f.buf), len(f.buf)+want)
-		copy(nb, f.buf)
-		f.buf = nb
+		if c := min(len(f.buf)+want, max(f.limit+1, framerRead)); c > cap(f.buf) {
+			nb := make([]byte, len(f.buf), c)
+			copy(nb, f.buf)
+			f.buf = nb
+		}
 	}
 	n, err := io.ReadAtLeast(f.r, f.buf[len(f.buf):cap(f.buf)], 1)
 	f.buf = f.buf[:len(f.buf)+n]
@@ -541,6 +557,20 @@ func (f *jsonFramer) fill() bool {
 		f.err = err
 	}
 	return n > 0
+}
+
+// fillTo reads until n bytes are held past pos, the value being framed is
+// known to be over the limit, or the input ends; it reports whether it read
+// any.
+func (f *jsonFramer) fillTo(n int) bool {
+	read := false
+	for held := len(f.buf) - f.pos; held < n && held <= f.limit; held = len(f.buf) - f.pos {
+		if !f.fill() {
+			break
+		}
+		read = true
+	}
+	return read
 }
 
 func (f *jsonFramer) advance(n int) {
@@ -574,31 +604,49 @@ func (f *jsonFramer) peek() (c byte, ok bool, err error) {
 	}
 }
 
-// value returns the next complete JSON value.
+// value returns the next complete JSON value, which starts at buf[pos]. A
+// value of more than limit bytes fails with a *recordSizeError, as soon as
+// that much of it is held.
 func (f *jsonFramer) value() ([]byte, error) {
 	for {
-		end, err := scanValueMembers(f.buf[f.pos:], 0, &f.members)
+		// Only the first limit+1 bytes are scanned, however many are
+		// held, so that the outcome (a value, a syntax error, a value too
+		// large) depends on the input alone, not on how it was read.
+		held := len(f.buf) - f.pos
+		end, err := scanValueMembers(f.buf[f.pos:f.pos+min(held, f.limit+1)], 0, &f.members)
 		if err == nil {
-			v := f.buf[f.pos : f.pos+end]
-			f.advance(end)
-			return v, nil
+			return f.take(end)
 		}
 		if !errors.Is(err, errJSONIncomplete) {
 			return nil, err
 		}
-		if !f.fill() {
+		if held > f.limit {
+			return nil, &recordSizeError{int64(f.limit)}
+		}
+		// Scan again only once the bytes held have doubled: scanning
+		// after every read would take time quadratic in the length of a
+		// long value, read 32 kB at a time from a gzip stream.
+		if !f.fillTo(2*held + 1) {
 			if f.err != nil {
 				return nil, f.err
 			}
 			if f.eof {
 				// A number at the very end is complete at end of input.
 				if end, err2 := scanValueMembers(append(f.buf[f.pos:len(f.buf):len(f.buf)], ' '), 0, &f.members); err2 == nil {
-					v := f.buf[f.pos : f.pos+end]
-					f.advance(end)
-					return v, nil
+					return f.take(end)
 				}
 			}
 			return nil, err
 		}
 	}
+}
+
+// take returns the value of end bytes at pos and consumes it.
+func (f *jsonFramer) take(end int) ([]byte, error) {
+	if end > f.limit {
+		return nil, &recordSizeError{int64(f.limit)}
+	}
+	v := f.buf[f.pos : f.pos+end]
+	f.advance(end)
+	return v, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -34,6 +33,39 @@ const defaultChunkBytes = 1 << 20
 // minRead is the smallest read into a chunk.
 const minRead = 512
 
+// minEventBytes is less than any Datastream event takes as a JSON line:
+// its envelope alone (uuid, timestamps, names, schema key) takes more.
+const minEventBytes = 128
+
+// Bounds on what the parallel decoders (parallelJSON, parallelAvro) hold
+// beyond the events they hand out. Chunks and blocks in flight are limited
+// in number (maxJobs) and in bytes: a job starts only while those in
+// flight hold less than maxJobs*aheadBytesPerJob of input, so that long
+// records (a chunk holds whole lines, a block whole records) are read ahead
+// one at a time rather than maxJobs at a time. Buffers that grew past
+// reuseBytes for such a record are dropped, not kept for the next job.
+const (
+	aheadBytesPerJob = 2 << 20
+	reuseBytes       = 4 << 20
+)
+
+// inFlight is the input held by the jobs of a window.
+func inFlight[J interface{ input() []byte }](window []J) int {
+	n := 0
+	for _, j := range window {
+		n += len(j.input())
+	}
+	return n
+}
+
+// reusable returns b emptied, or nil when it is too large to keep.
+func reusable(b []byte) []byte {
+	if cap(b) > reuseBytes {
+		return nil
+	}
+	return b[:0]
+}
+
 // workers is the number of decoding goroutines for JSON lines.
 func (d *Reader) workers() int {
 	if d.opts.Workers > 0 {
@@ -45,6 +77,11 @@ func (d *Reader) workers() int {
 // errChunkStopped ends a chunk's decoding when the Reader is closed.
 var errChunkStopped = errors.New("datastream: decoding stopped")
 
+// errLongLine marks the start of a line longer than Options.MaxRecordBytes,
+// which ends the chunking: whether the line is one record too large or
+// several values, the sequential decoder finds out (and says so).
+var errLongLine = errors.New("datastream: line too long to decode in chunks")
+
 // parallelJSON decodes JSON lines on several goroutines. It is owned by the
 // goroutine calling Next; the chunk goroutines only touch their chunkJob
 // and the decoder state they hold.
@@ -54,7 +91,9 @@ type parallelJSON struct {
 	carry      []byte    // input read past the last chunk boundary
 	readErr    error     // the input failed (after carry); nil at io.EOF
 	eof        bool      // r is exhausted (or failed)
+	long       bool      // reading stopped at a line too long to chunk; the rest is in r
 	chunkBytes int
+	limit      int         // Options.MaxRecordBytes
 	maxJobs    int         // chunks in flight: bounds the memory held
 	window     []*chunkJob // chunks read and handed out, in file order
 	states     chan *jsonDecoder
@@ -131,6 +170,7 @@ func newParallelJSON(d *Reader, jd *jsonDecoder, r io.Reader, workers int) *para
 		eof:        jd.fr.eof || jd.fr.err != nil,
 		readErr:    jd.fr.err,
 		chunkBytes: d.opts.chunkBytes,
+		limit:      d.recordLimit(),
 		maxJobs:    2 * workers,
 		states:     make(chan *jsonDecoder, workers),
 		baseLine:   jd.fr.line,
@@ -207,6 +247,8 @@ func (p *parallelJSON) ready() error {
 			continue
 		}
 		p.window = p.window[1:]
+		// The events hold copies of what they need from the input.
+		j.data, j.buf = nil, reusable(j.buf)
 		for i := range j.events {
 			ev := &j.events[i]
 			ev.Meta.Record += p.baseRecord
@@ -218,29 +260,39 @@ func (p *parallelJSON) ready() error {
 	}
 }
 
-// fill reads chunks and starts their decoding until maxJobs are in flight
-// or the input is exhausted.
+// fill reads chunks and starts their decoding until maxJobs are in flight,
+// or they hold their share of input (aheadBytesPerJob each), or the input
+// is exhausted.
 func (p *parallelJSON) fill() {
-	for len(p.window) < p.maxJobs && (!p.eof || len(p.carry) > 0) {
+	for len(p.window) < p.maxJobs && !p.long && (!p.eof || len(p.carry) > 0) && inFlight(p.window) < p.maxJobs*aheadBytesPerJob {
 		j := p.readChunk()
 		if j == nil {
 			return
 		}
 		p.window = append(p.window, j)
+		if j.err != nil {
+			close(j.done) // errLongLine: the sequential decoder goes on from j
+			return
+		}
 		p.wg.Add(1)
 		go p.decodeChunk(j)
 	}
 }
 
+// input is the chunk's bytes, for inFlight.
+func (j *chunkJob) input() []byte { return j.data }
+
 // readChunk reads the next chunk: at least chunkBytes (unless the input
 // ends first) cut after its last newline, the rest kept in carry. It
-// returns nil when no input is left.
+// returns nil when no input is left. A line of more than limit bytes ends
+// the chunking (p.long): the chunk returned holds what was read of it,
+// errLongLine, and no more than limit bytes and one read.
 func (p *parallelJSON) readChunk() *chunkJob {
 	var j *chunkJob
 	if n := len(p.free); n > 0 {
 		j = p.free[n-1]
 		p.free = p.free[:n-1]
-		*j = chunkJob{buf: j.buf[:0], decoded: j.reuse()}
+		*j = chunkJob{buf: j.buf, decoded: j.reuse()}
 	} else {
 		j = &chunkJob{}
 	}
@@ -266,13 +318,24 @@ func (p *parallelJSON) readChunk() *chunkJob {
 				}
 				break
 			}
+			if len(buf) > p.limit {
+				// buf is one line, from its start: too long to read
+				// whole.
+				p.long, j.err = true, errLongLine
+				break
+			}
 		}
-		// Grow geometrically: a line longer than a chunk is read in
-		// linear time.
+		// Grow geometrically, so that a line longer than a chunk is read
+		// in linear time, and read a chunk at a time, so that a chunk
+		// never holds more than limit bytes of a line and one read (an
+		// exact make: slices.Grow may add a quarter).
+		read := max(p.chunkBytes, minRead)
 		if cap(buf)-len(buf) < max(p.chunkBytes/2, minRead) {
-			buf = slices.Grow(buf, max(p.chunkBytes, len(buf), minRead))
+			nb := make([]byte, len(buf), len(buf)+min(max(read, len(buf)), max(p.limit+read-len(buf), read)))
+			copy(nb, buf)
+			buf = nb
 		}
-		n, err := io.ReadAtLeast(p.r, buf[len(buf):cap(buf)], 1)
+		n, err := io.ReadAtLeast(p.r, buf[len(buf):min(cap(buf), len(buf)+read)], 1)
 		buf = buf[:len(buf)+n]
 		if err != nil {
 			p.eof = true
@@ -302,17 +365,23 @@ func (p *parallelJSON) decodeChunk(j *chunkJob) {
 	}()
 	// Line and record numbers count from the chunk's start; next adds the
 	// numbers of the chunks before when it returns the events.
-	*jd.fr = jsonFramer{buf: j.data, eof: true, pastStart: true}
+	*jd.fr = jsonFramer{buf: j.data, eof: true, pastStart: true, limit: p.limit}
 	jd.record, jd.done = 0, false
 	// Size the events once rather than growing them step by step: from
 	// the bytes per event of the chunks before (with a sixteenth to spare,
 	// as lines vary), else by counting lines (usually one event a line).
+	// The estimate is for a chunk's worth of the smallest events at the
+	// most: a chunk holding a long line, or a pretty-printed value of
+	// many short lines, would otherwise ask for hundreds of megabytes of
+	// events it will not hold.
+	size := min(len(j.data), 2*p.chunkBytes)
 	var n int
 	if bpe := int(p.bytesPerEvent.Load()); bpe > 0 {
-		n = len(j.data)/bpe + len(j.data)/bpe/16 + 8
+		n = size/bpe + size/bpe/16 + 8
 	} else {
-		n = bytes.Count(j.data, []byte{'\n'}) + 1
+		n = bytes.Count(j.data[:size], []byte{'\n'}) + 1
 	}
+	n = min(n, size/minEventBytes+8)
 	if cap(j.events) < n {
 		j.events = make([]Event, 0, n)
 	}
@@ -343,26 +412,44 @@ func (p *parallelJSON) decodeChunk(j *chunkJob) {
 }
 
 // fallBack hands the rest of the input, from the start of the oldest chunk
-// not yet returned, to the sequential decoder.
+// not yet returned, to the sequential decoder. The chunks are handed over,
+// not copied: the first becomes the decoder's buffer, so that a line too
+// long to chunk (errLongLine) is held once, not twice.
 func (p *parallelJSON) fallBack() {
 	p.stop()
-	var rest []byte
-	for _, j := range p.window {
-		rest = append(rest, j.data...)
+	var first []byte
+	var rest []io.Reader
+	for _, b := range p.pieces() {
+		if first == nil {
+			first = b
+		} else {
+			rest = append(rest, bytes.NewReader(b))
+		}
 	}
-	rest = append(rest, p.carry...)
-	var tail io.Reader = p.r
 	switch {
 	case p.readErr != nil:
-		tail = errReader{p.readErr}
-	case p.eof:
-		tail = bytes.NewReader(nil)
+		rest = append(rest, errReader{p.readErr})
+	case !p.eof:
+		rest = append(rest, p.r)
 	}
 	jd := &jsonDecoder{d: p.d, avro: p.d.json.avro, record: p.baseRecord,
-		fr: &jsonFramer{r: io.MultiReader(bytes.NewReader(rest), tail), line: p.baseLine, pastStart: true}}
+		fr: &jsonFramer{buf: first, r: io.MultiReader(rest...), line: p.baseLine, pastStart: true, limit: p.limit}}
 	p.window, p.free, p.carry = nil, nil, nil
 	p.seq = jd
 	p.d.json = jd
+}
+
+// pieces is the input read and not yet returned, in file order: the chunks
+// in flight, then carry (none of them empty).
+func (p *parallelJSON) pieces() [][]byte {
+	var out [][]byte
+	for _, j := range p.window {
+		out = append(out, j.data)
+	}
+	if len(p.carry) > 0 {
+		out = append(out, p.carry)
+	}
+	return out
 }
 
 // stop makes the chunk goroutines give up and waits for them.

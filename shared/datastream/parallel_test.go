@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -93,6 +94,23 @@ func sameDecode(t testing.TB, got, want decodeResult) {
 	}
 }
 
+// wantEnding fails unless res holds events events and then ends cleanly
+// (record 0) or with a *RecordError for record that matches ErrBadRecord
+// and whose reason holds reason.
+func wantEnding(t testing.TB, res decodeResult, events int, record int64, reason string) {
+	t.Helper()
+	if len(res.events) != events {
+		t.Fatalf("decoded %d events, want %d (err %v)", len(res.events), events, res.err)
+	}
+	var re *RecordError
+	switch {
+	case record == 0 && res.err != nil:
+		t.Fatalf("err = %v, want none", res.err)
+	case record != 0 && (!errors.As(res.err, &re) || re.Record != record || !errors.Is(res.err, ErrBadRecord) || !strings.Contains(re.Reason, reason)):
+		t.Fatalf("err = %v, want a bad record %d: %s", res.err, record, reason)
+	}
+}
+
 func srcLine(ev Event) int64 {
 	if ev.jsonSrc == nil {
 		return 0
@@ -157,6 +175,13 @@ func TestParallelDecodeMatchesSequentialDecode(t *testing.T) {
 		{"a number at the very end", jsonLines(many[:10]...) + "12", Options{}},
 		{"a value that is not an object", jsonLines(many[:10]...) + "[1]\n" + jsonLines(many[10:20]...), Options{}},
 		{"only whitespace after the first line", many[0] + strings.Repeat(" \n", 100), Options{}},
+		{"a line of many values, longer than max_record_bytes", jsonLines(many[:20]...) + strings.Join(many[20:60], " ") + "\n" + jsonLines(many[60:80]...), Options{MaxRecordBytes: 1000}},
+		{"a record of max_record_bytes", jsonLines(many[:30]...) + long + "\n" + jsonLines(many[30:60]...), Options{MaxRecordBytes: int64(len(long))}},
+		{"a record larger than max_record_bytes", jsonLines(many[:30]...) + long + "\n" + jsonLines(many[30:60]...), Options{MaxRecordBytes: int64(len(long)) - 1}},
+		{"a record larger than max_record_bytes at the end without a newline", jsonLines(many[:30]...) + long, Options{MaxRecordBytes: 4096}},
+		{"a file ending inside a record larger than max_record_bytes", jsonLines(many[:30]...) + long[:8000], Options{MaxRecordBytes: 4096}},
+		{"a record larger than max_record_bytes over many lines", jsonLines(many[:30]...) + strings.ReplaceAll(long, ",", ",\n") + "\n" + jsonLines(many[30:60]...), Options{MaxRecordBytes: 4096}},
+		{"a record larger than max_record_bytes after blank lines", jsonLines(many[:30]...) + strings.Repeat("\n", 5000) + long + "\n", Options{MaxRecordBytes: 4096}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,6 +219,48 @@ func TestParallelDecodeOfGzipMatchesSequentialDecode(t *testing.T) {
 			sameDecode(t, got, want)
 			sameDecode(t, appendWith(t, bytes.NewReader(tt.data), parallelOpts(Options{}, 2, 512)), want)
 		})
+	}
+}
+
+func TestATruncatedGzipStreamIsAnErrorNamingTheFile(t *testing.T) {
+	var lines []string
+	for i := range 3000 {
+		lines = append(lines, strings.Replace(pgCDC, `"uuid":"u5"`, fmt.Sprintf(`"uuid":"u%d"`, i), 1))
+	}
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write([]byte(jsonLines(lines...)))
+	w.Close()
+	full := b.Bytes()
+	for _, cut := range []struct {
+		name string
+		n    int
+	}{
+		{"inside the header", 5},
+		{"in the first block", 100},
+		{"in the middle", len(full) / 2},
+		{"before the checksum", len(full) - 8},
+		{"inside the checksum", len(full) - 3},
+	} {
+		for _, opts := range []Options{sequentialOpts(Options{}), parallelOpts(Options{}, 2, 0), parallelOpts(Options{}, 3, 512)} {
+			t.Run(fmt.Sprintf("cut %s, %d workers, chunks of %d", cut.name, opts.Workers, opts.chunkBytes), func(t *testing.T) {
+				for _, res := range []decodeResult{
+					decodeWith(t, bytes.NewReader(full[:cut.n]), opts),
+					appendWith(t, bytes.NewReader(full[:cut.n]), opts),
+				} {
+					var re *RecordError
+					if !errors.As(res.err, &re) || re.File != "f.jsonl" || !errors.Is(res.err, ErrBadFile) {
+						t.Fatalf("after %d of %d events: err = %v, want a *RecordError naming f.jsonl that matches ErrBadFile", len(res.events), len(lines), res.err)
+					}
+					if !errors.Is(res.err, io.ErrUnexpectedEOF) || isEnd(res.err) {
+						t.Errorf("err = %v, want it to say the stream ended early", res.err)
+					}
+					if len(res.events) > len(lines) {
+						t.Errorf("decoded %d events from a stream of %d", len(res.events), len(lines))
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -409,5 +476,11 @@ func FuzzParallelJSONMatchesSequential(f *testing.F) {
 			sameDecode(t, decodeWith(t, bytes.NewReader(data), parallelOpts(Options{}, 2, chunk)), want)
 			sameDecode(t, appendWith(t, bytes.NewReader(data), parallelOpts(Options{}, 2, chunk)), want)
 		}
+		// A small MaxRecordBytes makes lines too long to chunk, and must
+		// fail the same records however the input is read.
+		small := Options{MaxRecordBytes: 100}
+		want = decodeWith(t, bytes.NewReader(data), sequentialOpts(small))
+		sameDecode(t, decodeWith(t, bytes.NewReader(data), parallelOpts(small, 2, 37)), want)
+		sameDecode(t, decodeWith(t, iotest.OneByteReader(bytes.NewReader(data)), sequentialOpts(small)), want)
 	})
 }
