@@ -119,7 +119,7 @@ const (
 	DefaultBatchMaxEvents     = 100_000
 	// DefaultBatchMaxSourceBytes counts the Datastream files' own bytes.
 	DefaultBatchMaxSourceBytes = 256 << 20
-	DefaultMaxRecordBytes      = 64 << 20
+	DefaultMaxRecordBytes      = 128 << 20
 )
 
 // DefaultExtensions are the Datastream data file extensions.

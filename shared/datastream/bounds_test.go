@@ -322,7 +322,7 @@ func TestMaxBlockBytesFollowsMaxRecordBytes(t *testing.T) {
 		opts              Options
 		maxRecord, maxBlk int64
 	}{
-		{"by default", Options{}, DefaultMaxRecordBytes, DefaultMaxBlockBytes},
+		{"by default", Options{}, DefaultMaxRecordBytes, max(DefaultMaxBlockBytes, DefaultMaxRecordBytes)},
 		{"with a smaller MaxRecordBytes", Options{MaxRecordBytes: 1 << 20}, 1 << 20, DefaultMaxBlockBytes},
 		{"with a larger MaxRecordBytes", Options{MaxRecordBytes: 100 << 20}, 100 << 20, 100 << 20},
 		{"with an explicit MaxBlockBytes", Options{MaxRecordBytes: 100 << 20, MaxBlockBytes: 1 << 20}, 100 << 20, 1 << 20},

@@ -32,11 +32,10 @@ const (
 )
 
 // DefaultMaxRecordBytes bounds one record (a JSON value, an Avro record)
-// when Options.MaxRecordBytes is 0. It is what a staging step can afford to
-// hold of one record, not what Datastream writes: Datastream caps an event
-// at 100 MB, so a table with larger rows needs a larger MaxRecordBytes (and
-// the memory to go with it).
-const DefaultMaxRecordBytes = 64 << 20
+// when Options.MaxRecordBytes is 0. Datastream caps an event at 100 MB, and
+// its JSON text can be somewhat longer, so every record Datastream writes
+// fits; a staging step holds at most about this much of one record.
+const DefaultMaxRecordBytes = 128 << 20
 
 // DefaultMaxBlockBytes bounds one Avro block, compressed or inflated, when
 // Options.MaxBlockBytes is 0 and MaxRecordBytes is no larger; a larger

@@ -216,7 +216,7 @@ func recordOf(err error) string {
 // their schema. On a bad record the parts already written are deleted: the
 // file is quarantined whole.
 func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceFile, id string) (*manifest, string, error) {
-	opts := datastream.Options{File: f, Logger: p.log(), PrimaryKeys: map[string][]string{}}
+	opts := datastream.Options{File: f, Logger: p.log(), PrimaryKeys: map[string][]string{}, MaxRecordBytes: p.Config.MaxRecordBytes()}
 	for tid, tc := range p.Config.Tables {
 		if len(tc.PrimaryKey) > 0 {
 			opts.PrimaryKeys[tid] = tc.PrimaryKey
