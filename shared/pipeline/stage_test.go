@@ -351,3 +351,16 @@ func TestSchemaModeOverwrite(t *testing.T) {
 		t.Fatalf("verify: %v %+v", err, vr)
 	}
 }
+
+func TestARecordLargerThanMaxRecordBytesQuarantinesItsFile(t *testing.T) {
+	ctx := context.Background()
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{RecordMaxBytes: 600})
+	big := jsonlFile("big", 10, `{"id":1,"n":5}`, fmt.Sprintf(`{"id":2,"note":%q}`, strings.Repeat("y", 1000)), `{"id":3,"n":7}`)
+	res := stageAll(t, ctx, p, source, "shop.t", big)
+	for _, want := range []string{big.Name, "line 2", "max_record_bytes"} {
+		if !strings.Contains(res[0].Quarantined, want) {
+			t.Errorf("quarantine reason %q does not name %s", res[0].Quarantined, want)
+		}
+	}
+}
