@@ -3,7 +3,9 @@
 // bucket, and reads any Delta table (ours or one written by Spark).
 //
 // Every command works on a local path or a gs://bucket/path URL. Errors are
-// one line naming what failed and why; the exit code is non-zero.
+// one line naming what failed and why. Exit codes: 0 success, 1 failure,
+// 2 usage or configuration error, 3 finished with work left undone (run:
+// files pending or quarantined).
 package main
 
 import (
@@ -43,6 +45,13 @@ func commands() map[string]command {
 // errUsage marks an error already explained by a usage message.
 var errUsage = errors.New("usage")
 
+// configError marks a bad argument or configuration that is not explained
+// by a usage message: it is printed and exits 2, like a usage error.
+type configError struct{ err error }
+
+func (e configError) Error() string { return e.err.Error() }
+func (e configError) Unwrap() error { return e.err }
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -67,17 +76,25 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		usage(stderr, cmds)
 		return 2
 	}
-	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		if errors.Is(err, errUsage) {
-			return 2
-		}
-		fmt.Fprintf(stderr, "dsdelta %s: %v\n", args[0], err)
-		return 1
+	return exitCode(stderr, args[0], c.run(ctx, args[1:], stdout, stderr))
+}
+
+// exitCode reports a command's error on stderr and returns its exit code.
+func exitCode(stderr io.Writer, name string, err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
 	}
-	return 0
+	fmt.Fprintf(stderr, "dsdelta %s: %v\n", name, err)
+	switch {
+	case errors.As(err, new(configError)):
+		return 2
+	case errors.Is(err, errIncomplete):
+		return 3
+	}
+	return 1
 }
 
 func usage(w io.Writer, cmds map[string]command) {

@@ -33,7 +33,10 @@
 // # Lease
 //
 // A lease is held by a holder (a unique id per worker) until it expires,
-// is renewed or released. Every acquisition gets a fencing token that is
+// is renewed or released. The local backend also records the holder's
+// process (see Process) and takes over, at once, the lease of a process
+// on the same host that no longer exists; the takeover is an acquisition
+// like any other, so the token grows and the gone holder's lease is lost. Every acquisition gets a fencing token that is
 // strictly greater than every token handed out before for the table, and a
 // lease holds only while its token is the current one and it has not
 // expired: an expired lease is lost even when nobody took it over yet.
@@ -211,6 +214,9 @@ type TableStatus struct {
 	// LeaseHolder and LeaseExpires describe a live lease; empty when free.
 	LeaseHolder  string
 	LeaseExpires time.Time
+	// LeaseProcess is "host/pid" of the live lease's holder when the backend
+	// records it (the local backend does); empty otherwise.
+	LeaseProcess string
 }
 
 // Coordinator is the table lease, staged-file registry, batches and status.
@@ -218,8 +224,10 @@ type TableStatus struct {
 // sharing the same backing store.
 type Coordinator interface {
 	// Acquire takes the table's lease for ttl. It returns ErrLeaseHeld when
-	// another holder has a live lease; an expired lease is taken over. The
-	// same holder acquiring again gets a new token (its old Lease is lost).
+	// another holder has a live lease; an expired lease is taken over, and
+	// so is, by the local backend, the lease of a holder process that is
+	// gone from this host (see Process). The same holder acquiring again
+	// gets a new token (its old Lease is lost).
 	Acquire(ctx context.Context, table, holder string, ttl time.Duration) (Lease, error)
 	// Renew extends a held lease to now+ttl, or returns ErrLeaseLost.
 	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -43,6 +44,11 @@ import (
 //     eventually deleted. The file record's put-if-absent decides which of
 //     concurrent deliveries created the file.
 //
+// The lease records the holder's Process. An Acquire that finds a live
+// lease of another holder on this host whose process is gone frees it in
+// the same compare-and-swap that takes it, so of several processes taking
+// over at once one wins, and the others find the winner alive.
+//
 // Counts of pending and quarantined files are computed from the records
 // rather than kept as counters that a crash could skew. Two registrations
 // racing in different processes may become visible out of arrival order;
@@ -59,6 +65,12 @@ type LocalOptions struct {
 	// Retention sets ExpireAt of merged files and done batches;
 	// DefaultRetention when zero.
 	Retention time.Duration
+	// Process is recorded as the holder of the leases this coordinator
+	// acquires, and judges whether other holders are gone;
+	// CurrentProcess() when zero. Tests set it to play other processes.
+	Process Process
+	// Logger reports leases taken over; slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // Local is the Coordinator over an objstore.Store, safe for several
@@ -69,6 +81,8 @@ type Local struct {
 	root      string
 	now       func() time.Time
 	retention time.Duration
+	proc      Process
+	log       *slog.Logger
 }
 
 var _ Coordinator = (*Local)(nil)
@@ -78,7 +92,14 @@ func NewLocal(store objstore.Store, opts LocalOptions) (*Local, error) {
 	if store == nil {
 		return nil, errors.New("new local coordinator: nil store")
 	}
-	l := &Local{store: store, root: strings.Trim(opts.Root, "/"), now: opts.Now, retention: opts.Retention}
+	l := &Local{store: store, root: strings.Trim(opts.Root, "/"), now: opts.Now, retention: opts.Retention,
+		proc: opts.Process, log: opts.Logger}
+	if l.proc == (Process{}) {
+		l.proc = CurrentProcess()
+	}
+	if l.log == nil {
+		l.log = slog.Default()
+	}
 	if l.root == "" {
 		l.root = "_dsdelta/coord"
 	}
@@ -259,13 +280,28 @@ func (l *Local) Acquire(ctx context.Context, table, holder string, ttl time.Dura
 		return Lease{}, err
 	}
 	var out Lease
+	var gone leaseDoc // the lease taken over from a gone process, if any
 	err := l.updateTable(ctx, table, func(t *tableDoc, _ bool) error {
-		next, lease, err := t.Lease.acquire(table, holder, ttl, l.now())
+		cur, now := t.Lease, l.now()
+		gone = leaseDoc{}
+		if cur.live(now) && cur.Holder != holder && cur.Process != nil && cur.Process.goneFrom(l.proc, probeProcess) {
+			gone, cur = cur, leaseDoc{Token: cur.Token}
+		}
+		next, lease, err := cur.acquire(table, holder, ttl, now)
+		if err != nil {
+			return err
+		}
+		next.Process = &l.proc
 		t.Lease, out = next, lease
-		return err
+		return nil
 	})
 	if err != nil {
 		return Lease{}, fmt.Errorf("acquire lease on %s for %s: %w", table, holder, err)
+	}
+	if gone.Process != nil {
+		l.log.Warn("took over the lease of a process that is gone", "table", table,
+			"holder", gone.Holder, "process", gone.Process.String(), "token", gone.Token,
+			"expires", gone.Expires, "new_holder", holder, "new_token", out.Token)
 	}
 	return out, nil
 }

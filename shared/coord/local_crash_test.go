@@ -160,4 +160,23 @@ func TestLocalRecoversFromCrashes(t *testing.T) {
 			t.Fatalf("NextBatch after completion = %v, want ErrNoWork", err)
 		}
 	})
+	t.Run("a takeover that died before writing leaves the gone holder's lease to the next acquisition", func(t *testing.T) {
+		store, c, clock := setup(t)
+		old, b := holdBatch(t, c, "gone", 2, 1)
+		editLease(t, store, "db.t", func(_ *testing.T, p map[string]any) { p["pid"] = gonePID })
+		clock.Advance(time.Second)
+		store.crashAt("/tables/")
+		if _, err := c.Acquire(ctx, "db.t", "next", time.Minute); !errors.Is(err, errCrash) {
+			t.Fatalf("Acquire = %v, want the injected crash", err)
+		}
+		l, err := c.Acquire(ctx, "db.t", "again", time.Minute)
+		if err != nil || l.Token != old.Token+1 {
+			t.Fatalf("Acquire after the crash = token %d, %v; want the takeover with token %d", l.Token, err, old.Token+1)
+		}
+		wantLost(t, c, old, b)
+		again, err := c.NextBatch(ctx, l, "db.t", coord.BatchLimits{Files: 10})
+		if err != nil || again.Seq != b.Seq || len(again.Files) != 1 {
+			t.Fatalf("NextBatch after the takeover = seq %d with %d files, %v; want batch %d with its 1 file", again.Seq, len(again.Files), err, b.Seq)
+		}
+	})
 }

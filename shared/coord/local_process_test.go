@@ -1,12 +1,14 @@
 package coord_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,4 +158,107 @@ func mergeSome(t *testing.T, c coord.Coordinator, holder string) {
 			t.Fatalf("CompleteBatch: %v", err)
 		}
 	}
+}
+
+// helperHoldEnv makes the helper process TestLocalLeaseHolderHelper hold a
+// lease instead of merging.
+const helperHoldEnv = "DSDELTA_COORD_HELPER_HOLD"
+
+// TestLocalLeaseOfAKilledProcess has a child process take a table's lease
+// and open a batch, checks that the lease is not taken over while the child
+// lives, SIGKILLs it, and checks that the next acquisition on this host
+// takes the lease over at once (not after its hour-long ttl) with a greater
+// token, that the child's lease can no longer do anything, and that the
+// child's batch is resumed.
+func TestLocalLeaseOfAKilledProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" && runtime.GOOS != "freebsd" {
+		t.Skipf("no process liveness check on %s", runtime.GOOS)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := objstore.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newLocal(t, store, nil)
+	for n := range 3 {
+		if _, _, err := c.RegisterFile(ctx, processFile(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestLocalLeaseHolderHelper$")
+	cmd.Env = append(os.Environ(), helperDirEnv+"="+dir, helperHoldEnv+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start helper: %v", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	var old coord.Lease
+	var expires string
+	var seq int64
+	if _, serr := fmt.Sscanf(line, "holding %s %s %d %s %d", &old.Table, &old.Holder, &old.Token, &expires, &seq); err != nil || serr != nil {
+		t.Fatalf("helper did not report its lease (%q, %v, %v):\n%s", line, err, serr, stderr.String())
+	}
+	if old.Expires, err = time.Parse(time.RFC3339Nano, expires); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Acquire(ctx, "db.proc", "next", time.Minute); !errors.Is(err, coord.ErrLeaseHeld) {
+		t.Fatalf("Acquire while the holder lives = %v, want ErrLeaseHeld", err)
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no clean-up runs
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // reaped: the pid is gone
+	l, err := c.Acquire(ctx, "db.proc", "next", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire after the holder was killed = %v, want a takeover at once", err)
+	}
+	if l.Token <= old.Token {
+		t.Fatalf("takeover token %d, want > %d", l.Token, old.Token)
+	}
+	wantLost(t, c, old, coord.Batch{Table: "db.proc", Seq: seq})
+	b, err := c.NextBatch(ctx, l, "db.proc", coord.BatchLimits{})
+	if err != nil || b.Seq != seq {
+		t.Fatalf("NextBatch after the takeover = seq %d, %v; want the killed holder's batch %d", b.Seq, err, seq)
+	}
+	if err := c.CompleteBatch(ctx, l, b, coord.BatchStats{}); err != nil {
+		t.Fatalf("CompleteBatch: %v", err)
+	}
+}
+
+// TestLocalLeaseHolderHelper is the body of the helper process of
+// TestLocalLeaseOfAKilledProcess: it takes the lease for an hour, opens a
+// batch, reports both on stdout and waits to be killed.
+func TestLocalLeaseHolderHelper(t *testing.T) {
+	dir := os.Getenv(helperDirEnv)
+	if dir == "" || os.Getenv(helperHoldEnv) == "" {
+		t.Skip("helper process of TestLocalLeaseOfAKilledProcess")
+	}
+	ctx := context.Background()
+	store, err := objstore.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newLocal(t, store, nil)
+	l, err := c.Acquire(ctx, "db.proc", fmt.Sprintf("helper-%d", os.Getpid()), time.Hour)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	b, err := c.NextBatch(ctx, l, "db.proc", coord.BatchLimits{Files: 2})
+	if err != nil {
+		t.Fatalf("NextBatch: %v", err)
+	}
+	fmt.Printf("holding %s %s %d %s %d\n", l.Table, l.Holder, l.Token, l.Expires.Format(time.RFC3339Nano), b.Seq)
+	time.Sleep(time.Minute)
+	t.Fatal("not killed")
 }

@@ -16,6 +16,9 @@ type leaseDoc struct {
 	Holder  string    `firestore:"holder" json:"holder,omitempty"`
 	Token   int64     `firestore:"token" json:"token"`
 	Expires time.Time `firestore:"expires,omitempty" json:"expires,omitzero"`
+	// Process is the holder's process, recorded by the local backend only:
+	// leases of cloud functions simply expire.
+	Process *Process `firestore:"-" json:"process,omitempty"`
 }
 
 // live reports whether somebody holds the lease at now.
@@ -26,11 +29,20 @@ func (d leaseDoc) live(now time.Time) bool {
 // acquire returns the lease document after holder takes the lease.
 func (d leaseDoc) acquire(table, holder string, ttl time.Duration, now time.Time) (leaseDoc, Lease, error) {
 	if d.live(now) && d.Holder != holder {
-		return d, Lease{}, fmt.Errorf("held by %s until %s: %w",
-			d.Holder, d.Expires.UTC().Format(time.RFC3339Nano), ErrLeaseHeld)
+		return d, Lease{}, fmt.Errorf("held by %s%s until %s: %w",
+			d.Holder, d.process(), d.Expires.UTC().Format(time.RFC3339Nano), ErrLeaseHeld)
 	}
 	next := leaseDoc{Holder: holder, Token: d.Token + 1, Expires: now.Add(ttl)}
 	return next, Lease{Table: table, Holder: holder, Token: next.Token, Expires: next.Expires}, nil
+}
+
+// process describes the holder's process for messages: " (process
+// host/pid)", or nothing when it is not recorded.
+func (d leaseDoc) process() string {
+	if d.Process == nil {
+		return ""
+	}
+	return " (process " + d.Process.String() + ")"
 }
 
 // check returns nil when l is the current, unexpired lease.
@@ -128,6 +140,9 @@ func (t *tableDoc) status() TableStatus {
 func withLease(s TableStatus, d leaseDoc, now time.Time) TableStatus {
 	if d.live(now) {
 		s.LeaseHolder, s.LeaseExpires = d.Holder, d.Expires
+		if d.Process != nil {
+			s.LeaseProcess = d.Process.String()
+		}
 	}
 	return s
 }
