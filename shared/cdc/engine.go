@@ -529,277 +529,40 @@ func sumSize(adds []delta.Add) int64 {
 	return n
 }
 
-// stored is what a lookup found for one key.
-type stored struct {
-	rowOrder  []byte
-	rowFiles  []string // paths of files holding the key (one, unless a bug duplicated it)
-	tombOrder []byte
-}
-
-// applyState merges the batch into the state and tombstone tables. source
-// is the history's source schema after the batch and order (overwrite mode)
-// the order of the change that set it: the state table follows both.
+// applyState merges the batch into the state and tombstone tables: lookup
+// (what the tables hold of the step's keys), plan (planState: what happens
+// to each key, pure), execute (the tombstone and the state commits). source
+// is the history's source schema after the batch and order (overwrite
+// mode) the order of the change that set it: the state table follows both.
 func applyState(ctx context.Context, t Tables, step Step, b Batch, source value.StructType, order []byte, opts Options, res *Result, historyCommitted <-chan struct{}) error {
-	keyIdx, err := KeyIndexes(source, b.Key)
+	st, err := openState(ctx, t, step, b, source, order, opts)
 	if err != nil {
 		return err
 	}
-	tombSchema, err := TombstoneSchema(source, b.Key)
-	if err != nil {
-		return err
-	}
-	stateConf := map[string]string{PropKey: strings.Join(b.Key, ",")}
-	if opts.Overwrite {
-		stateConf = withSchemaOrder(stateConf, order)
-	}
-	stateSnap, err := openOrCreate(ctx, t.State, t.ID, "state", delta.CreateOptions{
-		Schema: StateSchema(source), Name: t.ID, Configuration: stateConf, PartitionColumns: opts.StatePartitionColumns,
-		Description: "dsdelta current state of " + t.ID + ": one row per primary key",
-	})
-	if err != nil {
-		return fmt.Errorf("state: %w", err)
-	}
-	tombSnap, err := openTombstones(ctx, t, tombSchema, b.Key)
-	if err != nil {
-		return fmt.Errorf("tombstones: %w", err)
-	}
-	stateMD, stateSource, _, stateWidened, err := evolve(stateSnap, source, order, StateSchema, b.Key, opts.Overwrite)
-	if err != nil {
-		return fmt.Errorf("state: %w", err)
-	}
-	stateDone := step.applied(t.ID, stateSnap)
-	tombDone := step.applied(t.ID, tombSnap)
-	res.AlreadyState, res.AlreadyTombstones = stateDone, tombDone
-	res.StateVersion, res.TombstoneVersion = stateSnap.Version(), tombSnap.Version()
-	if stateDone && tombDone {
+	res.AlreadyState, res.AlreadyTombstones = st.stateDone, st.tombDone
+	res.StateVersion, res.TombstoneVersion = st.stateSnap.Version(), st.tombSnap.Version()
+	if st.stateDone && st.tombDone {
 		return nil
 	}
-
-	// Conform the batch to the table's key positions and dedupe.
-	from := b.Source
-	latest := Latest(b.Changes)
-	res.Keys = int64(len(latest))
+	keys := latestSorted(b.Changes)
+	res.Keys = int64(len(keys))
 	res.Collapsed = res.Events - res.Keys
-	keys := make([]Change, 0, len(latest))
-	for _, c := range latest {
-		keys = append(keys, c)
+	found, err := st.lookup(ctx, keys)
+	if err != nil {
+		return err
 	}
-	sort.Slice(keys, func(i, j int) bool { return value.CompareKeys(keys[i].Key, keys[j].Key) < 0 })
-
-	found := map[string]*stored{}
-	for _, c := range keys {
-		found[c.KeyText] = &stored{}
-	}
-	keyNames := make([]string, len(keyIdx))
-	keyTypes := make([]value.Type, len(keyIdx))
-	for i, k := range keyIdx {
-		keyNames[i] = source.Fields[k].Name
-		keyTypes[i] = source.Fields[k].Type
-	}
-	candidates := prune(stateSnap.Files(), keyNames[0], keyTypes[0], keys)
-	if err := lookup(ctx, stateSnap, candidates, keyNames, keys, found, func(s *stored, order []byte, path string) {
-		if s.rowOrder == nil || bytes.Compare(order, s.rowOrder) > 0 {
-			s.rowOrder = order
-		}
-		s.rowFiles = append(s.rowFiles, path)
-	}); err != nil {
-		return fmt.Errorf("state lookup: %w", err)
-	}
-	res.FilesRead = len(candidates)
-	tombCandidates := prune(tombSnap.Files(), keyNames[0], keyTypes[0], keys)
-	if err := lookup(ctx, tombSnap, tombCandidates, keyNames, keys, found, func(s *stored, order []byte, _ string) {
-		if s.tombOrder == nil || bytes.Compare(order, s.tombOrder) > 0 {
-			s.tombOrder = order
-		}
-	}); err != nil {
-		return fmt.Errorf("tombstone lookup: %w", err)
-	}
-
-	// Decide.
-	verdicts := make([]Verdict, len(keys))
-	touched := map[string]bool{}  // state files to rewrite
-	dropKeys := map[string]bool{} // keys whose stored row goes away
-	var keyBuf []byte             // reused by the rewrite's Drop
-	var res2 Result
-	for i, c := range keys {
-		s := found[c.KeyText]
-		v := Decide(c, s.rowOrder, s.tombOrder)
-		verdicts[i] = v
-		switch v {
-		case Stale:
-			res2.Stale++
-		case Insert:
-			res2.Inserted++
-		case Replace:
-			res2.Updated++
-		case Delete:
-			res2.Deleted++
-		case Bury:
-			res2.Buried++
-		}
-		if v == Replace || v == Delete {
-			dropKeys[c.KeyText] = true
-			for _, p := range s.rowFiles {
-				touched[p] = true
-			}
-		}
-	}
-	res.Stale, res.Inserted, res.Updated, res.Deleted, res.Buried = res2.Stale, res2.Inserted, res2.Updated, res2.Deleted, res2.Buried
-
-	now := opts.Now()
-	if !tombDone {
-		var rows [][]any
-		for i, c := range keys {
-			if verdicts[i] != Delete && verdicts[i] != Bury {
-				continue
-			}
-			row := make([]any, 0, len(tombSchema.Fields))
-			row = append(row, c.Key...)
-			row = append(row, c.Order, c.Position, c.SourceTS, value.MicrosOf(now))
-			rows = append(rows, row)
-		}
-		if len(rows) > 0 {
-			adds, err := writeRows(ctx, t.Tombstones, delta.WriteOptions{Schema: tombSnap.Schema()}, rows, opts.TargetFileBytes)
-			if err != nil {
-				return fmt.Errorf("tombstones: %w", err)
-			}
-			tx := tombSnap.NewTransaction(delta.Operation{Name: "WRITE", Parameters: map[string]string{"mode": "Append", "partitionBy": "[]"}})
-			tx.Add(adds...)
-			step.setTxn(tx, t.ID)
-			tx.SetMetrics(map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.Itoa(len(rows)), "numOutputBytes": strconv.FormatInt(sumSize(adds), 10)})
-			if err := awaitHistory(ctx, historyCommitted); err != nil {
-				return err
-			}
-			snap, err := tx.Commit(ctx)
-			if err != nil {
-				return fmt.Errorf("tombstones commit: %w", err)
-			}
-			res.TombstoneVersion = snap.Version()
-			res.FilesAdded += len(adds)
-		}
-	}
-	if stateDone {
-		return nil
-	}
-
-	stateSchema := StateSchema(stateSource)
-	upserts := res.Inserted + res.Updated
-	if upserts == 0 && len(touched) == 0 && stateMD == nil && !stateWidened {
-		return nil // nothing changes: no commit (a re-run finds nothing to do either)
-	}
-	var removes []delta.Remove
-	var adds []delta.Add
-	md := stateSnap.Metadata()
-	// Files() is sorted by path (and shared: never modify it). A widened
-	// column rewrites every file, converting its values.
-	var convErr error
-	// Row groups whose first-key bounds exclude every dropped key are
-	// copied without reading their keys (keys is sorted, so is dropFirsts).
-	var dropFirsts []any
-	for i, c := range keys {
-		if verdicts[i] == Replace || verdicts[i] == Delete {
-			dropFirsts = append(dropFirsts, c.Key[0])
-		}
-	}
-	dropFilter := firstKeyFilter(keyNames[0], dropFirsts)
-	for _, f := range stateSnap.Files() {
-		if !touched[f.Path] && !stateWidened {
-			continue
-		}
-		// Copy the file's rows except the keys this batch replaces or
-		// deletes, streaming: memory holds a row group, not the file. Row
-		// groups without such a key are copied without decoding them.
-		rw, err := delta.RewriteFile(ctx, t.State, md, f, delta.RewriteOptions{
-			Write:           delta.WriteOptions{Schema: stateSchema, PartitionColumns: stateSnap.PartitionColumns(), DataChange: true, RowGroupBytes: opts.RowGroupBytes},
-			TargetFileBytes: opts.TargetFileBytes,
-			Keys:            keyNames,
-			Drop: func(k []any) bool {
-				keyBuf = AppendKeyText(keyBuf[:0], k)
-				return dropKeys[string(keyBuf)]
-			},
-			RowGroupFilter: dropFilter,
-			Conform: func(row []any) []any {
-				r, err := conformFor(opts.Overwrite, row, stateSnap.Schema(), stateSchema)
-				if err != nil && convErr == nil {
-					convErr = err
-				}
-				return r
-			},
-		})
-		if err == nil && convErr != nil {
-			err = convErr
-		}
-		if err != nil {
-			return fmt.Errorf("rewrite %s: %w", f.Path, err)
-		}
-		adds = append(adds, rw.Adds...)
-		removes = append(removes, f.Remove(now.UnixMilli(), true))
-		res.FilesRewritten++
-		res.RowGroupsCopied += rw.RowGroupsCopied
-		res.RowGroupsDecoded += rw.RowGroupsDecoded
-		res.RowsReencoded += rw.Reencoded
-	}
-	if upserts > 0 {
-		// The new rows stream to the writer in key order, through one
-		// reused row: a step holds its changes, not a second copy of them.
-		w := newRolling(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: stateSnap.PartitionColumns(), RowGroupBytes: opts.RowGroupBytes}, opts.TargetFileBytes)
-		var row []any
-		for i, c := range keys {
-			if verdicts[i] != Insert && verdicts[i] != Replace {
-				continue
-			}
-			// In overwrite mode a batch older than the table's schema is
-			// cast to it: columns it lacks are null, columns gone are
-			// dropped.
-			src, err := conformFor(opts.Overwrite, c.Row, from, stateSource)
-			if err != nil {
-				w.Abort()
-				return fmt.Errorf("key %s: %w", c.KeyText, err)
-			}
-			row = append(append(row[:0], src...), c.SourceTS, nullIfEmpty(c.ChangeType), c.Position, c.Order)
-			if err := w.Write(row); err != nil {
-				w.Abort()
-				return err
-			}
-		}
-		a, err := w.Close()
-		if err != nil {
+	res.FilesRead = len(st.candidates)
+	plan := planState(keys, found)
+	res.Stale, res.Inserted, res.Updated, res.Deleted, res.Buried = plan.stale, plan.inserted, plan.updated, plan.deleted, plan.buried
+	if !st.tombDone {
+		if err := st.commitTombstones(ctx, plan, res, historyCommitted); err != nil {
 			return err
 		}
-		adds = append(adds, a...)
 	}
-	tx := stateSnap.NewTransaction(delta.Operation{Name: "MERGE", Parameters: map[string]string{
-		"predicate": fmt.Sprintf(`["dsdelta latest-by-%s per key %v"]`, ColOrder, keyNames), "matchedPredicates": `[{"actionType":"update"},{"actionType":"delete"}]`, "notMatchedPredicates": `[{"actionType":"insert"}]`,
-	}})
-	for _, c := range candidates {
-		tx.ReadFiles(c.Path)
+	if st.stateDone {
+		return nil
 	}
-	tx.Remove(removes...)
-	tx.Add(adds...)
-	step.setTxn(tx, t.ID)
-	if stateMD != nil {
-		tx.SetMetadata(*stateMD)
-	}
-	tx.SetMetrics(map[string]string{
-		"numSourceRows":             strconv.FormatInt(res.Events, 10),
-		"numTargetRowsInserted":     strconv.FormatInt(res.Inserted, 10),
-		"numTargetRowsUpdated":      strconv.FormatInt(res.Updated, 10),
-		"numTargetRowsDeleted":      strconv.FormatInt(res.Deleted, 10),
-		"numTargetRowsSkippedStale": strconv.FormatInt(res.Stale, 10),
-		"numTargetFilesAdded":       strconv.Itoa(len(adds)),
-		"numTargetFilesRemoved":     strconv.Itoa(len(removes)),
-		"numTargetBytesAdded":       strconv.FormatInt(sumSize(adds), 10),
-	})
-	if err := awaitHistory(ctx, historyCommitted); err != nil {
-		return err
-	}
-	snap, err := tx.Commit(ctx)
-	if err != nil {
-		return fmt.Errorf("state commit: %w", err)
-	}
-	res.StateVersion = snap.Version()
-	res.FilesAdded += len(adds)
-	return nil
+	return st.commitState(ctx, plan, res, historyCommitted)
 }
 
 func nullIfEmpty(s string) any {

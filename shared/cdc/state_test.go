@@ -1,0 +1,66 @@
+package cdc
+
+import (
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+)
+
+// TestPlanStateDecidesEachKeyFromWhatTheLookupFound checks the pure step of
+// a merge: verdicts, counts, and which files and keys a step rewrites.
+func TestPlanStateDecidesEachKeyFromWhatTheLookupFound(t *testing.T) {
+	ord := func(n uint64) []byte { return binary.BigEndian.AppendUint64([]byte{1}, n) }
+	change := func(id int64, n uint64, del bool) Change {
+		return toChange(t, genEvent(n, id, "eu", del, id))
+	}
+	keys := latestSorted([]Change{
+		change(1, 10, false), // no row: insert
+		change(2, 20, false), // newer than its row: replace
+		change(3, 5, false),  // older than its row: stale
+		change(4, 30, true),  // deletes its row
+		change(5, 40, true),  // delete of a key without a row: bury
+		change(6, 7, false),  // older than its tombstone: stale, never resurrects
+		change(7, 50, false), // newer than its tombstone: insert again
+		change(2, 15, false), // an older change of key 2 in the same step: collapsed
+	})
+	if len(keys) != 7 {
+		t.Fatalf("%d keys after collapsing, want 7", len(keys))
+	}
+	found := map[string]*stored{}
+	for _, c := range keys {
+		found[c.KeyText] = &stored{}
+	}
+	keyOf := func(id int64) string { return change(id, 1, false).KeyText }
+	at := func(id int64) *stored { return found[keyOf(id)] }
+	at(2).rowOrder, at(2).rowFiles = ord(18), []string{"a.parquet"}
+	at(3).rowOrder, at(3).rowFiles = ord(9), []string{"b.parquet"}
+	at(4).rowOrder, at(4).rowFiles = ord(29), []string{"c.parquet"}
+	at(6).tombOrder = ord(8)
+	at(7).tombOrder = ord(49)
+
+	p := planState(keys, found)
+	var got []string
+	for i, c := range p.keys {
+		got = append(got, fmt.Sprintf("%v:%v", c.Key[0], p.verdicts[i]))
+	}
+	want := []string{"1:insert", "2:replace", "3:stale", "4:delete", "5:bury", "6:stale", "7:insert"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("verdicts %v, want %v", got, want)
+	}
+	if p.inserted != 2 || p.updated != 1 || p.deleted != 1 || p.buried != 1 || p.stale != 2 || p.upserts() != 3 {
+		t.Fatalf("counts %+v", p)
+	}
+	var touched []string
+	for f := range p.touched {
+		touched = append(touched, f)
+	}
+	sort.Strings(touched)
+	if !reflect.DeepEqual(touched, []string{"a.parquet", "c.parquet"}) {
+		t.Fatalf("touched %v, want the files of the replaced and the deleted key", touched)
+	}
+	if len(p.dropKeys) != 2 || !p.dropKeys[keyOf(2)] || !p.dropKeys[keyOf(4)] || !reflect.DeepEqual(p.dropFirsts, []any{int64(2), int64(4)}) {
+		t.Fatalf("drop keys %v, firsts %v", p.dropKeys, p.dropFirsts)
+	}
+}
