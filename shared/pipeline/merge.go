@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/config"
@@ -387,58 +390,101 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.Tables, b coord.Batch
 			return none, err
 		}
 	}
-	hs := cdc.HistorySchema(source)
-	for _, bp := range parts {
+	// The parts are read on all cores, each into its own changes, and
+	// joined in step order.
+	// A part's failure does not cancel the others: a value that does not
+	// fit quarantines one file, and the step goes on with the rest.
+	read := make([]partChanges, len(parts))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, bp := range parts {
 		if bad[bp.file] {
 			continue
 		}
-		part := bp.staged()
-		fromSchema := cdc.HistorySchema(bp.source())
-		md := delta.Metadata{SchemaString: part.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
-		n := len(batch.Changes)
-		var convErr error
-		err := delta.ReadFile(ctx, p.Lake, md, part.Add, delta.ReadOptions{}, func(row []any) error {
-			var h []any
-			if overwrite {
-				h = cdc.ConformCast(row, fromSchema, hs)
-			} else {
-				var err error
-				if h, err = cdc.Conform(row, fromSchema, hs); err != nil {
-					convErr = err
-					return err
-				}
-			}
-			if len(key) == 0 {
-				batch.Changes = append(batch.Changes, cdc.Change{History: h})
-				return nil
-			}
-			c, err := cdc.ChangeFromHistory(h, source, keyIdx)
-			if err != nil {
-				return err
-			}
-			batch.Changes = append(batch.Changes, c)
+		g.Go(func() error {
+			read[i] = p.readPart(ctx, bp, source, key, keyIdx, overwrite)
 			return nil
 		})
-		if convErr != nil {
+	}
+	_ = g.Wait() // each part's outcome is in read, handled in order below
+	for i, bp := range parts {
+		if r := read[i]; r.convErr != nil && !bad[bp.file] {
 			// A value that does not fit the widened column: the file
 			// cannot join the table, the rest of the batch goes on. Its
-			// parts merged by earlier steps of the batch stay merged.
-			batch.Changes = batch.Changes[:n]
-			if err := p.quarantineInBatch(ctx, tabs, b, bp.file.rec, convErr); err != nil {
+			// parts merged by earlier steps of the batch stay merged; its
+			// parts in this step are all left out, as a re-run (which
+			// finds the file quarantined) leaves them out.
+			if err := p.quarantineInBatch(ctx, tabs, b, bp.file.rec, r.convErr); err != nil {
 				return none, err
 			}
 			bad[bp.file] = true
-			continue
 		}
-		if err != nil {
-			return none, fmt.Errorf("read staged %s: %w", part.Add.Path, err)
+	}
+	n := 0
+	for i, bp := range parts {
+		if r := read[i]; r.err != nil && r.convErr == nil && !bad[bp.file] {
+			return none, fmt.Errorf("read staged %s: %w", bp.staged().Add.Path, r.err)
 		}
+		if !bad[bp.file] {
+			n += len(read[i].changes)
+		}
+	}
+	batch.Changes = make([]cdc.Change, 0, n)
+	for i, bp := range parts {
+		if !bad[bp.file] {
+			batch.Changes = append(batch.Changes, read[i].changes...)
+		}
+		read[i].changes = nil
 	}
 	if len(batch.Changes) == 0 {
 		return none, nil // every part left out: nothing to commit
 	}
 	return cdc.ApplyStep(ctx, tabs, step, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log(),
 		StatePartitionColumns: tc.PartitionColumns, Overwrite: overwrite})
+}
+
+// partChanges is what reading one staged part gave.
+type partChanges struct {
+	changes []cdc.Change
+	err     error
+	convErr error // a value that does not fit the step's schema (also in err)
+}
+
+// readPart reads a staged part's rows as changes in the step's source
+// schema.
+func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.StructType, key []string, keyIdx []int, overwrite bool) partChanges {
+	var out partChanges
+	part := bp.staged()
+	hs := cdc.HistorySchema(source)
+	fromSchema := cdc.HistorySchema(bp.source())
+	md := delta.Metadata{SchemaString: part.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
+	out.changes = make([]cdc.Change, 0, part.Events)
+	out.err = delta.ReadFile(ctx, p.Lake, md, part.Add, delta.ReadOptions{}, func(row []any) error {
+		var h []any
+		if overwrite {
+			h = cdc.ConformCast(row, fromSchema, hs)
+		} else {
+			var err error
+			if h, err = cdc.Conform(row, fromSchema, hs); err != nil {
+				out.convErr = err
+				return err
+			}
+		}
+		if len(key) == 0 {
+			out.changes = append(out.changes, cdc.Change{History: h})
+			return nil
+		}
+		c, err := cdc.ChangeFromHistory(h, source, keyIdx)
+		if err != nil {
+			return err
+		}
+		out.changes = append(out.changes, c)
+		return nil
+	})
+	if out.err != nil {
+		out.changes = nil
+	}
+	return out
 }
 
 // newestPart returns the index of the part holding the greatest ordering
