@@ -24,6 +24,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/objstore/gcsstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
 
@@ -159,7 +160,7 @@ func New(ctx context.Context, env Env, holder string) (*Services, error) {
 		return nil, fmt.Errorf("storage client: %w", err)
 	}
 	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(env.LakeURL, "gs://"), "/")
-	lake := objstore.NewGCS(ctx, gcs, bucket, strings.Trim(prefix, "/"))
+	lake := gcsstore.New(gcs, bucket, strings.Trim(prefix, "/"))
 	fs, err := firestore.NewClientWithDatabase(ctx, env.Project, env.FirestoreDatabase)
 	if err != nil {
 		gcs.Close()
@@ -243,7 +244,7 @@ func (g *gcsSources) Bucket(ctx context.Context, bucket string) (objstore.Store,
 	if s, ok := g.stores[bucket]; ok {
 		return s, nil
 	}
-	s := objstore.NewGCS(ctx, g.client, bucket, "")
+	s := gcsstore.New(g.client, bucket, "")
 	g.stores[bucket] = s
 	return s, nil
 }
