@@ -120,6 +120,33 @@ func TestGCSBehaviour(t *testing.T) {
 			t.Errorf("write through the client after a store on it was closed: %v", err)
 		}
 	})
+
+	t.Run("buckets share one store per bucket name", func(t *testing.T) {
+		t.Parallel()
+		b1, b2 := gcstest.NewBucket(t, client), gcstest.NewBucket(t, client)
+		buckets := gcsstore.NewBuckets(client)
+		defer buckets.Close()
+		s1, err := buckets.Bucket(t.Context(), b1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := buckets.Bucket(t.Context(), b1); err != nil || again != s1 {
+			t.Errorf("second Bucket(%s) = %v, %v; want the same store", b1, again, err)
+		}
+		s2, err := buckets.Bucket(t.Context(), b2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s1.URL() != "gs://"+b1 || s2.URL() != "gs://"+b2 {
+			t.Errorf("URLs %s, %s; want gs://%s, gs://%s", s1.URL(), s2.URL(), b1, b2)
+		}
+		if _, err := objstore.WriteBytes(t.Context(), s2, "o", []byte("x"), objstore.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := buckets.Bucket(t.Context(), ""); err == nil {
+			t.Error("Bucket(\"\") succeeded, want an error")
+		}
+	})
 }
 
 func TestOpenRejectsBadGSURLs(t *testing.T) {
