@@ -45,10 +45,12 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	defer lake.Close()
 	source, err := openStore(ctx, *src, "source", true)
 	if err != nil {
 		return err
 	}
+	defer source.Close()
 	var (
 		c       coord.Coordinator
 		sources pipeline.Sources = singleSource{source}
