@@ -22,6 +22,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/objstore/gcsstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
@@ -95,7 +96,7 @@ func stackClients(t *testing.T, ctx context.Context, s *Stack) (*firestore.Clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fs, co, &pipeline.Pipeline{Lake: objstore.NewGCS(ctx, s.Storage(), opts.LakeBucket, "")}
+	return fs, co, &pipeline.Pipeline{Lake: gcsstore.New(s.Storage(), opts.LakeBucket, "")}
 }
 
 // TestStackConvergesToTheSourceUnderFaults runs the whole system on the

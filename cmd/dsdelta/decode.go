@@ -143,11 +143,7 @@ func openSource(ctx context.Context, path string) (io.ReadCloser, datastream.Sou
 	if err != nil {
 		return nil, datastream.SourceFile{}, err
 	}
-	closeStore := func() {
-		if c, ok := store.(io.Closer); ok {
-			_ = c.Close()
-		}
-	}
+	closeStore := func() { _ = store.Close() }
 	file := datastream.SourceFile{Name: path, Size: -1}
 	if bucket, rest, ok := strings.Cut(strings.TrimPrefix(path, "gs://"), "/"); ok && strings.HasPrefix(path, "gs://") {
 		file.Bucket, file.Name = bucket, rest

@@ -19,6 +19,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	_ "github.com/dsdelta/dsdelta/shared/objstore/gcsstore" // gs:// URLs
 )
 
 // command is one subcommand: it parses its own flags from args.

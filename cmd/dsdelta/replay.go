@@ -9,24 +9,15 @@ import (
 	"strings"
 
 	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/storage"
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/objstore/gcsstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
-
-// bucketSources opens gs:// buckets by name (deployment replays, where the
-// registry names each file's bucket).
-type bucketSources struct{}
-
-func (bucketSources) Bucket(ctx context.Context, bucket string) (objstore.Store, error) {
-	if bucket == "" {
-		return nil, fmt.Errorf("file without a bucket")
-	}
-	return objstore.Open(ctx, "gs://"+bucket)
-}
 
 func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("replay", stderr)
@@ -54,10 +45,12 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	defer lake.Close()
 	source, err := openStore(ctx, *src, "source", true)
 	if err != nil {
 		return err
 	}
+	defer source.Close()
 	var (
 		c       coord.Coordinator
 		sources pipeline.Sources = singleSource{source}
@@ -67,7 +60,16 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if strings.HasPrefix(*src, "gs://") {
 		bucket, prefix, _ = strings.Cut(strings.TrimPrefix(*src, "gs://"), "/")
 		prefix = strings.Trim(prefix, "/")
-		sources = bucketSources{}
+		// A deployment's registry names each file's bucket: one client
+		// opens them all.
+		client, err := storage.NewClient(ctx)
+		if err != nil {
+			return fmt.Errorf("storage client: %w", err)
+		}
+		defer client.Close()
+		buckets := gcsstore.NewBuckets(client)
+		defer buckets.Close()
+		sources = buckets
 	}
 	if *project != "" {
 		client, err := firestore.NewClientWithDatabase(ctx, *project, *database)

@@ -30,7 +30,8 @@ type singleSource struct{ store objstore.Store }
 
 func (s singleSource) Bucket(context.Context, string) (objstore.Store, error) { return s.store, nil }
 
-// openStores opens the source and the lake; a local source must exist.
+// openStore opens the source, the lake or a table, which the caller closes;
+// a local one that must exist must be a directory.
 func openStore(ctx context.Context, url, what string, mustExist bool) (objstore.Store, error) {
 	if mustExist && !strings.Contains(url, "://") {
 		if st, err := os.Stat(url); err != nil || !st.IsDir() {
@@ -92,10 +93,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	defer source.Close()
 	lake, err := openStore(ctx, *lakeURL, "lake", false)
 	if err != nil {
 		return err
 	}
+	defer lake.Close()
 	p, err := localPipeline(ctx, source, lake, cfg, logger)
 	if err != nil {
 		return err

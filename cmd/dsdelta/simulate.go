@@ -45,6 +45,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	defer store.Close()
 	for _, f := range res.Files {
 		if _, err := store.Write(ctx, f.Name, bytes.NewReader(f.Data), objstore.WriteOptions{}); err != nil {
 			return fmt.Errorf("write %s: %w", f.Name, err)
@@ -64,6 +65,7 @@ func writeReference(ctx context.Context, file string, res *dssim.Result) error {
 	if err != nil {
 		return err
 	}
+	defer store.Close()
 	var lines []string
 	for id, t := range res.Tables {
 		for _, row := range t.Rows {

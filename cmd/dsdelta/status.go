@@ -46,6 +46,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if lake, err = openStore(ctx, *lakeURL, "lake", true); err != nil {
 			return err
 		}
+		defer lake.Close()
 	}
 	switch {
 	case *project != "":

@@ -17,14 +17,15 @@ import (
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
-// openTable opens the Delta table at a local path or gs:// URL. A local
-// path that does not exist is an error (objstore.Open would create it).
-func openTable(ctx context.Context, url string) (*delta.Table, error) {
+// openTable opens the Delta table at a local path or gs:// URL, and the
+// store it is in, which the caller closes. A local path that does not exist
+// is an error (objstore.Open would create it).
+func openTable(ctx context.Context, url string) (*delta.Table, objstore.Store, error) {
 	store, err := openStore(ctx, url, "table", true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return delta.Open(store), nil
+	return delta.Open(store), store, nil
 }
 
 func tableArg(fs *flag.FlagSet, pos []string, name string) (string, error) {
@@ -86,10 +87,11 @@ func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	tab, err := openTable(ctx, url)
+	tab, store, err := openTable(ctx, url)
 	if err != nil {
 		return err
 	}
+	defer store.Close()
 	snap, err := tab.Snapshot(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", url, err)
@@ -227,10 +229,11 @@ func cmdHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	tab, err := openTable(ctx, url)
+	tab, store, err := openTable(ctx, url)
 	if err != nil {
 		return err
 	}
+	defer store.Close()
 	entries, err := tab.History(ctx, *limit)
 	if err != nil {
 		return fmt.Errorf("%s: %w", url, err)
@@ -294,10 +297,11 @@ func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *version >= 0 && *timestamp != "" {
 		return fmt.Errorf("%w: give --version or --timestamp, not both", errUsage)
 	}
-	tab, err := openTable(ctx, url)
+	tab, store, err := openTable(ctx, url)
 	if err != nil {
 		return err
 	}
+	defer store.Close()
 	var snap *delta.Snapshot
 	switch {
 	case *version >= 0:

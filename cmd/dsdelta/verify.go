@@ -14,31 +14,48 @@ import (
 
 // stateTables resolves the three tables from the current-state table's URL:
 // its history and tombstones are the siblings "<url>_log" and
-// "<url>_tombstones".
-func stateTables(ctx context.Context, url string) (cdc.Tables, error) {
+// "<url>_tombstones". The caller closes their stores with closeStores.
+func stateTables(ctx context.Context, url string) (tabs cdc.Tables, closeStores func(), err error) {
 	url = strings.TrimRight(url, "/")
-	open := func(u string) (objstore.Store, error) { return openStore(ctx, u, "table", true) }
-	state, err := open(url)
-	if err != nil {
-		return cdc.Tables{}, err
+	var opened []objstore.Store
+	closeStores = func() {
+		for _, s := range opened {
+			_ = s.Close()
+		}
 	}
-	hist, err := open(url + pipeline.HistorySuffix)
-	if err != nil {
-		return cdc.Tables{}, fmt.Errorf("history table beside %s: %w", url, err)
+	defer func() {
+		if err != nil {
+			closeStores()
+		}
+	}()
+	open := func(u string, mustExist bool) (objstore.Store, error) {
+		s, err := openStore(ctx, u, "table", mustExist)
+		if err == nil {
+			opened = append(opened, s)
+		}
+		return s, err
 	}
-	tomb, err := objstore.Open(ctx, url+pipeline.TombstoneSuffix)
+	state, err := open(url, true)
 	if err != nil {
-		return cdc.Tables{}, err
+		return cdc.Tables{}, nil, err
+	}
+	hist, err := open(url+pipeline.HistorySuffix, true)
+	if err != nil {
+		return cdc.Tables{}, nil, fmt.Errorf("history table beside %s: %w", url, err)
+	}
+	tomb, err := open(url+pipeline.TombstoneSuffix, false)
+	if err != nil {
+		return cdc.Tables{}, nil, err
 	}
 	snap, err := delta.Open(state).Snapshot(ctx)
 	if err != nil {
-		return cdc.Tables{}, fmt.Errorf("%s: %w", url, err)
+		return cdc.Tables{}, nil, fmt.Errorf("%s: %w", url, err)
 	}
 	id := snap.Configuration()[cdc.PropTable]
 	if id == "" || snap.Configuration()[cdc.PropRole] != "state" {
-		return cdc.Tables{}, fmt.Errorf("%s is not a dsdelta current-state table (no %s property)", url, cdc.PropTable)
+		return cdc.Tables{}, nil, fmt.Errorf("%s is not a dsdelta current-state table (no %s property)", url, cdc.PropTable)
 	}
-	return cdc.Tables{ID: id, State: state, History: hist, Tombstones: tomb}, nil
+	return cdc.Tables{ID: id, State: state, History: hist, Tombstones: tomb}, closeStores, nil
 }
 
 func printVerify(w io.Writer, url string, r cdc.VerifyResult) {
@@ -61,10 +78,11 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	tabs, err := stateTables(ctx, url)
+	tabs, closeStores, err := stateTables(ctx, url)
 	if err != nil {
 		return err
 	}
+	defer closeStores()
 	r, err := cdc.Verify(ctx, tabs)
 	if err != nil {
 		return err
@@ -86,10 +104,11 @@ func cmdRebuild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	tabs, err := stateTables(ctx, url)
+	tabs, closeStores, err := stateTables(ctx, url)
 	if err != nil {
 		return err
 	}
+	defer closeStores()
 	r, err := cdc.Rebuild(ctx, tabs, 0)
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@
 //	host := gcstest.Start(t)
 //	client, err := gcstest.NewClient(t.Context(), host)
 //	...
-//	store := objstore.NewGCS(ctx, client, gcstest.NewBucket(t, client), "")
+//	store := gcsstore.New(client, gcstest.NewBucket(t, client), "")
 //
 // Per test binary, from TestMain, with StartServer and Server.Close; a
 // TestMain cannot skip, so it should let the tests that need the server skip

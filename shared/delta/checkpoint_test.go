@@ -15,7 +15,7 @@ import (
 
 // copyStore copies every object of src into a new memory store, skipping
 // names for which skip returns true.
-func copyStore(t testing.TB, src objstore.Store, skip func(name string) bool) *objstore.Memory {
+func copyStore(t testing.TB, src objstore.Store, skip func(name string) bool) *objstore.Bucket {
 	t.Helper()
 	dst := objstore.NewMemory()
 	err := src.List(context.Background(), "", "", func(info objstore.Info) error {

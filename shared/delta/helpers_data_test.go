@@ -107,6 +107,8 @@ func (s *pqMemStore) Delete(_ context.Context, name string) error {
 
 func (s *pqMemStore) URL() string { return "mem://" }
 
+func (s *pqMemStore) Close() error { return nil }
+
 // pqFixtureStore loads a Delta fixture table into memory.
 func pqFixtureStore(t *testing.T, table string) *pqMemStore {
 	t.Helper()

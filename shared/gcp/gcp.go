@@ -23,7 +23,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
-	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/objstore/gcsstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
 
@@ -159,21 +159,27 @@ func New(ctx context.Context, env Env, holder string) (*Services, error) {
 		return nil, fmt.Errorf("storage client: %w", err)
 	}
 	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(env.LakeURL, "gs://"), "/")
-	lake := objstore.NewGCS(ctx, gcs, bucket, strings.Trim(prefix, "/"))
+	lake := gcsstore.New(gcs, bucket, strings.Trim(prefix, "/"))
+	sources := gcsstore.NewBuckets(gcs)
+	closeStorage := func() {
+		sources.Close()
+		lake.Close()
+		gcs.Close()
+	}
 	fs, err := firestore.NewClientWithDatabase(ctx, env.Project, env.FirestoreDatabase)
 	if err != nil {
-		gcs.Close()
+		closeStorage()
 		return nil, fmt.Errorf("firestore client: %w", err)
 	}
 	co, err := coord.NewFirestore(ctx, fs, coord.FirestoreOptions{Prefix: env.CollectionPrefix})
 	if err != nil {
-		gcs.Close()
+		closeStorage()
 		fs.Close()
 		return nil, err
 	}
 	ps, err := pubsub.NewClient(ctx, env.Project)
 	if err != nil {
-		gcs.Close()
+		closeStorage()
 		fs.Close()
 		return nil, fmt.Errorf("pubsub client: %w", err)
 	}
@@ -188,7 +194,7 @@ func New(ctx context.Context, env Env, holder string) (*Services, error) {
 		dead = ps.Publisher(env.DeadLetterTopic)
 	}
 	p := &pipeline.Pipeline{
-		Lake: lake, Sources: &gcsSources{client: gcs, stores: map[string]objstore.Store{}}, Coord: co, Waker: waker,
+		Lake: lake, Sources: sources, Coord: co, Waker: waker,
 		Config: env.Config, Holder: holder, MergeBudget: env.MergeBudget, LeaseTTL: env.LeaseTTL, Logger: logger,
 	}
 	return &Services{Env: env, Pipeline: p, Coord: co, DeadLetter: dead, Logger: logger, close: func() {
@@ -200,7 +206,7 @@ func New(ctx context.Context, env Env, holder string) (*Services, error) {
 		}
 		ps.Close()
 		fs.Close()
-		gcs.Close()
+		closeStorage()
 	}}, nil
 }
 
@@ -228,24 +234,6 @@ func Lazy(holder string) func(context.Context) (*Services, error) {
 		svc = s
 		return svc, nil
 	}
-}
-
-// gcsSources opens source buckets with one shared client.
-type gcsSources struct {
-	client *storage.Client
-	mu     sync.Mutex
-	stores map[string]objstore.Store
-}
-
-func (g *gcsSources) Bucket(ctx context.Context, bucket string) (objstore.Store, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if s, ok := g.stores[bucket]; ok {
-		return s, nil
-	}
-	s := objstore.NewGCS(ctx, g.client, bucket, "")
-	g.stores[bucket] = s
-	return s, nil
 }
 
 // WakeMessage is the body of a merge wake-up.

@@ -14,20 +14,21 @@ import (
 	"time"
 )
 
-// tmpPrefix starts the name of every temporary file Local creates. List never
-// reports such files and no object name may have a segment starting with it,
-// so a half-written object is never visible. A crash can leave temporaries
-// behind; they are invisible and safe to delete.
+// tmpPrefix starts the name of every temporary file a local store creates.
+// List never reports such files and no object name may have a segment
+// starting with it, so a half-written object is never visible. A crash can
+// leave temporaries behind; they are invisible and safe to delete.
 const tmpPrefix = ".objstore-tmp-"
 
-// Local is a Store on a local directory. Object "a/b/c" is the file
-// <dir>/a/b/c, so the tree can be read by any other tool (Spark, DuckDB).
+// NewLocal returns a Store on dir, creating the directory if it is missing.
+// Object "a/b/c" is the file <dir>/a/b/c, so the tree can be read by any
+// other tool (Spark, DuckDB). Close releases nothing.
 //
 // Writes go to a temporary file beside the target and are renamed into place,
 // so readers see the old object or the new one. A put-if-absent write links
 // the complete temporary file to the target name with link(2), which fails
 // when the name exists: exactly one of any number of concurrent creators wins,
-// across goroutines, Local instances and processes sharing the directory.
+// across goroutines, stores and processes sharing the directory.
 //
 // The generation of an object is the modification time of its file in
 // nanoseconds, which every write sets explicitly (to now, or one nanosecond
@@ -39,38 +40,48 @@ const tmpPrefix = ".objstore-tmp-"
 // IfGenerationMatch is honoured by holding an advisory flock(2) on the current
 // file from the generation check to the rename. Every Write that replaces an
 // existing file and every Delete takes the same lock, so conditional writes
-// are atomic against all writers going through Local, in any process; a
-// program that writes into the directory by other means is not covered. On
-// systems without flock the lock is not taken and the check is best effort.
+// are atomic against all writers going through a local store, in any
+// process; a program that writes into the directory by other means is not
+// covered. On systems without flock the lock is not taken and the check is
+// best effort.
 //
 // Limitations of a filesystem: a name cannot be both an object and a
 // "directory" of other objects ("a/b" and "a/b/c" cannot coexist), only
 // regular files are listed (not symlinks), and Delete removes directories
 // left empty, up to the root.
-type Local struct {
-	root string // absolute, cleaned
-}
-
-// NewLocal returns a Store on dir, creating the directory if it is missing.
-func NewLocal(dir string) (*Local, error) {
-	abs, err := filepath.Abs(dir)
+func NewLocal(dir string) (*Bucket, error) {
+	b, err := newLocal(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open local store %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return nil, fmt.Errorf("open local store %s: %w", abs, err)
+	return b, nil
+}
+
+// newLocal is NewLocal for Open, which names the URL in the error itself.
+func newLocal(dir string) (*Bucket, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
 	}
-	return &Local{root: abs}, nil
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, err
+	}
+	return NewBucket(&local{root: abs}), nil
+}
+
+// local is the local-directory driver.
+type local struct {
+	root string // absolute, cleaned
 }
 
 // URL returns the absolute path of the root directory.
-func (l *Local) URL() string { return l.root }
+func (l *local) URL() string { return l.root }
 
-// path validates name and returns its file path.
-func (l *Local) path(name string) (string, error) {
-	if err := ValidName(name); err != nil {
-		return "", err
-	}
+func (l *local) Close() error { return nil }
+
+// path returns the file path of a (valid) name, which must not use the
+// names of temporaries.
+func (l *local) path(name string) (string, error) {
 	for seg := range strings.SplitSeq(name, "/") {
 		if strings.HasPrefix(seg, tmpPrefix) {
 			return "", fmt.Errorf("%w %q: segment starts with the reserved %q", ErrInvalidName, name, tmpPrefix)
@@ -79,31 +90,25 @@ func (l *Local) path(name string) (string, error) {
 	return filepath.Join(l.root, filepath.FromSlash(name)), nil
 }
 
-// NewReader implements Store. The file is opened once, so a concurrent
-// replacement does not affect a reader already returned.
-func (l *Local) NewReader(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
+// NewRangeReader opens the file once, so a concurrent replacement does not
+// affect a reader already returned.
+func (l *local) NewRangeReader(_ context.Context, name string, offset, length int64) (io.ReadCloser, error) {
 	p, err := l.path(name)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	if err := checkRange(offset); err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, err)
+		return nil, err
 	}
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, mapNotExist(err))
+		return nil, mapNotExist(err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("read %s: %w", p, err)
+		return nil, err
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("read %s: not a regular file: %w", p, ErrNotExist)
+		return nil, fmt.Errorf("not a regular file: %w", ErrNotExist)
 	}
 	if length < 0 {
 		length = st.Size() - offset
@@ -118,37 +123,29 @@ type sectionReadCloser struct {
 
 func (r *sectionReadCloser) Close() error { return r.f.Close() }
 
-// Stat implements Store.
-func (l *Local) Stat(ctx context.Context, name string) (Info, error) {
+func (l *local) Stat(_ context.Context, name string) (Info, error) {
 	p, err := l.path(name)
 	if err != nil {
-		return Info{}, fmt.Errorf("stat %s: %w", name, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return Info{}, fmt.Errorf("stat %s: %w", p, err)
+		return Info{}, err
 	}
 	st, err := os.Stat(p)
 	if err != nil {
-		return Info{}, fmt.Errorf("stat %s: %w", p, mapNotExist(err))
+		return Info{}, mapNotExist(err)
 	}
 	if !st.Mode().IsRegular() {
-		return Info{}, fmt.Errorf("stat %s: not a regular file: %w", p, ErrNotExist)
+		return Info{}, fmt.Errorf("not a regular file: %w", ErrNotExist)
 	}
 	return fileInfo(name, st), nil
 }
 
-// Write implements Store.
-func (l *Local) Write(ctx context.Context, name string, r io.Reader, opts WriteOptions) (Info, error) {
+func (l *local) Write(ctx context.Context, name string, r io.Reader, opts WriteOptions) (Info, error) {
 	p, err := l.path(name)
 	if err != nil {
-		return Info{}, fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := checkOptions(opts); err != nil {
-		return Info{}, fmt.Errorf("write %s: %w", p, err)
+		return Info{}, err
 	}
 	tmp, err := l.createTemp(p)
 	if err != nil {
-		return Info{}, fmt.Errorf("write %s: %w", p, err)
+		return Info{}, err
 	}
 	tmpName := tmp.Name()
 	// After a rename the temporary name is gone; after a link it is a second
@@ -158,31 +155,31 @@ func (l *Local) Write(ctx context.Context, name string, r io.Reader, opts WriteO
 	defer os.Remove(tmpName)
 	if _, err := io.Copy(&writebackWriter{f: tmp}, &ctxReader{ctx: ctx, r: r}); err != nil {
 		tmp.Close()
-		return Info{}, fmt.Errorf("write %s: %w", p, err)
+		return Info{}, err
 	}
 	// Sync before publishing so that a crash cannot leave a visible name
 	// pointing at unwritten data (a Delta commit must never be torn).
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return Info{}, fmt.Errorf("write %s: sync: %w", p, err)
+		return Info{}, fmt.Errorf("sync: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return Info{}, fmt.Errorf("write %s: %w", p, err)
+		return Info{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Info{}, fmt.Errorf("write %s: %w", p, err)
+		return Info{}, err
 	}
 
 	if opts.IfAbsent {
 		st, err := stampGeneration(tmpName, time.Time{})
 		if err != nil {
-			return Info{}, fmt.Errorf("write %s: %w", p, err)
+			return Info{}, err
 		}
 		if err := os.Link(tmpName, p); err != nil {
 			if errors.Is(err, fs.ErrExist) {
-				return Info{}, fmt.Errorf("write %s: %w", p, ErrExists)
+				return Info{}, ErrExists
 			}
-			return Info{}, fmt.Errorf("write %s: %w", p, err)
+			return Info{}, err
 		}
 		syncDir(filepath.Dir(p))
 		return fileInfo(name, st), nil
@@ -190,15 +187,15 @@ func (l *Local) Write(ctx context.Context, name string, r io.Reader, opts WriteO
 
 	unlock, cur, err := lockCurrent(p)
 	if err != nil {
-		return Info{}, fmt.Errorf("write %s: %w", p, err)
+		return Info{}, err
 	}
 	defer unlock()
 	if opts.IfGenerationMatch > 0 {
 		if cur == nil {
-			return Info{}, fmt.Errorf("write %s (if generation %d): object does not exist: %w", p, opts.IfGenerationMatch, ErrPrecondition)
+			return Info{}, fmt.Errorf("object does not exist: %w", ErrPrecondition)
 		}
 		if g := generation(cur); g != opts.IfGenerationMatch {
-			return Info{}, fmt.Errorf("write %s (if generation %d): generation is %d: %w", p, opts.IfGenerationMatch, g, ErrPrecondition)
+			return Info{}, fmt.Errorf("generation is %d: %w", g, ErrPrecondition)
 		}
 	}
 	var prev time.Time
@@ -207,10 +204,10 @@ func (l *Local) Write(ctx context.Context, name string, r io.Reader, opts WriteO
 	}
 	st, err := stampGeneration(tmpName, prev)
 	if err != nil {
-		return Info{}, fmt.Errorf("write %s: %w", p, err)
+		return Info{}, err
 	}
 	if err := os.Rename(tmpName, p); err != nil {
-		return Info{}, fmt.Errorf("write %s: %w", p, err)
+		return Info{}, err
 	}
 	syncDir(filepath.Dir(p))
 	return fileInfo(name, st), nil
@@ -253,7 +250,7 @@ func syncDir(dir string) {
 // Delete may remove a directory it has just found empty, between our MkdirAll
 // and our create, or inside MkdirAll between a parent and its child (mkdir
 // then fails with ENOENT), so a vanished directory is recreated a few times.
-func (l *Local) createTemp(p string) (*os.File, error) {
+func (l *local) createTemp(p string) (*os.File, error) {
 	dir := filepath.Dir(p)
 	var err error
 	for range 5 {
@@ -295,13 +292,10 @@ func stampGeneration(tmp string, prev time.Time) (fs.FileInfo, error) {
 	return st, nil
 }
 
-// List implements Store. The directory of the prefix is walked, every
-// matching name is collected and the names are sorted: a walk visits "a/b"
-// before "a-b", but byte order puts '-' before '/'.
-func (l *Local) List(ctx context.Context, prefix, startAt string, fn func(Info) error) error {
-	if err := validPrefix(prefix); err != nil {
-		return fmt.Errorf("list %s: %w", prefix, err)
-	}
+// List walks the directory of the prefix, collects every matching name and
+// sorts the names: a walk visits "a/b" before "a-b", but byte order puts '-'
+// before '/'.
+func (l *local) List(ctx context.Context, prefix, startAt string, fn func(Info) error) error {
 	base := l.root
 	if dir, _, ok := cutLast(prefix, "/"); ok {
 		base = filepath.Join(l.root, filepath.FromSlash(dir))
@@ -346,7 +340,7 @@ func (l *Local) List(ctx context.Context, prefix, startAt string, fn func(Info) 
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("list %s in %s: %w", prefix, l.root, err)
+		return err
 	}
 	slices.SortFunc(infos, func(a, b Info) int { return strings.Compare(a.Name, b.Name) })
 	for _, info := range infos {
@@ -357,29 +351,26 @@ func (l *Local) List(ctx context.Context, prefix, startAt string, fn func(Info) 
 	return nil
 }
 
-// Delete implements Store. It removes the parent directories the deletion
-// left empty, up to (not including) the root, so that deleted prefixes do
-// not linger as empty directories.
-func (l *Local) Delete(ctx context.Context, name string) error {
+// Delete removes the parent directories the deletion left empty, up to
+// (not including) the root, so that deleted prefixes do not linger as empty
+// directories.
+func (l *local) Delete(_ context.Context, name string) error {
 	p, err := l.path(name)
 	if err != nil {
-		return fmt.Errorf("delete %s: %w", name, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("delete %s: %w", p, err)
+		return err
 	}
 	unlock, cur, err := lockCurrent(p)
 	if err != nil {
-		return fmt.Errorf("delete %s: %w", p, err)
+		return err
 	}
 	if cur == nil {
 		unlock()
-		return fmt.Errorf("delete %s: %w", p, ErrNotExist)
+		return ErrNotExist
 	}
 	err = os.Remove(p)
 	unlock()
 	if err != nil {
-		return fmt.Errorf("delete %s: %w", p, mapNotExist(err))
+		return mapNotExist(err)
 	}
 	for dir := filepath.Dir(p); dir != l.root && strings.HasPrefix(dir, l.root); dir = filepath.Dir(dir) {
 		// Fails (and stops) at the first directory that is not empty.

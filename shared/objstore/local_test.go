@@ -17,28 +17,16 @@ import (
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/objstore/objstoretest"
 )
 
-func newLocal(t *testing.T, dir string) *objstore.Local {
+func newLocal(t *testing.T, dir string) *objstore.Bucket {
 	t.Helper()
 	s, err := objstore.NewLocal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
-}
-
-func listNames(t *testing.T, s objstore.Store, prefix string) []string {
-	t.Helper()
-	var out []string
-	err := s.List(t.Context(), prefix, "", func(info objstore.Info) error {
-		out = append(out, info.Name)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func TestLocalCreatesAMissingDirectory(t *testing.T) {
@@ -81,7 +69,7 @@ func TestLocalHidesTemporaryFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "d", ".objstore-tmp-123"), []byte("partial"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := listNames(t, s, ""); !slices.Equal(got, []string{"d/visible"}) {
+	if got := objstoretest.ListNames(t, s, ""); !slices.Equal(got, []string{"d/visible"}) {
 		t.Errorf("list = %q, want [d/visible]", got)
 	}
 	for _, name := range []string{".objstore-tmp-123", "d/.objstore-tmp-123", ".objstore-tmp-x/y"} {
@@ -131,7 +119,7 @@ func TestLocalNameThatIsAlsoADirectoryFailsCleanly(t *testing.T) {
 	if _, err := objstore.WriteBytes(ctx, s, "a/b/c/d", []byte("y"), objstore.WriteOptions{}); err == nil {
 		t.Error("write a/b/c/d below the object a/b/c succeeded")
 	}
-	if got := listNames(t, s, ""); !slices.Equal(got, []string{"a/b/c"}) {
+	if got := objstoretest.ListNames(t, s, ""); !slices.Equal(got, []string{"a/b/c"}) {
 		t.Errorf("list = %q, want [a/b/c]", got)
 	}
 }
@@ -143,7 +131,7 @@ func TestLocalListBelowAnObjectIsEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, prefix := range []string{"a/obj/", "a/obj/x/", "missing/dir/"} {
-		if got := listNames(t, s, prefix); len(got) != 0 {
+		if got := objstoretest.ListNames(t, s, prefix); len(got) != 0 {
 			t.Errorf("list %q = %q, want nothing", prefix, got)
 		}
 	}
@@ -153,7 +141,7 @@ func TestLocalListBelowAnObjectIsEmpty(t *testing.T) {
 // in memory is shared, only the filesystem.
 func TestLocalInstancesOnOneDirectoryRace(t *testing.T) {
 	dir := t.TempDir()
-	stores := []*objstore.Local{newLocal(t, dir), newLocal(t, dir)}
+	stores := []*objstore.Bucket{newLocal(t, dir), newLocal(t, dir)}
 	ctx := t.Context()
 	t.Run("exactly one IfAbsent creator wins", func(t *testing.T) {
 		for round := range 10 {
@@ -183,7 +171,7 @@ func TestLocalInstancesOnOneDirectoryRace(t *testing.T) {
 
 // raceStores starts perStore writers on each store at once; writer i uses
 // stores[i%len(stores)].
-func raceStores(ctx context.Context, stores []*objstore.Local, perStore int, writer func(context.Context, objstore.Store, int) error) []error {
+func raceStores(ctx context.Context, stores []*objstore.Bucket, perStore int, writer func(context.Context, objstore.Store, int) error) []error {
 	n := perStore * len(stores)
 	errs := make([]error, n)
 	start := make(chan struct{})

@@ -11,10 +11,16 @@ import (
 	"time"
 )
 
-// Memory is an in-memory Store for unit tests. It is safe for concurrent use
-// and keeps the same semantics as the other backends: atomic writes,
-// generations that change on every write, put-if-absent and lexical listing.
-type Memory struct {
+// NewMemory returns an empty in-memory store, for unit tests. It is safe for
+// concurrent use and keeps the same semantics as the other backends: atomic
+// writes, generations that change on every write, put-if-absent and lexical
+// listing. Close releases nothing.
+func NewMemory() *Bucket { return NewBucket(newMemory()) }
+
+func newMemory() *memory { return &memory{objects: make(map[string]memObject)} }
+
+// memory is the in-memory driver.
+type memory struct {
 	mu      sync.Mutex
 	objects map[string]memObject
 	lastGen int64
@@ -28,30 +34,16 @@ type memObject struct {
 	updated time.Time
 }
 
-// NewMemory returns an empty in-memory store.
-func NewMemory() *Memory {
-	return &Memory{objects: make(map[string]memObject)}
-}
+func (m *memory) URL() string { return "mem://" }
 
-// URL returns "mem://".
-func (m *Memory) URL() string { return "mem://" }
+func (m *memory) Close() error { return nil }
 
-// NewReader implements Store.
-func (m *Memory) NewReader(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
-	if err := ValidName(name); err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	if err := checkRange(offset); err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
+func (m *memory) NewRangeReader(_ context.Context, name string, offset, length int64) (io.ReadCloser, error) {
 	m.mu.Lock()
 	o, ok := m.objects[name]
 	m.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("read %s: %w", name, ErrNotExist)
+		return nil, ErrNotExist
 	}
 	data := o.data[min(offset, int64(len(o.data))):]
 	if length >= 0 && length < int64(len(data)) {
@@ -60,47 +52,34 @@ func (m *Memory) NewReader(ctx context.Context, name string, offset, length int6
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
-// Stat implements Store.
-func (m *Memory) Stat(ctx context.Context, name string) (Info, error) {
-	if err := ValidName(name); err != nil {
-		return Info{}, fmt.Errorf("stat %s: %w", name, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return Info{}, fmt.Errorf("stat %s: %w", name, err)
-	}
+func (m *memory) Stat(_ context.Context, name string) (Info, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, ok := m.objects[name]
 	if !ok {
-		return Info{}, fmt.Errorf("stat %s: %w", name, ErrNotExist)
+		return Info{}, ErrNotExist
 	}
 	return o.info(name), nil
 }
 
-// Write implements Store. The content is read fully before the lock is taken
-// and the preconditions are checked, so the check and the store are atomic.
-func (m *Memory) Write(ctx context.Context, name string, r io.Reader, opts WriteOptions) (Info, error) {
-	if err := ValidName(name); err != nil {
-		return Info{}, fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := checkOptions(opts); err != nil {
-		return Info{}, fmt.Errorf("write %s: %w", name, err)
-	}
+// Write reads the content fully before the lock is taken and the
+// preconditions are checked, so the check and the store are atomic.
+func (m *memory) Write(ctx context.Context, name string, r io.Reader, opts WriteOptions) (Info, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return Info{}, fmt.Errorf("write %s: read content: %w", name, err)
+		return Info{}, fmt.Errorf("read content: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return Info{}, fmt.Errorf("write %s: %w", name, err)
+		return Info{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, exists := m.objects[name]
 	switch {
 	case opts.IfAbsent && exists:
-		return Info{}, fmt.Errorf("write %s: %w", name, ErrExists)
+		return Info{}, ErrExists
 	case opts.IfGenerationMatch > 0 && (!exists || old.gen != opts.IfGenerationMatch):
-		return Info{}, fmt.Errorf("write %s (if generation %d): %w", name, opts.IfGenerationMatch, ErrPrecondition)
+		return Info{}, ErrPrecondition
 	}
 	m.lastGen++
 	o := memObject{data: data, gen: m.lastGen, updated: time.Now()}
@@ -108,11 +87,7 @@ func (m *Memory) Write(ctx context.Context, name string, r io.Reader, opts Write
 	return o.info(name), nil
 }
 
-// List implements Store.
-func (m *Memory) List(ctx context.Context, prefix, startAt string, fn func(Info) error) error {
-	if err := validPrefix(prefix); err != nil {
-		return fmt.Errorf("list %s: %w", prefix, err)
-	}
+func (m *memory) List(ctx context.Context, prefix, startAt string, fn func(Info) error) error {
 	// Snapshot under the lock so fn may call back into the store.
 	m.mu.Lock()
 	var infos []Info
@@ -125,7 +100,7 @@ func (m *Memory) List(ctx context.Context, prefix, startAt string, fn func(Info)
 	slices.SortFunc(infos, func(a, b Info) int { return strings.Compare(a.Name, b.Name) })
 	for _, info := range infos {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("list %s: %w", prefix, err)
+			return err
 		}
 		if err := fn(info); err != nil {
 			return err
@@ -134,18 +109,11 @@ func (m *Memory) List(ctx context.Context, prefix, startAt string, fn func(Info)
 	return nil
 }
 
-// Delete implements Store.
-func (m *Memory) Delete(ctx context.Context, name string) error {
-	if err := ValidName(name); err != nil {
-		return fmt.Errorf("delete %s: %w", name, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("delete %s: %w", name, err)
-	}
+func (m *memory) Delete(_ context.Context, name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.objects[name]; !ok {
-		return fmt.Errorf("delete %s: %w", name, ErrNotExist)
+		return ErrNotExist
 	}
 	delete(m.objects, name)
 	return nil

@@ -83,12 +83,3 @@ func checkOptions(opts WriteOptions) error {
 	}
 	return nil
 }
-
-// checkRange rejects a negative offset, which GCS would read as "the last
-// -offset bytes" and the other backends cannot express.
-func checkRange(offset int64) error {
-	if offset < 0 {
-		return fmt.Errorf("objstore: negative read offset %d", offset)
-	}
-	return nil
-}

@@ -7,6 +7,16 @@
 // memory) runs the same conformance suite so the embedded mode cannot drift
 // from the cloud mode.
 //
+// The package follows the Go CDK's driver model: a backend implements the
+// narrow Driver interface and is used through Bucket, the portable Store that
+// checks names, ranges, write options, contexts and closed handles once, and
+// names the operation and the object in every error, for every backend alike.
+// Backends register a URL scheme with Register from their package's init, and
+// Open looks the scheme up: the local-directory (file:// and plain paths) and
+// memory (mem://) backends are built in; GCS (gs://) lives in package
+// gcsstore, so that a program which does not import it never links the cloud
+// client.
+//
 // Semantics every backend shares (checked by package objstoretest):
 //
 //   - Names are checked by ValidName; an invalid name fails with
@@ -21,10 +31,12 @@
 //   - A put-if-absent that fails with ErrExists may, on GCS, have been
 //     preceded by a lost-response attempt of the same call that succeeded:
 //     callers that must know whether they won compare the stored content with
-//     what they wrote (see GCS).
+//     what they wrote (see gcsstore).
+//   - After Close every call fails with ErrClosed.
 //
-// Backends: NewGCS, NewLocal and NewMemory; Open picks one from a URL, Sub
-// views a prefix of a store, NewReaderAt adapts a store to io.ReaderAt.
+// Backends: NewLocal, NewMemory and package gcsstore; Open picks one from a
+// URL, Sub views a prefix of a store, NewReaderAt adapts a store to
+// io.ReaderAt.
 package objstore
 
 import (
@@ -44,6 +56,8 @@ var (
 	ErrPrecondition = errors.New("object generation precondition failed")
 	// ErrInvalidName is returned for names that could escape the store root.
 	ErrInvalidName = errors.New("invalid object name")
+	// ErrClosed is returned by every call on a store after its Close.
+	ErrClosed = errors.New("store is closed")
 )
 
 // Info describes a stored object.
@@ -84,4 +98,8 @@ type Store interface {
 	Delete(ctx context.Context, name string) error
 	// URL names the store root for messages, e.g. "gs://bucket/prefix" or "/data/lake".
 	URL() string
+	// Close releases what the store holds (a client it opened itself).
+	// Whoever opened a store closes it; a view made by Sub needs no
+	// closing.
+	Close() error
 }

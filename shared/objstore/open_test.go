@@ -2,11 +2,10 @@ package objstore_test
 
 import (
 	"errors"
-	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 
-	"github.com/dsdelta/dsdelta/internal/gcstest"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
 
@@ -71,8 +70,6 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 	for _, tc := range []struct{ name, url string }{
 		{"empty URL", ""},
 		{"unknown scheme", "s3://bucket/x"},
-		{"gs URL without a bucket", "gs:///x"},
-		{"gs URL with a climbing prefix", "gs://bucket/../x"},
 		{"file URL of a remote host", "file://server/share"},
 		{"file URL without a path", "file://"},
 		{"mem URL with a climbing prefix", "mem://../x"},
@@ -85,34 +82,46 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 	}
 }
 
-// Open reads STORAGE_EMULATOR_HOST, so this test sets it and cannot run in
-// parallel with the others.
-func TestOpenGSURLUsesTheEmulatorFromTheEnvironment(t *testing.T) {
-	host := gcstest.Start(t)
-	client, err := gcstest.NewClient(t.Context(), host)
-	if err != nil {
-		t.Fatal(err)
+func TestOpenWithoutTheDriverOfASchemeSaysSo(t *testing.T) {
+	t.Parallel()
+	// This test binary does not import gcsstore, so gs:// is not registered.
+	_, err := objstore.Open(t.Context(), "gs://bucket/lake")
+	if err == nil {
+		t.Fatal("Open(gs://...) succeeded without the gcsstore driver")
 	}
-	defer client.Close()
-	bucket := gcstest.NewBucket(t, client)
-	t.Setenv("STORAGE_EMULATOR_HOST", host)
+	for _, want := range []string{`unsupported scheme "gs"`, "registered: file, mem", "when its package is imported"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
 
-	s, err := objstore.Open(t.Context(), "gs://"+bucket+"/lake/t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.(io.Closer).Close()
-	if want := "gs://" + bucket + "/lake/t1"; s.URL() != want {
-		t.Errorf("URL() = %q, want %q", s.URL(), want)
-	}
-	if _, err := objstore.WriteBytes(t.Context(), s, "f.json", []byte("x"), objstore.WriteOptions{IfAbsent: true}); err != nil {
-		t.Fatal(err)
-	}
-	// Seen from the bucket root through a client that does not use the
-	// environment.
-	root := objstore.NewGCS(t.Context(), client, bucket, "")
-	if got, err := objstore.ReadAll(t.Context(), root, "lake/t1/f.json"); err != nil || string(got) != "x" {
-		t.Errorf("read lake/t1/f.json from the root = %q, %v", got, err)
+func TestOpenedStoresCloseAndViewsCloseAlone(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	for _, url := range []string{"mem://", "mem://x/y", filepath.Join(t.TempDir(), "lake")} {
+		t.Run(url, func(t *testing.T) {
+			s, err := objstore.Open(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			view := objstore.Sub(s, "v")
+			if err := view.Close(); err != nil {
+				t.Fatalf("close a view: %v", err)
+			}
+			if _, err := view.Stat(ctx, "o"); !errors.Is(err, objstore.ErrClosed) {
+				t.Errorf("Stat through the closed view: %v, want ErrClosed", err)
+			}
+			if _, err := objstore.WriteBytes(ctx, s, "v/o", []byte("x"), objstore.WriteOptions{}); err != nil {
+				t.Errorf("write to the store after closing a view of it: %v", err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			if _, err := s.Stat(ctx, "v/o"); !errors.Is(err, objstore.ErrClosed) {
+				t.Errorf("Stat after Close: %v, want ErrClosed", err)
+			}
+		})
 	}
 }
 

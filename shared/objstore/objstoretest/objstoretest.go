@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) objstore.Store) {
 		{"reader at reads any range", testReaderAt},
 		{"exactly one concurrent IfAbsent creator wins", testIfAbsentRace},
 		{"exactly one concurrent IfGenerationMatch writer wins", testGenerationRace},
+		{"a closed store and its views fail every call with ErrClosed", testClosed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,6 +92,12 @@ func list(t *testing.T, s objstore.Store, prefix, startAt string) []objstore.Inf
 		t.Fatalf("list prefix %q startAt %q: %v", prefix, startAt, err)
 	}
 	return infos
+}
+
+// ListNames lists the names under prefix, failing the test on an error.
+func ListNames(t *testing.T, s objstore.Store, prefix string) []string {
+	t.Helper()
+	return names(list(t, s, prefix, ""))
 }
 
 func names(infos []objstore.Info) []string {
@@ -621,6 +628,44 @@ func testReaderAt(t *testing.T, s objstore.Store) {
 			t.Errorf("section read: %d bytes, %v; equal %v", len(got), err, bytes.Equal(got, data))
 		}
 	})
+}
+
+func testClosed(t *testing.T, s objstore.Store) {
+	ctx := t.Context()
+	write(t, s, "v/obj", "x")
+	view := objstore.Sub(s, "v")
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		s    objstore.Store
+		obj  string
+	}{{"the store", s, "v/obj"}, {"a view of it", view, "obj"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := tc.s.Stat(ctx, tc.obj); !errors.Is(err, objstore.ErrClosed) {
+				t.Errorf("Stat: %v, want ErrClosed", err)
+			}
+			if rc, err := tc.s.NewReader(ctx, tc.obj, 0, -1); !errors.Is(err, objstore.ErrClosed) {
+				if err == nil {
+					rc.Close()
+				}
+				t.Errorf("NewReader: %v, want ErrClosed", err)
+			}
+			if _, err := objstore.WriteBytes(ctx, tc.s, tc.obj, []byte("y"), objstore.WriteOptions{}); !errors.Is(err, objstore.ErrClosed) {
+				t.Errorf("Write: %v, want ErrClosed", err)
+			}
+			if err := tc.s.List(ctx, "", "", func(objstore.Info) error { return nil }); !errors.Is(err, objstore.ErrClosed) {
+				t.Errorf("List: %v, want ErrClosed", err)
+			}
+			if err := tc.s.Delete(ctx, tc.obj); !errors.Is(err, objstore.ErrClosed) {
+				t.Errorf("Delete: %v, want ErrClosed", err)
+			}
+		})
+	}
+	if err := s.Close(); !errors.Is(err, objstore.ErrClosed) {
+		t.Errorf("second Close: %v, want ErrClosed", err)
+	}
 }
 
 // raceWriters is how many goroutines race for one name.
