@@ -447,6 +447,9 @@ func decodeCheckpoint(b []byte, fn func(*Action)) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := checkParquetFooter(b[footerStart : len(b)-8]); err != nil {
+		return err
+	}
 	// Page indexes and bloom filters are of no use to a full scan, and their
 	// offsets and lengths would be more fields to distrust.
 	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))

@@ -226,9 +226,11 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 	f.Add(b)
 	// testdata/fuzz/FuzzDecodeCheckpoint holds inputs that made parquet-go
 	// allocate gigabytes or loop until memory ran out (see
-	// TestCorruptParquetRootCausesFailFast). The fuzzer has no time limit
-	// per input: ckWithin makes one that spins a failure, saved, instead of
-	// a run that never ends.
+	// TestCorruptParquetRootCausesFailFast and
+	// TestCompressedPagesCannotAllocatePastTheirDeclaredSize). The fuzzer
+	// has no time or memory limit per input: ckWithin makes one that spins
+	// or allocates more than ckMaxAllocBytes a failure, saved, instead of a
+	// run that never ends or a machine out of memory.
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = ckWithin(t, func() error { return decodeCheckpoint(b, func(*Action) {}) })
 	})

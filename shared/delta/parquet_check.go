@@ -5,25 +5,27 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/klauspost/compress/snappy"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
-	"github.com/pierrec/lz4/v4"
 )
 
 // ErrCorruptParquet is returned when a Parquet file (a data file or a
-// checkpoint) is malformed: its footer, column chunk metadata or page
-// headers contradict each other or the file's size.
+// checkpoint) is malformed: its footer, column chunk metadata, page
+// headers, compressed pages or page index contradict each other or the
+// file's size.
 //
-// parquet-go trusts these fields: a corrupt length or a corrupt LZ4 page
-// made it allocate gigabytes or loop until the process died, so a bad file
-// in a lake hung every merge of its table until the function's timeout.
-// The checks here run before parquet-go sees the fields, cost a few header
-// decodes per page, and turn such a file into this error. What they cannot
-// see without decoding values, a page parquet-go panics on, is recovered
-// where the pages are read (colStream, copyKeptValuesSafely,
-// writeRowGroupSafely) and becomes this error too, naming the column.
+// parquet-go trusts these fields: a corrupt length, list size or LZ4 page,
+// or a page inflating past its declared size, made it allocate gigabytes
+// or loop until the process died, so a bad file in a lake hung every merge
+// of its table until the function's timeout. The checks here run before
+// parquet-go sees the fields and turn such a file into this error. They
+// cost a few header decodes per page, plus a second inflation of gzip and
+// brotli pages and of zstd frames that do not declare their size (none of
+// which dsdelta writes by default). What they cannot see without decoding
+// values, a page parquet-go panics on, is recovered where the pages are
+// read (colStream, copyKeptValuesSafely, writeRowGroupSafely) and becomes
+// this error too, naming the column.
 var ErrCorruptParquet = errors.New("corrupt parquet file")
 
 // maxParquetPageBytes bounds the uncompressed size a page header may
@@ -56,6 +58,16 @@ func checkParquetTail(tail []byte, size int64) (int64, error) {
 		return 0, corruptParquet("footer length %d does not fit in a file of %d bytes", footer, size)
 	}
 	return size - 8 - footer, nil
+}
+
+// checkParquetFooter checks the encoded footer of a Parquet file (between
+// the offset checkParquetTail returns and the last 8 bytes) before
+// parquet-go decodes it: see checkThrift.
+func checkParquetFooter(footer []byte) error {
+	if err := checkThrift(footer); err != nil {
+		return corruptParquet("footer: %v", err)
+	}
+	return nil
 }
 
 // checkParquetMetadata checks what the footer of f (which starts at
@@ -144,8 +156,24 @@ func kindOf(t parquet.Type) (k parquet.Kind, ok bool) {
 // checkChunkBounds checks that the column chunk bounds in st have the
 // width of the column's kind: parquet-go panics decoding a bound of
 // another width (FileColumnChunk.Bounds, read by row group filters and
-// by rewrites for the statistics of copied row groups).
+// by rewrites for the statistics of copied row groups). The deprecated
+// min and max are checked too: parquet-go copies them with the statistics
+// of a row group it splices into a rewrite's output, where older readers
+// of signed columns use them.
 func checkChunkBounds(st *format.Statistics, kind parquet.Kind) error {
+	err := checkBounds("", st.MinValue, st.MaxValue, kind)
+	if err == nil {
+		err = checkBounds("deprecated ", st.Min, st.Max, kind)
+	}
+	if err != nil {
+		return corruptParquet("%v", err)
+	}
+	return nil
+}
+
+// checkBounds checks that min and max, PLAIN-encoded bounds of a column of
+// the given kind (nil when absent), have the width of the kind.
+func checkBounds(prefix string, min, max []byte, kind parquet.Kind) error {
 	width := 0
 	switch kind {
 	case parquet.Boolean:
@@ -162,9 +190,9 @@ func checkChunkBounds(st *format.Statistics, kind parquet.Kind) error {
 	for _, b := range []struct {
 		name string
 		v    []byte
-	}{{"min", st.MinValue}, {"max", st.MaxValue}} {
+	}{{"min", min}, {"max", max}} {
 		if b.v != nil && len(b.v) != width {
-			return corruptParquet("%s bound of %d bytes for a %s column", b.name, len(b.v), kind)
+			return fmt.Errorf("%s%s bound of %d bytes for a %s column", prefix, b.name, len(b.v), kind)
 		}
 	}
 	return nil
@@ -206,8 +234,10 @@ type pageChecker struct {
 	footerStart int64
 	// codecs holds the codec of each leaf column as parquet-go decodes it:
 	// with the codec of the column's first chunk, whatever later chunks say.
-	codecs  []format.CompressionCodec
-	scratch []byte // LZ4 pages are decoded into it
+	codecs []format.CompressionCodec
+	// kinds holds the physical kind of each leaf column.
+	kinds []parquet.Kind
+	codecState
 }
 
 func newPageChecker(f *parquet.File, footerStart int64) *pageChecker {
@@ -231,6 +261,7 @@ func newPageChecker(f *parquet.File, footerStart int64) *pageChecker {
 		}
 	}
 	walk(f.Root())
+	pc.kinds, _ = leafKinds(f) // an error failed checkParquetMetadata
 	return pc
 }
 
@@ -238,10 +269,8 @@ func newPageChecker(f *parquet.File, footerStart int64) *pageChecker {
 // chunk returns (from memory: the checkpoint, or a prefetched row group).
 // Each page header must decode, fit in the chunk and declare sizes and
 // counts parquet-go can act on without unbounded work: a bounded
-// uncompressed size that the compressed bytes really decode to (checked
-// from the Snappy preamble; by decoding LZ4, whose parquet-go decoder
-// retries a corrupt block with ever larger buffers until memory runs out),
-// and no more values than the chunk declares.
+// uncompressed size that the compressed bytes really decode to (see
+// checkCompressed), and no more values than the chunk declares.
 func (pc *pageChecker) check(g, c int, chunk func(start, end int64) ([]byte, error)) error {
 	rg := &pc.f.Metadata().RowGroups[g]
 	start, end, err := columnChunkRange(rg, c, pc.footerStart)
@@ -340,38 +369,80 @@ func (pc *pageChecker) check(g, c int, chunk func(start, end int64) ([]byte, err
 	return nil
 }
 
-// checkCompressed checks that src, the compressed bytes of a page, decodes
-// to want bytes, for the codecs whose decoders parquet-go trusts with sizes.
-func (pc *pageChecker) checkCompressed(codec format.CompressionCodec, src []byte, want int64) error {
-	switch codec {
-	case format.Snappy:
-		n, err := snappy.DecodedLen(src)
+// checkPageIndex checks the column index and offset index of column chunk
+// c of row group g, whose bytes index returns, before parquet-go reads
+// them: it does when a rewrite splices a row group into its output, and
+// copies them there. Their lists must be no longer than their bytes (see
+// checkThrift), the column index must have a min and a max of the column's
+// width for each page that is not all nulls (parquet-go panics decoding
+// one of another width), and the offset index must locate pages inside
+// the chunk's data pages, starting at increasing rows of the row group:
+// readers that filter pages by the index seek to these offsets.
+func (pc *pageChecker) checkPageIndex(g, c int, index func(start, end int64) ([]byte, error)) error {
+	rg := &pc.f.Metadata().RowGroups[g]
+	_, end, err := columnChunkRange(rg, c, pc.footerStart)
+	if err != nil {
+		return err
+	}
+	cc := &rg.Columns[c]
+	var proto thrift.CompactProtocol
+	decode := func(name string, off int64, n int32, v any) error {
+		b, err := index(off, off+int64(n))
 		if err != nil {
-			return fmt.Errorf("snappy: %v", err)
+			return fmt.Errorf("column chunk %d: %s: %w", c, name, err)
 		}
-		if int64(n) != want {
-			return fmt.Errorf("snappy data decodes to %d bytes, the header says %d", n, want)
+		if err = checkThrift(b); err == nil {
+			err = thrift.Unmarshal(&proto, b, v)
 		}
-	case format.Lz4Raw:
-		if len(src) == 0 {
-			return nil
-		}
-		// A byte of an LZ4 block expands to 255 at most: a larger claim
-		// is corrupt, and is rejected before sizing the buffer by it.
-		if want > 255*int64(len(src))+16 {
-			return fmt.Errorf("%d bytes of lz4 data cannot decode to %d", len(src), want)
-		}
-		// Decoding into want bytes succeeds when parquet-go's decoding into
-		// alloc >= want bytes does.
-		if int64(cap(pc.scratch)) < want {
-			pc.scratch = make([]byte, want)
-		}
-		n, err := lz4.UncompressBlock(src, pc.scratch[:want])
 		if err != nil {
-			return fmt.Errorf("lz4 data does not decode into the %d bytes the header declares: %v", want, err)
+			return corruptParquet("column chunk %d: %s: %v", c, name, err)
 		}
-		if int64(n) != want {
-			return fmt.Errorf("lz4 data decodes to %d bytes, the header says %d", n, want)
+		return nil
+	}
+	pages := -1
+	if cc.ColumnIndexOffset != 0 {
+		var ci format.ColumnIndex
+		if err := decode("column index", cc.ColumnIndexOffset, cc.ColumnIndexLength, &ci); err != nil {
+			return err
+		}
+		pages = len(ci.NullPages)
+		if len(ci.MinValues) != pages || len(ci.MaxValues) != pages || (len(ci.NullCounts) != 0 && len(ci.NullCounts) != pages) {
+			return corruptParquet("column chunk %d: column index of %d pages with %d min and %d max bounds and %d null counts", c, pages, len(ci.MinValues), len(ci.MaxValues), len(ci.NullCounts))
+		}
+		kind := parquet.Kind(-1)
+		if c < len(pc.kinds) {
+			kind = pc.kinds[c]
+		}
+		for i, null := range ci.NullPages {
+			if null {
+				continue
+			}
+			if err := checkBounds("", ci.MinValues[i], ci.MaxValues[i], kind); err != nil {
+				return corruptParquet("column chunk %d: column index: page %d: %v", c, i, err)
+			}
+		}
+	}
+	if cc.OffsetIndexOffset != 0 {
+		var oi format.OffsetIndex
+		if err := decode("offset index", cc.OffsetIndexOffset, cc.OffsetIndexLength, &oi); err != nil {
+			return err
+		}
+		where := func(msg string, args ...any) error {
+			return corruptParquet("column chunk %d: offset index: %s", c, fmt.Sprintf(msg, args...))
+		}
+		if pages >= 0 && len(oi.PageLocations) != pages {
+			return where("%d pages, the column index %d", len(oi.PageLocations), pages)
+		}
+		data := cc.MetaData.DataPageOffset
+		row := int64(-1)
+		for i, loc := range oi.PageLocations {
+			if loc.Offset < data || loc.CompressedPageSize <= 0 || loc.Offset > end-int64(loc.CompressedPageSize) {
+				return where("page %d of %d bytes at offset %d is outside the data pages [%d, %d)", i, loc.CompressedPageSize, loc.Offset, data, end)
+			}
+			if loc.FirstRowIndex <= row || (rg.NumRows > 0 && loc.FirstRowIndex >= rg.NumRows) {
+				return where("page %d has first row %d, after row %d, in a row group of %d rows", i, loc.FirstRowIndex, row, rg.NumRows)
+			}
+			row = loc.FirstRowIndex
 		}
 	}
 	return nil

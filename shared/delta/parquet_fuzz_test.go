@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/snappy"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -193,15 +195,19 @@ func FuzzReadDataFile(f *testing.F) {
 // that the first row group of a dsdelta file is re-encoded column by
 // column and the others are copied verbatim (a Spark file goes row by
 // row): it must succeed or return an error within a bound, never panic or
-// hang. testdata/fuzz/FuzzRewriteDataFile holds the inputs that once
-// crashed it.
+// hang, and what it writes must pass the checks its input passed (a
+// verbatim copy must not carry a corrupt page index or statistic into the
+// table). testdata/fuzz/FuzzRewriteDataFile holds the inputs that once
+// crashed it or were copied with their corruption.
 func FuzzRewriteDataFile(f *testing.F) {
 	fzAddSeeds(f)
 	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
 		md, key, schema := fzTable(kind)
 		store, add := fzStore(t, b)
+		var res RewriteResult
 		err := ckWithin(t, func() error {
-			_, err := RewriteFile(context.Background(), store, md, add, RewriteOptions{
+			var err error
+			res, err = RewriteFile(context.Background(), store, md, add, RewriteOptions{
 				Write: WriteOptions{Schema: schema, DataChange: true},
 				Keys:  []string{key},
 				Drop: func(k []any) bool {
@@ -212,7 +218,95 @@ func FuzzRewriteDataFile(f *testing.F) {
 			return err
 		})
 		fzCheckErr(t, err, add.Path)
+		if err != nil {
+			return
+		}
+		for _, out := range res.Adds {
+			if err := ckWithin(t, func() error { return fzCheckOutput(store, out) }); err != nil {
+				t.Fatalf("the rewrite of a file it accepted wrote %s, which fails the checks: %v", out.Path, err)
+			}
+		}
 	})
+}
+
+// fzCheckOutput runs every check of the guard on a data file a rewrite
+// wrote (footer, pages, page index), then uses its page index as a reader
+// filtering pages would: parquet-go decodes the bounds of each page, and a
+// page header must start where the offset index says a page does.
+func fzCheckOutput(store objstore.Store, a Add) error {
+	ctx := context.Background()
+	name, err := decodeAddPath(a.Path)
+	if err != nil {
+		return err
+	}
+	ra, f, err := openParquet(ctx, store, name, a.Size)
+	if err != nil {
+		return err
+	}
+	for g, rg := range f.Metadata().RowGroups {
+		if err := ra.prefetch(chunkRanges(rg, true)); err != nil {
+			return err
+		}
+		for c := range rg.Columns {
+			if err := ra.checkPages(g, c); err != nil {
+				return err
+			}
+			if err := ra.checkPageIndex(g, c); err != nil {
+				return err
+			}
+		}
+		ra.release()
+	}
+	b, err := objstore.ReadAll(ctx, store, name)
+	if err != nil {
+		return err
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return err
+	}
+	for _, rg := range pf.RowGroups() {
+		for _, cc := range rg.ColumnChunks() {
+			ci, err := cc.ColumnIndex()
+			if err != nil {
+				continue // no column index
+			}
+			for i := range ci.NumPages() {
+				ci.MinValue(i)
+				ci.MaxValue(i)
+			}
+			if err := fzCheckPageLocations(b, cc); err != nil {
+				return fmt.Errorf("column %d: %w", cc.Column(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// fzCheckPageLocations decodes the page header at each location of cc's
+// offset index in b, the file's bytes: a reader filtering pages by the
+// index seeks there. (Reading the pages would check their contents too,
+// which a verbatim copy carries over unread.)
+func fzCheckPageLocations(b []byte, cc parquet.ColumnChunk) error {
+	oi, err := cc.OffsetIndex()
+	if err != nil {
+		return nil // no offset index
+	}
+	for i := range oi.NumPages() {
+		off, size := oi.Offset(i), oi.CompressedPageSize(i)
+		if off < 0 || size <= 0 || off > int64(len(b))-size {
+			return fmt.Errorf("page %d of %d bytes at offset %d is outside the file of %d bytes", i, size, off, len(b))
+		}
+		var h format.PageHeader
+		r := new(thrift.CompactProtocol).NewReaderFromBytes(b[off : off+size])
+		if err := thrift.NewDecoder(r).Decode(&h); err != nil {
+			return fmt.Errorf("page %d at offset %d: header: %w", i, off, err)
+		}
+		if (h.Type != format.DataPage && h.Type != format.DataPageV2) || int64(r.BytesRead())+int64(h.CompressedPageSize) != size {
+			return fmt.Errorf("page %d at offset %d is a %s page of %d bytes, the offset index says %d", i, off, h.Type, int64(r.BytesRead())+int64(h.CompressedPageSize), size)
+		}
+	}
+	return nil
 }
 
 // TestFuzzSeedsAreValidAndExerciseBothRewritePaths guards the fuzz targets'
@@ -285,6 +379,11 @@ func TestCorruptDataFilesFailWithAnErrorNotAPanic(t *testing.T) {
 		{"a chunk bound wider than its column's type is rejected", func(md *format.FileMetaData) {
 			md.RowGroups[1].Columns[0].MetaData.Statistics.MinValue = make([]byte, 16)
 		}, "min bound of 16 bytes for a INT64 column"},
+		// parquet-go copies the deprecated bounds of a spliced row group
+		// into the output, where older readers of signed columns use them.
+		{"a deprecated chunk bound wider than its column's type is rejected", func(md *format.FileMetaData) {
+			md.RowGroups[1].Columns[0].MetaData.Statistics.Max = make([]byte, 3)
+		}, "deprecated max bound of 3 bytes for a INT64 column"},
 	} {
 		b := ckEditFooter(t, seed, tt.corrupt)
 		for _, op := range []struct {
@@ -313,6 +412,114 @@ func TestCorruptDataFilesFailWithAnErrorNotAPanic(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestACorruptPageIndexFailsTheRewrite corrupts the page index of a row
+// group that a rewrite copies: parquet-go splices its column and offset
+// indexes into the output, so before the guard a rewrite either allocated
+// what a corrupt list length said or wrote an output whose page index sends
+// readers that filter by it to the wrong bytes.
+func TestACorruptPageIndexFailsTheRewrite(t *testing.T) {
+	seed := fzSeeds(t)[1]
+	md, _, schema := fzTable(fzSchemaOurs)
+	for _, tt := range []struct {
+		name    string
+		corrupt func(t *testing.T, b []byte) []byte
+		reason  string
+	}{
+		{"a column index bound wider than its column's type is rejected", func(t *testing.T, b []byte) []byte {
+			return ckEditIndex(t, b, 1, 0, func(ci *format.ColumnIndex, _ *format.OffsetIndex) {
+				ci.MinValues[0] = make([]byte, 16)
+			})
+		}, "column index: page 0: min bound of 16 bytes for a INT64 column"},
+		{"a column index with fewer bounds than pages is rejected", func(t *testing.T, b []byte) []byte {
+			return ckEditIndex(t, b, 1, 0, func(ci *format.ColumnIndex, _ *format.OffsetIndex) {
+				ci.MaxValues = ci.MaxValues[:0]
+			})
+		}, "column index of 1 pages with 1 min and 0 max bounds"},
+		{"a column index list longer than the index is rejected before parquet-go allocates it", func(t *testing.T, b []byte) []byte {
+			return ckEditIndexBytes(t, b, 1, 0, func(ci []byte) []byte {
+				// Field 1, null_pages, is a list of bools: 2^31-1 of them.
+				if ci[0] != 0x19 || ci[1]>>4 == 0x0f {
+					t.Fatalf("unexpected column index start % x", ci[:2])
+				}
+				return append([]byte{0x19, 0xf0 | ci[1]&0x0f, 0xff, 0xff, 0xff, 0xff, 0x07}, ci[2:]...)
+			})
+		}, "list of 2147483647 elements"},
+		{"an offset index page beyond its column chunk is rejected", func(t *testing.T, b []byte) []byte {
+			return ckEditIndex(t, b, 1, 2, func(_ *format.ColumnIndex, oi *format.OffsetIndex) {
+				oi.PageLocations[1].Offset += 1 << 20
+			})
+		}, "offset index: page 1 of"},
+		{"an offset index page before its column chunk's data is rejected", func(t *testing.T, b []byte) []byte {
+			return ckEditIndex(t, b, 1, 0, func(_ *format.ColumnIndex, oi *format.OffsetIndex) {
+				oi.PageLocations[0].Offset = 4
+			})
+		}, "offset index: page 0 of"},
+		{"an offset index page starting past its row group's rows is rejected", func(t *testing.T, b []byte) []byte {
+			return ckEditIndex(t, b, 1, 0, func(_ *format.ColumnIndex, oi *format.OffsetIndex) {
+				oi.PageLocations[len(oi.PageLocations)-1].FirstRowIndex = fzGroupRows
+			})
+		}, "first row 20"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store, add := fzStore(t, tt.corrupt(t, seed))
+			err := ckWithin(t, func() error {
+				_, err := RewriteFile(context.Background(), store, md, add, RewriteOptions{
+					Write: WriteOptions{Schema: schema, DataChange: true},
+					Keys:  []string{"id"},
+					Drop:  func(k []any) bool { return k[0] == int64(5) },
+				})
+				return err
+			})
+			if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), add.Path) || !strings.Contains(err.Error(), tt.reason) {
+				t.Fatalf("err = %v, want ErrCorruptParquet naming %s and %q", err, add.Path, tt.reason)
+			}
+		})
+	}
+}
+
+// ckEditIndex changes the column and offset indexes of column chunk c of
+// row group g of b.
+func ckEditIndex(t *testing.T, b []byte, g, c int, edit func(*format.ColumnIndex, *format.OffsetIndex)) []byte {
+	t.Helper()
+	data, md := ckSplit(t, b)
+	cc := &md.RowGroups[g].Columns[c]
+	var ci format.ColumnIndex
+	var oi format.OffsetIndex
+	proto := new(thrift.CompactProtocol)
+	if err := thrift.Unmarshal(proto, data[cc.ColumnIndexOffset:cc.ColumnIndexOffset+int64(cc.ColumnIndexLength)], &ci); err != nil {
+		t.Fatal(err)
+	}
+	if err := thrift.Unmarshal(proto, data[cc.OffsetIndexOffset:cc.OffsetIndexOffset+int64(cc.OffsetIndexLength)], &oi); err != nil {
+		t.Fatal(err)
+	}
+	edit(&ci, &oi)
+	cib, err := thrift.Marshal(proto, &ci)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oib, err := thrift.Marshal(proto, &oi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(append([]byte(nil), data...), cib...)
+	cc.ColumnIndexOffset, cc.ColumnIndexLength = int64(len(data)-len(cib)), int32(len(cib))
+	data = append(data, oib...)
+	cc.OffsetIndexOffset, cc.OffsetIndexLength = int64(len(data)-len(oib)), int32(len(oib))
+	return ckJoin(t, data, md)
+}
+
+// ckEditIndexBytes changes the encoded column index of column chunk c of
+// row group g of b.
+func ckEditIndexBytes(t *testing.T, b []byte, g, c int, edit func([]byte) []byte) []byte {
+	t.Helper()
+	data, md := ckSplit(t, b)
+	cc := &md.RowGroups[g].Columns[c]
+	ci := edit(slices.Clone(data[cc.ColumnIndexOffset : cc.ColumnIndexOffset+int64(cc.ColumnIndexLength)]))
+	data = append(append([]byte(nil), data...), ci...)
+	cc.ColumnIndexOffset, cc.ColumnIndexLength = int64(len(data)-len(ci)), int32(len(ci))
+	return ckJoin(t, data, md)
 }
 
 // fzPanickyChunk is a column chunk whose pages panic when read, as

@@ -1085,24 +1085,42 @@ func (r *storeReaderAt) loadFooter() (int64, error) {
 			return 0, err
 		}
 	}
+	footer, err := r.bytes(footerStart, r.size-8)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkParquetFooter(footer); err != nil {
+		return 0, err
+	}
 	return footerStart, nil
 }
 
 // checkPages checks the pages of column chunk c of row group g before
 // parquet-go reads them (see pageChecker), from the prefetched ranges.
 func (r *storeReaderAt) checkPages(g, c int) error {
-	return r.pages.check(g, c, func(start, end int64) ([]byte, error) {
-		for _, ch := range r.chunks {
-			if start >= ch.off && end <= ch.off+int64(len(ch.data)) {
-				return ch.data[start-ch.off : end-ch.off], nil
-			}
+	return r.pages.check(g, c, r.bytes)
+}
+
+// checkPageIndex checks the column and offset indexes of column chunk c of
+// row group g before parquet-go reads them (see
+// pageChecker.checkPageIndex), from the prefetched ranges.
+func (r *storeReaderAt) checkPageIndex(g, c int) error {
+	return r.pages.checkPageIndex(g, c, r.bytes)
+}
+
+// bytes returns the bytes [start, end) of the file: from the prefetched
+// ranges when they hold them, read otherwise.
+func (r *storeReaderAt) bytes(start, end int64) ([]byte, error) {
+	for _, ch := range r.chunks {
+		if start >= ch.off && end <= ch.off+int64(len(ch.data)) {
+			return ch.data[start-ch.off : end-ch.off], nil
 		}
-		b := make([]byte, end-start)
-		if err := r.readDirect(b, start); err != nil {
-			return nil, err
-		}
-		return b, nil
-	})
+	}
+	b := make([]byte, end-start)
+	if err := r.readDirect(b, start); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 type cachedRange struct {

@@ -235,23 +235,10 @@ func TestReadFileReportsAMissingObject(t *testing.T) {
 }
 
 func BenchmarkReadFile(b *testing.B) {
-	schema := pqCDCSchema()
 	store := newPQMemStore()
 	ctx := context.Background()
-	w, err := NewFileWriter(ctx, store, WriteOptions{Schema: schema})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range pqBenchRows {
-		if err := w.Write(pqCDCRow(i)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	add, err := w.Close(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	md := pqMetadata(schema, nil, nil)
+	add := pqCDCFile(b, store, WriteOptions{}, pqBenchRows)
+	md := pqMetadata(pqCDCSchema(), nil, nil)
 	for _, tc := range []struct {
 		name string
 		cols []string

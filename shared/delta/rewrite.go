@@ -373,6 +373,12 @@ func (r *rewriter) appendRowGroup(ra *storeReaderAt, f *parquet.File, g int, ind
 		if err := ra.checkPages(g, c); err != nil {
 			return err
 		}
+		if !indexes {
+			continue
+		}
+		if err := ra.checkPageIndex(g, c); err != nil {
+			return err
+		}
 	}
 	if err := write(r.w); err != nil {
 		return err

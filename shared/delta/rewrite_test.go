@@ -438,19 +438,7 @@ func BenchmarkRewriteFile(b *testing.B) {
 	for _, rg := range []int64{64 << 20, 16 << 20} {
 		store := newPQMemStore()
 		ctx := context.Background()
-		w, err := NewFileWriter(ctx, store, WriteOptions{Schema: schema, RowGroupBytes: rg})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for i := range rows {
-			if err := w.Write(pqCDCRow(i)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		add, err := w.Close(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
+		add := pqCDCFile(b, store, WriteOptions{RowGroupBytes: rg}, rows)
 		opts := RewriteOptions{Write: WriteOptions{Schema: schema, RowGroupBytes: rg}, TargetFileBytes: 128 << 20, Keys: []string{"id"}, Drop: drop}
 		for _, path := range []string{"row groups", "rows"} {
 			b.Run(fmt.Sprintf("rowGroupMiB=%d/path=%s", rg>>20, path), func(b *testing.B) {
