@@ -306,7 +306,7 @@ func rewriteMerged(ctx context.Context, snap *delta.Snapshot, files []delta.Add,
 		}
 	}
 	var w *delta.RollingWriter
-	err := mergeRows(ctx, snap.Store(), md, files, less, func(row []any) error {
+	err := delta.ReadMerged(ctx, snap.Store(), md, files, delta.MergeOptions{Less: less}, func(row []any) error {
 		if w == nil {
 			// Each output file holds one partition; its values come from
 			// the first row (all inputs share them).
@@ -585,7 +585,7 @@ func tombstoneBins(files []delta.Add, target int64) [][]delta.Add {
 // mergeTombstones streams the rows of files (each sorted by key, as merges
 // and expiry write them) into new files in key order, leaving out expired
 // rows and, of the rows of one key that meet, all but the one with the
-// greatest order. Memory holds about a row group per file (mergeRows) and
+// greatest order. Memory holds about a row group per file (delta.ReadMerged) and
 // one of the output. Files not sorted by key still come out whole, only
 // less clustered and with fewer duplicates dropped.
 func mergeTombstones(ctx context.Context, store objstore.Store, md delta.Metadata, files []delta.Add, c tombstoneCut, target int64) ([]delta.Add, tombstoneExpiry, error) {
@@ -605,7 +605,7 @@ func mergeTombstones(ctx context.Context, store objstore.Store, md delta.Metadat
 		return w.Write(pending)
 	}
 	byKey := func(a, b []any) bool { return value.CompareKeys(a[:c.nkey], b[:c.nkey]) < 0 }
-	err = mergeRows(ctx, store, md, files, byKey, func(row []any) error {
+	err = delta.ReadMerged(ctx, store, md, files, delta.MergeOptions{Less: byKey}, func(row []any) error {
 		if c.expired(row[c.at]) {
 			m.Expired++
 			return nil

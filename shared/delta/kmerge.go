@@ -1,33 +1,39 @@
-package pipeline
+package delta
 
 import (
 	"container/heap"
 	"context"
 
-	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
 
-// mergeBufferRows is how many rows each input of mergeRows reads ahead.
+// mergeBufferRows is how many rows each input of ReadMerged reads ahead.
 const mergeBufferRows = 64
 
-// mergeRows streams the rows of files to emit in the order less gives,
-// each file's rows being in that order already (as merges and compaction
-// write them); rows that compare equal come in file order, and a nil less
-// emits the files one after the other. Each file is read by its own
-// goroutine a few rows ahead, so memory holds about a row group per input
-// whatever the files' sizes. The first error, of a reader or of emit, ends
-// the merge; every reader has stopped when mergeRows returns.
-func mergeRows(ctx context.Context, store objstore.Store, md delta.Metadata, files []delta.Add, less func(a, b []any) bool, emit func(row []any) error) (err error) {
+// MergeOptions configure ReadMerged.
+type MergeOptions struct {
+	// Less orders the rows; every file's rows must be in that order
+	// already (as merges and compaction write them). Rows that compare
+	// equal come in file order; nil emits the files one after the other.
+	Less func(a, b []any) bool
+}
+
+// ReadMerged streams the rows of files of the table described by md to
+// emit, in the order opts.Less gives: a k-way merge of sorted files. Each
+// file is read by its own goroutine a few rows ahead, so memory holds
+// about a row group per input whatever the files' sizes. The first error,
+// of a reader or of emit, ends the merge; every reader has stopped when
+// ReadMerged returns.
+func ReadMerged(ctx context.Context, store objstore.Store, md Metadata, files []Add, opts MergeOptions, emit func(row []any) error) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
-	h := &mergeHeap{less: less}
+	h := &mergeHeap{less: opts.Less}
 	streams := make([]*mergeStream, len(files))
 	for i, f := range files {
 		s := &mergeStream{ch: make(chan []any, mergeBufferRows), errc: make(chan error, 1), seq: i}
 		streams[i] = s
 		go func() {
 			defer close(s.ch)
-			s.errc <- delta.ReadFile(ctx, store, md, f, delta.ReadOptions{}, func(row []any) error {
+			s.errc <- ReadFile(ctx, store, md, f, ReadOptions{}, func(row []any) error {
 				select {
 				case s.ch <- row:
 					return nil
@@ -74,7 +80,7 @@ func mergeRows(ctx context.Context, store objstore.Store, md delta.Metadata, fil
 	return nil
 }
 
-// mergeStream is one input of mergeRows and its next row.
+// mergeStream is one input of ReadMerged and its next row.
 type mergeStream struct {
 	ch   chan []any
 	errc chan error // the reader's result, once ch is closed
