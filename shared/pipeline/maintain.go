@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
@@ -95,16 +93,13 @@ func (p *Pipeline) maintainUnderLease(ctx context.Context, table string, tabs cd
 	tc := p.Config.Table(table)
 	target := tc.TargetFileBytes
 	now := p.now()
-	for _, t := range []struct {
-		store  objstore.Store
-		sorted bool
-	}{{tabs.State, true}, {tabs.History, false}} {
-		n, into, err := compact(ctx, t.store, target, t.sorted, now)
+	for _, store := range []objstore.Store{tabs.State, tabs.History} {
+		r, err := compact(ctx, store, target, now)
 		if err != nil {
-			return fmt.Errorf("maintain %s: compact %s: %w", table, t.store.URL(), err)
+			return fmt.Errorf("maintain %s: compact %s: %w", table, store.URL(), err)
 		}
-		res.CompactedFiles += n
-		res.CompactedInto += into
+		res.CompactedFiles += r.FilesRemoved
+		res.CompactedInto += r.FilesAdded
 	}
 	expired, err := expireTombstones(ctx, tabs.Tombstones, time.Duration(tc.TombstoneRetention), target, now)
 	if err != nil {
@@ -178,157 +173,18 @@ func (p *Pipeline) maintainAfterLease(ctx context.Context, table string, tabs cd
 	return nil
 }
 
-// compact bin-packs files smaller than a quarter of the target, per
-// partition, into files of about the target size, with dataChange=false.
-// When sorted, the inputs (each sorted by key, as the engine writes them)
-// are merged by key so the output is clustered. Rows stream through: a
-// bounded buffer per input file, never a whole file.
-func compact(ctx context.Context, store objstore.Store, target int64, sorted bool, now time.Time) (int, int, error) {
+// compact bin-packs the small files of a table, the current state
+// clustered by key (see delta.Snapshot.Optimize); a table not created yet
+// has nothing to compact.
+func compact(ctx context.Context, store objstore.Store, target int64, now time.Time) (delta.OptimizeResult, error) {
 	snap, err := delta.Open(store).Snapshot(ctx)
 	if errors.Is(err, delta.ErrNotATable) {
-		return 0, 0, nil
+		return delta.OptimizeResult{}, nil
 	}
 	if err != nil {
-		return 0, 0, err
+		return delta.OptimizeResult{}, err
 	}
-	groups := map[string][]delta.Add{}
-	var order []string
-	for _, f := range snap.Files() {
-		if f.Size >= target/4 || f.DeletionVector != nil {
-			continue
-		}
-		k := partitionKey(f.PartitionValues)
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], f)
-	}
-	sort.Strings(order)
-	schema := snap.Schema()
-	keyCols := keyColumns(schema, snap.Configuration())
-	var removes []delta.Remove
-	var adds []delta.Add
-	compacted := 0
-	for _, k := range order {
-		files := groups[k]
-		if len(files) < 2 {
-			continue
-		}
-		// Bins of about the target size.
-		var bins [][]delta.Add
-		var cur []delta.Add
-		var size int64
-		for _, f := range files {
-			if size+f.Size > target && len(cur) > 0 {
-				bins = append(bins, cur)
-				cur, size = nil, 0
-			}
-			cur = append(cur, f)
-			size += f.Size
-		}
-		bins = append(bins, cur)
-		for _, bin := range bins {
-			if len(bin) < 2 {
-				continue
-			}
-			a, err := rewriteMerged(ctx, snap, bin, schema, keyCols, sorted, target)
-			if err != nil {
-				return 0, 0, err
-			}
-			for _, f := range bin {
-				removes = append(removes, f.Remove(now.UnixMilli(), false))
-			}
-			adds = append(adds, a...)
-			compacted += len(bin)
-		}
-	}
-	if len(removes) == 0 {
-		return 0, 0, nil
-	}
-	tx := snap.NewTransaction(delta.Operation{Name: "OPTIMIZE", Parameters: map[string]string{"predicate": "[]", "zOrderBy": "[]", "auto": "true"}})
-	for _, r := range removes {
-		tx.ReadFiles(r.Path)
-	}
-	tx.Remove(removes...)
-	tx.Add(adds...)
-	tx.SetMetrics(map[string]string{"numRemovedFiles": strconv.Itoa(len(removes)), "numAddedFiles": strconv.Itoa(len(adds))})
-	if _, err := tx.Commit(ctx); err != nil {
-		return 0, 0, err
-	}
-	return compacted, len(adds), nil
-}
-
-func partitionKey(pv map[string]*string) string {
-	keys := make([]string, 0, len(pv))
-	for k := range pv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	s := ""
-	for _, k := range keys {
-		v := "\x00null"
-		if pv[k] != nil {
-			v = *pv[k]
-		}
-		s += k + "=" + v + "/"
-	}
-	return s
-}
-
-// keyColumns are the clustering columns of a current-state table: the
-// primary key recorded at creation.
-func keyColumns(schema value.StructType, conf map[string]string) []int {
-	if conf[cdc.PropRole] != "state" || conf[cdc.PropKey] == "" {
-		return nil
-	}
-	var out []int
-	for _, k := range strings.Split(conf[cdc.PropKey], ",") {
-		if i := schema.Index(k); i >= 0 {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// rewriteMerged streams the rows of files into new files (dataChange=false),
-// merging by the key columns when sorted.
-func rewriteMerged(ctx context.Context, snap *delta.Snapshot, files []delta.Add, schema value.StructType, keyCols []int, sorted bool, target int64) ([]delta.Add, error) {
-	md := snap.Metadata()
-	var less func(a, b []any) bool
-	if sorted {
-		less = func(a, b []any) bool {
-			for _, k := range keyCols {
-				if c := value.Compare(a[k], b[k]); c != 0 {
-					return c < 0
-				}
-			}
-			return false
-		}
-	}
-	var w *delta.RollingWriter
-	err := delta.ReadMerged(ctx, snap.Store(), md, files, delta.MergeOptions{Less: less}, func(row []any) error {
-		if w == nil {
-			// Each output file holds one partition; its values come from
-			// the first row (all inputs share them).
-			pv := map[string]any{}
-			for _, c := range md.PartitionColumns {
-				if fi := schema.Index(c); fi >= 0 {
-					pv[c] = row[fi]
-				}
-			}
-			// dataChange=false: compaction rearranges rows, it changes none.
-			w = delta.NewRollingWriter(ctx, snap.Store(), delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, PartitionValues: pv}, target)
-		}
-		return w.Write(row)
-	})
-	if w == nil {
-		return nil, err // no row at all: nothing written
-	}
-	if err != nil {
-		w.Abort()
-		return nil, err
-	}
-	return w.Close()
+	return snap.Optimize(ctx, delta.OptimizeOptions{TargetFileBytes: target, ClusterBy: cdc.ClusterColumns(snap), Now: func() time.Time { return now }})
 }
 
 // Tombstone compaction limits. A tombstone table gains one small file per
