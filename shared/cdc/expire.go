@@ -17,7 +17,8 @@ import (
 // merge that deletes anything, so small files are merged once they are
 // numerous enough to slow lookups; each merge reads at most
 // tombstoneMergeFanIn files at once (one goroutine and about one row group
-// each), whatever the table's size.
+// each), whatever the table's size. Tombstone rows are narrow: bins of
+// that many files are merged in one pass, with no intermediate file.
 const (
 	tombstoneCompactMinFiles = 8
 	tombstoneMergeFanIn      = 32
@@ -298,7 +299,7 @@ func mergeTombstones(ctx context.Context, store objstore.Store, md delta.Metadat
 		return w.Write(pending)
 	}
 	byKey := func(a, b []any) bool { return value.CompareKeys(a[:c.nkey], b[:c.nkey]) < 0 }
-	err = delta.ReadMerged(ctx, store, md, files, delta.MergeOptions{Less: byKey}, func(row []any) error {
+	err = delta.ReadMerged(ctx, store, md, files, delta.MergeOptions{Less: byKey, FanIn: tombstoneMergeFanIn}, func(row []any) error {
 		if c.expired(row[c.at]) {
 			m.Expired++
 			return nil

@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"io"
 	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,85 +70,202 @@ func kmAppend(t *testing.T, ctx context.Context, store objstore.Store, rows []km
 	return add
 }
 
-// kmInputs commits three key-sorted files whose keys interleave and repeat
-// across files (each row names its file).
-func kmInputs(t *testing.T, ctx context.Context) (objstore.Store, *Snapshot, []Add) {
+// kmInputs commits n key-sorted files whose keys interleave and repeat
+// across files (each row names its file), and returns them in commit
+// order with every row, sorted by key with ties in file order.
+func kmInputs(t *testing.T, ctx context.Context, n int) (objstore.Store, *Snapshot, []Add, []kmRow) {
 	t.Helper()
 	store := kmTable(t, ctx)
 	var adds []Add
-	for f := range 3 {
+	var want []kmRow
+	for f := range n {
 		var rows []kmRow
 		for id := int64(f); id < 300; id += 2 {
 			rows = append(rows, kmRow{id, int64(f)})
 		}
 		adds = append(adds, kmAppend(t, ctx, store, rows, 40))
+		want = append(want, rows...)
 	}
+	slices.SortStableFunc(want, func(a, b kmRow) int { return cmp.Compare(a.id, b.id) }) // file order on ties
 	snap, err := Open(store).Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return store, snap, adds
+	return store, snap, adds, want
 }
 
-func TestReadMergedEmitsInKeyOrderWithTiesInFileOrder(t *testing.T) {
-	ctx := context.Background()
-	store, snap, adds := kmInputs(t, ctx)
-	var got, want []kmRow
-	for f := range 3 {
-		for id := int64(f); id < 300; id += 2 {
-			want = append(want, kmRow{id, int64(f)})
+// kmDataFiles lists the Parquet objects of a store outside the log.
+func kmDataFiles(t *testing.T, ctx context.Context, store objstore.Store) []string {
+	t.Helper()
+	var out []string
+	err := store.List(ctx, "", "", func(i objstore.Info) error {
+		if strings.HasSuffix(i.Name, ".parquet") && !strings.HasPrefix(i.Name, logDir) {
+			out = append(out, i.Name)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.SortStableFunc(want, func(a, b kmRow) int { return cmp.Compare(a.id, b.id) }) // file order on ties
-	err := ReadMerged(ctx, store, snap.Metadata(), adds, MergeOptions{Less: kmByID}, func(row []any) error {
+	slices.Sort(out)
+	return out
+}
+
+// kmMerge runs ReadMerged and returns the rows it emitted.
+func kmMerge(t *testing.T, ctx context.Context, store objstore.Store, md Metadata, adds []Add, opts MergeOptions) []kmRow {
+	t.Helper()
+	var got []kmRow
+	err := ReadMerged(ctx, store, md, adds, opts, func(row []any) error {
 		got = append(got, kmRowOf(row))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("merged %d rows out of order or with ties out of file order", len(got))
-	}
+	return got
+}
 
-	// Without an order the files come one after the other.
-	got = got[:0]
-	if err := ReadMerged(ctx, store, snap.Metadata(), adds, MergeOptions{}, func(row []any) error {
-		got = append(got, kmRowOf(row))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.IsSortedFunc(got, func(a, b kmRow) int { return cmp.Compare(a.file, b.file) }) || len(got) != len(want) {
-		t.Fatalf("without an order, %d rows did not come file after file", len(got))
+func TestReadMergedEmitsInKeyOrderWithTiesInFileOrder(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		files int
+		fanIn int
+	}{
+		{"with every file read at once", 3, 0},
+		{"in passes when the files are many more than the fan-in", 7, 2},
+		{"in one pass merging as few files as needed", 7, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store, snap, adds, want := kmInputs(t, ctx, tc.files)
+			before := kmDataFiles(t, ctx, store)
+			got := kmMerge(t, ctx, store, snap.Metadata(), adds, MergeOptions{Less: kmByID, FanIn: tc.fanIn})
+			if !slices.Equal(got, want) {
+				t.Fatalf("merged %d rows (want %d) out of order or with ties out of file order", len(got), len(want))
+			}
+			if after := kmDataFiles(t, ctx, store); !slices.Equal(after, before) {
+				t.Fatalf("data files after the merge %v, want the inputs only %v", after, before)
+			}
+
+			// Without an order the files come one after the other.
+			got = kmMerge(t, ctx, store, snap.Metadata(), adds, MergeOptions{FanIn: tc.fanIn})
+			if !slices.IsSortedFunc(got, func(a, b kmRow) int { return cmp.Compare(a.file, b.file) }) || len(got) != len(want) {
+				t.Fatalf("without an order, %d rows did not come file after file", len(got))
+			}
+		})
 	}
 }
 
 func TestReadMergedStopsAtTheFirstErrorWithNoReaderLeft(t *testing.T) {
 	ctx := context.Background()
-	store, snap, adds := kmInputs(t, ctx)
-	before := runtime.NumGoroutine()
-	stop := errors.New("emit failed")
-	n := 0
-	err := ReadMerged(ctx, store, snap.Metadata(), adds, MergeOptions{Less: func(a, b []any) bool { return value.Compare(a[0], b[0]) < 0 }}, func([]any) error {
-		if n++; n == 5 {
-			return stop
-		}
-		return nil
+	for _, tc := range []struct {
+		name  string
+		fanIn int
+	}{
+		{"with every file read at once", 0},
+		{"in passes, leaving no intermediate file", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store, snap, adds, _ := kmInputs(t, ctx, 3)
+			files := kmDataFiles(t, ctx, store)
+			before := runtime.NumGoroutine()
+			stop := errors.New("emit failed")
+			n := 0
+			err := ReadMerged(ctx, store, snap.Metadata(), adds, MergeOptions{Less: func(a, b []any) bool { return value.Compare(a[0], b[0]) < 0 }, FanIn: tc.fanIn}, func([]any) error {
+				if n++; n == 5 {
+					return stop
+				}
+				return nil
+			})
+			if !errors.Is(err, stop) || n != 5 {
+				t.Fatalf("err = %v after %d rows, want the emit error after 5", err, n)
+			}
+			// A file that cannot be read ends the merge with its error.
+			missing := append(slices.Clone(adds), Add{Path: "part-missing.parquet", Size: 100})
+			for _, less := range []func(a, b []any) bool{nil, kmByID} {
+				err = ReadMerged(ctx, store, snap.Metadata(), missing, MergeOptions{Less: less, FanIn: tc.fanIn}, func([]any) error { return nil })
+				if !errors.Is(err, objstore.ErrNotExist) {
+					t.Fatalf("merging a file that does not exist: err = %v, want %v", err, objstore.ErrNotExist)
+				}
+			}
+			for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d goroutines left after ReadMerged returned (%d before)", runtime.NumGoroutine(), before)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if after := kmDataFiles(t, ctx, store); !slices.Equal(after, files) {
+				t.Fatalf("data files after failed merges %v, want the inputs only %v", after, files)
+			}
+		})
+	}
+}
+
+// kmOpenReaders counts the readers of data files open at once, each held
+// open a little so that readers running together overlap.
+type kmOpenReaders struct {
+	objstore.Store
+	mu         sync.Mutex
+	open, peak int
+}
+
+func (s *kmOpenReaders) NewReader(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
+	rc, err := s.Store.NewReader(ctx, name, offset, length)
+	if err != nil || !strings.HasSuffix(name, ".parquet") {
+		return rc, err
+	}
+	s.mu.Lock()
+	s.open++
+	s.peak = max(s.peak, s.open)
+	s.mu.Unlock()
+	time.Sleep(time.Millisecond)
+	return &kmCountedReader{ReadCloser: rc, s: s}, nil
+}
+
+func (s *kmOpenReaders) maxOpen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
+type kmCountedReader struct {
+	io.ReadCloser
+	s    *kmOpenReaders
+	once sync.Once
+}
+
+func (r *kmCountedReader) Close() error {
+	r.once.Do(func() {
+		r.s.mu.Lock()
+		r.s.open--
+		r.s.mu.Unlock()
 	})
-	if !errors.Is(err, stop) || n != 5 {
-		t.Fatalf("err = %v after %d rows, want the emit error after 5", err, n)
-	}
-	// A file that cannot be read ends the merge with its error.
-	missing := append(slices.Clone(adds), Add{Path: "part-missing.parquet", Size: 100})
-	err = ReadMerged(ctx, store, snap.Metadata(), missing, MergeOptions{}, func([]any) error { return nil })
-	if err == nil {
-		t.Fatal("merging a file that does not exist succeeded")
-	}
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines left after ReadMerged returned (%d before)", runtime.NumGoroutine(), before)
-		}
-		time.Sleep(10 * time.Millisecond)
+	return r.ReadCloser.Close()
+}
+
+func TestReadMergedReadsAtMostFanInFilesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	const files, fanIn = 40, 4
+	mem, snap, adds, want := kmInputs(t, ctx, files)
+	for _, tc := range []struct {
+		name string
+		less func(a, b []any) bool
+	}{
+		{"merging by key", kmByID},
+		{"one file after the other", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &kmOpenReaders{Store: mem}
+			got := kmMerge(t, ctx, store, snap.Metadata(), adds, MergeOptions{Less: tc.less, FanIn: fanIn})
+			if peak := store.maxOpen(); peak > fanIn {
+				t.Fatalf("%d data files were read at once, want at most %d", peak, fanIn)
+			}
+			if tc.less != nil && !slices.Equal(got, want) {
+				t.Fatalf("merged %d rows (want %d) out of order or with ties out of file order", len(got), len(want))
+			}
+			if tc.less == nil && (len(got) != len(want) || !slices.IsSortedFunc(got, func(a, b kmRow) int { return cmp.Compare(a.file, b.file) })) {
+				t.Fatalf("%d rows (want %d) did not come file after file", len(got), len(want))
+			}
+		})
 	}
 }

@@ -20,6 +20,9 @@ type OptimizeOptions struct {
 	// already (as merges and compaction write them): the output is then
 	// clustered. With none, the files are concatenated.
 	ClusterBy []string
+	// FanIn caps how many files are read at once (see ReadMerged); 0
+	// means DefaultMergeFanIn.
+	FanIn int
 	// Now stamps the removes; nil means the table's clock.
 	Now func() time.Time
 }
@@ -34,7 +37,8 @@ type OptimizeResult struct {
 // partition, into files of about opts.TargetFileBytes, and commits the
 // result as an OPTIMIZE with dataChange=false: it rearranges rows and
 // changes none. Files with a deletion vector are left alone. Rows stream
-// through ReadMerged, a bounded buffer per input file, never a whole file.
+// through ReadMerged: a bounded buffer per file read, never a whole file,
+// and at most opts.FanIn files read at once, however many a bin holds.
 // Nothing is committed when no partition has two small files.
 func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeResult, error) {
 	target := opts.TargetFileBytes
@@ -97,7 +101,7 @@ func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (Optimize
 			if len(bin) < 2 {
 				continue
 			}
-			a, err := s.rewriteMerged(ctx, bin, less, target)
+			a, err := s.rewriteMerged(ctx, bin, MergeOptions{Less: less, FanIn: opts.FanIn}, target)
 			if err != nil {
 				return OptimizeResult{}, err
 			}
@@ -141,13 +145,13 @@ func partitionGroup(pv map[string]*string) string {
 	return s
 }
 
-// rewriteMerged streams the rows of files, merged in the order less gives,
-// into new files of about target bytes (dataChange=false).
-func (s *Snapshot) rewriteMerged(ctx context.Context, files []Add, less func(a, b []any) bool, target int64) ([]Add, error) {
+// rewriteMerged streams the rows of files, merged as mo says, into new
+// files of about target bytes (dataChange=false).
+func (s *Snapshot) rewriteMerged(ctx context.Context, files []Add, mo MergeOptions, target int64) ([]Add, error) {
 	md := s.Metadata()
 	schema := s.Schema()
 	var w *RollingWriter
-	err := ReadMerged(ctx, s.Store(), md, files, MergeOptions{Less: less}, func(row []any) error {
+	err := ReadMerged(ctx, s.Store(), md, files, mo, func(row []any) error {
 		if w == nil {
 			// Each output file holds one partition; its values come from
 			// the first row (all inputs share them).

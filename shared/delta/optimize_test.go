@@ -214,3 +214,51 @@ func TestOptimizeRejectsAnUnknownClusterColumn(t *testing.T) {
 		t.Fatalf("error %v, want %v", err, ErrUnknownColumn)
 	}
 }
+
+func TestOptimizeOfManyMoreSmallFilesThanTheFanInReadsAtMostFanInAtOnce(t *testing.T) {
+	ctx := context.Background()
+	mem := optTable(t, ctx)
+	n := 3*DefaultMergeFanIn + 5
+	for f := range int64(n) {
+		optAppend(t, ctx, mem, "eu", f, f%7, 100+f, 1000) // 1000 in every file
+	}
+	before, _ := optRead(t, ctx, mem)
+	store := &kmOpenReaders{Store: mem}
+	snap, err := Open(store).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rank := map[int64]int{} // input file -> position in the snapshot
+	for i, f := range snap.Files() {
+		rank[before[f.Path][0].file] = i
+	}
+
+	res, err := snap.Optimize(ctx, OptimizeOptions{TargetFileBytes: 1 << 30, ClusterBy: []string{"id"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if peak := store.maxOpen(); peak > DefaultMergeFanIn {
+		t.Fatalf("%d data files were read at once, want at most %d", peak, DefaultMergeFanIn)
+	}
+	after, snap2 := optRead(t, ctx, mem)
+	if res != (OptimizeResult{FilesRemoved: n, FilesAdded: 1}) || len(after) != 1 {
+		t.Fatalf("result %+v with %d files, want %d files compacted into 1", res, len(after), n)
+	}
+	if !slices.Equal(optAll(after), optAll(before)) {
+		t.Fatalf("rows differ after compaction:\n got  %v\n want %v", optAll(after), optAll(before))
+	}
+	for path, rows := range after {
+		if !slices.IsSortedFunc(rows, func(a, b optRow) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(rank[a.file], rank[b.file])) }) {
+			t.Fatalf("file %s is not clustered by key with ties in file order: %v", path, rows)
+		}
+	}
+	// The intermediate files of the passes are gone: the store holds the
+	// inputs (removed, for vacuum) and the output.
+	if files := kmDataFiles(t, ctx, mem); len(files) != n+1 {
+		t.Fatalf("%d data files in the store, want the %d inputs and the output", len(files), n)
+	}
+	if snap2.NumFiles() != 1 {
+		t.Fatalf("%d files in the table, want 1", snap2.NumFiles())
+	}
+}
