@@ -148,3 +148,14 @@ func partitionKeyText(vals []any) string {
 
 // sizeCheckRows is how many rows a RollingWriter writes between size checks.
 const sizeCheckRows = 1024
+
+// DiscardFiles deletes data files written for a commit that will not be
+// made. A failure is left to vacuum, which deletes unreferenced files
+// anyway.
+func DiscardFiles(ctx context.Context, store objstore.Store, adds []Add) {
+	for _, a := range adds {
+		if name, err := decodeAddPath(a.Path); err == nil {
+			_ = store.Delete(ctx, name)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package pipeline
+package cdc
 
 import (
 	"cmp"
@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -22,10 +21,11 @@ import (
 
 // The clock of the expiry tests: tombstones deleted before cutoff expire.
 var (
-	expiryNow    = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	expiryCutoff = value.MicrosOf(expiryNow.Add(-7 * 24 * time.Hour))
-	oldTS        = expiryCutoff - value.Micros(time.Hour/time.Microsecond)
-	freshTS      = expiryCutoff + value.Micros(time.Hour/time.Microsecond)
+	expiryNow       = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	expiryRetention = 7 * 24 * time.Hour
+	expiryCutoff    = value.MicrosOf(expiryNow.Add(-expiryRetention))
+	oldTS           = expiryCutoff - value.Micros(time.Hour/time.Microsecond)
+	freshTS         = expiryCutoff + value.Micros(time.Hour/time.Microsecond)
 )
 
 // tomb is one tombstone row of a table keyed by a single long "id".
@@ -60,12 +60,12 @@ func newTombstoneTable(t *testing.T, ctx context.Context) objstore.Store {
 	t.Helper()
 	store := objstore.NewMemory()
 	source := value.StructType{Fields: []value.Field{{Name: "id", Type: value.Long}}}
-	schema, err := cdc.TombstoneSchema(source, []string{"id"})
+	schema, err := TombstoneSchema(source, []string{"id"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = delta.Open(store).Create(ctx, delta.CreateOptions{Schema: schema, Configuration: map[string]string{
-		cdc.PropTable: "shop.customers", cdc.PropRole: "tombstones", cdc.PropKey: "id",
+		PropTable: "shop.customers", PropRole: "tombstones", PropKey: "id",
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -135,9 +135,14 @@ func readTombstones(t *testing.T, ctx context.Context, store objstore.Store) ([]
 	return out, snap
 }
 
-func expire(t *testing.T, ctx context.Context, store objstore.Store, target int64) tombstoneExpiry {
+// expiryOptions expire the tombstones deleted before expiryCutoff.
+func expiryOptions(target int64) ExpireOptions {
+	return ExpireOptions{Retention: expiryRetention, TargetFileBytes: target, Now: func() time.Time { return expiryNow }}
+}
+
+func expire(t *testing.T, ctx context.Context, store objstore.Store, target int64) ExpireResult {
 	t.Helper()
-	res, err := expireTombstoneFiles(ctx, store, expiryCutoff, target, expiryNow)
+	res, err := ExpireTombstones(ctx, store, expiryOptions(target))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,8 +215,8 @@ func TestExpireTombstonesRewritesOnlyFilesWithExpiredRows(t *testing.T) {
 	if h.Operation != "DELETE" || h.Metrics["numDeletedRows"] != "4" || h.Metrics["numCopiedRows"] != "2" {
 		t.Fatalf("commit %s %v, want DELETE with numDeletedRows=4 numCopiedRows=2", h.Operation, h.Metrics)
 	}
-	if !strings.Contains(h.Parameters["predicate"], cdc.ColDeletedAt) {
-		t.Fatalf("predicate %q does not name %s", h.Parameters["predicate"], cdc.ColDeletedAt)
+	if !strings.Contains(h.Parameters["predicate"], ColDeletedAt) {
+		t.Fatalf("predicate %q does not name %s", h.Parameters["predicate"], ColDeletedAt)
 	}
 }
 
@@ -219,11 +224,11 @@ func TestExpireTombstonesCommitsNothingWhenNothingExpires(t *testing.T) {
 	ctx := context.Background()
 	t.Run("an absent table is not created", func(t *testing.T) {
 		store := objstore.NewMemory()
-		res, err := expireTombstoneFiles(ctx, store, expiryCutoff, 1<<20, expiryNow)
+		res, err := ExpireTombstones(ctx, store, expiryOptions(1<<20))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res != (tombstoneExpiry{}) {
+		if res != (ExpireResult{}) {
 			t.Fatalf("result %+v for an absent table", res)
 		}
 		if _, err := delta.Open(store).Snapshot(ctx); !errors.Is(err, delta.ErrNotATable) {
@@ -232,7 +237,7 @@ func TestExpireTombstonesCommitsNothingWhenNothingExpires(t *testing.T) {
 	})
 	t.Run("an empty table gets no commit", func(t *testing.T) {
 		store := newTombstoneTable(t, ctx)
-		if res := expire(t, ctx, store, 1<<20); res != (tombstoneExpiry{}) {
+		if res := expire(t, ctx, store, 1<<20); res != (ExpireResult{}) {
 			t.Fatalf("result %+v for an empty table", res)
 		}
 		if _, snap := readTombstones(t, ctx, store); snap.Version() != 0 {
@@ -494,14 +499,14 @@ func TestExpireTombstonesKeepsWhatLookupsSee(t *testing.T) {
 	}
 }
 
-// readCounter counts the reads of each object of a store.
-type readCounter struct {
+// objectReads counts the reads of each object of a store.
+type objectReads struct {
 	objstore.Store
 	mu    sync.Mutex
 	reads map[string]int
 }
 
-func (r *readCounter) NewReader(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
+func (r *objectReads) NewReader(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
 	r.mu.Lock()
 	if r.reads == nil {
 		r.reads = map[string]int{}
@@ -511,7 +516,7 @@ func (r *readCounter) NewReader(ctx context.Context, name string, offset, length
 	return r.Store.NewReader(ctx, name, offset, length)
 }
 
-func (r *readCounter) count(name string) int {
+func (r *objectReads) count(name string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.reads[name]
@@ -522,7 +527,7 @@ func TestExpireTombstonesSkipsFilesByTheirStats(t *testing.T) {
 	mem := newTombstoneTable(t, ctx)
 	fresh := appendTombstones(t, ctx, mem, []tomb{{1, 1, expiryCutoff}, {2, 2, freshTS}}, fileOptions{})
 	stale := appendTombstones(t, ctx, mem, []tomb{{3, 3, oldTS}, {4, 4, freshTS}}, fileOptions{})
-	store := &readCounter{Store: mem}
+	store := &objectReads{Store: mem}
 
 	res := expire(t, ctx, store, 1<<20)
 
@@ -550,13 +555,13 @@ func TestExpireTombstonesRowGroupFilterSparesReadingFreshRowGroups(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ord := snap.Schema().Index(cdc.ColOrder)
-	tc := tombstoneCut{cutoff: expiryCutoff, at: snap.Schema().Index(cdc.ColDeletedAt), ord: ord, nkey: ord}
+	ord := snap.Schema().Index(ColOrder)
+	tc := tombstoneCut{cutoff: expiryCutoff, at: snap.Schema().Index(ColDeletedAt), ord: ord, nkey: ord}
 	// The same rewrite without the filter reads the deletion times of every
 	// row group; with it, only those of the row group that has expired rows.
 	reads := map[bool]int{}
 	for _, filtered := range []bool{true, false} {
-		store := &readCounter{Store: mem}
+		store := &objectReads{Store: mem}
 		opts := tc.rewriteOptions(snap.Schema(), snap.Metadata(), 1<<20)
 		if !filtered {
 			opts.RowGroupFilter = nil
@@ -609,7 +614,7 @@ func TestExpireTombstonesCommitsNothingWhenAFileCannotBeRead(t *testing.T) {
 				input = append(input, rows...)
 			}
 			_, before := readTombstones(t, ctx, mem)
-			_, err := expireTombstoneFiles(ctx, failingReads{Store: mem, name: last.Path}, expiryCutoff, 1<<20, expiryNow)
+			_, err := ExpireTombstones(ctx, failingReads{Store: mem, name: last.Path}, expiryOptions(1<<20))
 			if !errors.Is(err, errInjected) {
 				t.Fatalf("expiry error %v, want the read failure", err)
 			}

@@ -1,0 +1,26 @@
+package cdc
+
+import (
+	"strings"
+
+	"github.com/dsdelta/dsdelta/shared/delta"
+)
+
+// ClusterColumns are the columns compaction clusters a table by: for a
+// current-state table, the primary key recorded when it was created (the
+// columns of it still in the schema), so that a merge's key lookups prune
+// to few files; none for the history, which stays in arrival order.
+func ClusterColumns(snap *delta.Snapshot) []string {
+	conf := snap.Configuration()
+	if conf[PropRole] != "state" || conf[PropKey] == "" {
+		return nil
+	}
+	schema := snap.Schema()
+	var out []string
+	for _, k := range strings.Split(conf[PropKey], ",") {
+		if schema.Index(k) >= 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}

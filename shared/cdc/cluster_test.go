@@ -1,0 +1,36 @@
+package cdc
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+func TestClusterColumnsAreTheKeyOfACurrentStateTableOnly(t *testing.T) {
+	ctx := context.Background()
+	schema := value.StructType{Fields: []value.Field{{Name: "region", Type: value.String}, {Name: "id", Type: value.Long}}}
+	for _, tc := range []struct {
+		name string
+		conf map[string]string
+		want []string
+	}{
+		{"a current-state table clusters by its key, in key order", map[string]string{PropRole: "state", PropKey: "id,region"}, []string{"id", "region"}},
+		{"a key column no longer in the schema is left out", map[string]string{PropRole: "state", PropKey: "gone,id"}, []string{"id"}},
+		{"a history table is not clustered", map[string]string{PropRole: "history", PropKey: "id"}, nil},
+		{"a table without a key is not clustered", map[string]string{PropRole: "state"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, err := delta.Create(ctx, objstore.NewMemory(), delta.CreateOptions{Schema: schema, Configuration: tc.conf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ClusterColumns(snap); !slices.Equal(got, tc.want) {
+				t.Fatalf("ClusterColumns = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
