@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
@@ -68,8 +70,30 @@ func printVerify(w io.Writer, url string, r cdc.VerifyResult) {
 	}
 }
 
+// replayFlags sets the usage and the flags verify and rebuild share: the
+// memory bound of their passes over the history, and progress logging.
+func replayFlags(fs *flag.FlagSet, usage string) func() cdc.Replay {
+	maxKeys := fs.Int("max-keys", cdc.DefaultReplayMaxKeys, "keys held in memory per pass over the history (about 100 bytes each; a rebuild also holds their rows, 128 MiB at most)")
+	verbose := fs.Bool("v", false, "log each pass over the history")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s [flags] TABLE\n%s\n"+
+			"The history is replayed in passes over ranges of keys, each holding at most\n"+
+			"--max-keys keys: memory stays bounded whatever the table's size, and a\n"+
+			"larger table (or a lower --max-keys) takes more passes.\n", fs.Name(), usage)
+		fs.PrintDefaults()
+	}
+	return func() cdc.Replay {
+		r := cdc.Replay{MaxKeys: *maxKeys}
+		if *verbose {
+			r.Logger = slog.New(slog.NewTextHandler(fs.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+		}
+		return r
+	}
+}
+
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", stderr)
+	replay := replayFlags(fs, "Compares the current-state table TABLE with the replay of its history (TABLE_log).")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -83,7 +107,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer closeStores()
-	r, err := cdc.Verify(ctx, tabs)
+	r, err := replay().Verify(ctx, tabs)
 	if err != nil {
 		return err
 	}
@@ -96,6 +120,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func cmdRebuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("rebuild", stderr)
+	replay := replayFlags(fs, "Recreates the current-state table TABLE and its tombstones from its history\n(TABLE_log), in one commit each, then verifies it.")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -109,7 +134,7 @@ func cmdRebuild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer closeStores()
-	r, err := cdc.Rebuild(ctx, tabs, 0)
+	r, err := replay().Rebuild(ctx, tabs)
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func toChangeB(b *testing.B, ev datastream.Event) Change {
 }
 
 // cloneTables copies the three tables into fresh memory stores.
-func cloneTables(b *testing.B, ctx context.Context, t Tables) Tables {
+func cloneTables(b testing.TB, ctx context.Context, t Tables) Tables {
 	out := memTablesB()
 	for _, pair := range [][2]objstore.Store{{t.State, out.State}, {t.History, out.History}, {t.Tombstones, out.Tombstones}} {
 		err := pair[0].List(ctx, "", "", func(info objstore.Info) error {

@@ -1,11 +1,10 @@
 package cdc
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,65 +12,6 @@ import (
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
-
-// expected is the current state a history table implies.
-type expected struct {
-	source value.StructType
-	key    []string
-	rows   map[string][]any // key text → state row (StateSchema(source))
-	tombs  map[string][]any // key text → tombstone row
-	events int64
-}
-
-// replayHistory replays a history table into the state it implies: per
-// key, the event with the greatest order wins; a delete leaves a tombstone.
-// It holds one entry per key in memory.
-func replayHistory(ctx context.Context, t Tables, key []string, now time.Time) (*expected, error) {
-	snap, err := delta.Open(t.History).Snapshot(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("history of %s: %w", t.ID, err)
-	}
-	hs := snap.Schema()
-	source := SourceSchema(hs)
-	keyIdx, err := KeyIndexes(source, key)
-	if err != nil {
-		return nil, err
-	}
-	conform := HistorySchema(source)
-	latest := map[string]Change{}
-	var events int64
-	for _, f := range snap.Files() {
-		err := delta.ReadFile(ctx, t.History, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
-			events++
-			h, err := Conform(row, hs, conform)
-			if err != nil {
-				return err
-			}
-			c, err := ChangeFromHistory(h, source, keyIdx)
-			if err != nil {
-				return err
-			}
-			if cur, ok := latest[c.KeyText]; !ok || bytes.Compare(c.Order, cur.Order) > 0 {
-				latest[c.KeyText] = c
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("history of %s: %w", t.ID, err)
-		}
-	}
-	ex := &expected{source: source, key: key, rows: map[string][]any{}, tombs: map[string][]any{}, events: events}
-	for k, c := range latest {
-		if c.Delete {
-			row := append(append([]any(nil), c.Key...), c.Order, c.Position, c.SourceTS, value.MicrosOf(now))
-			ex.tombs[k] = row
-			continue
-		}
-		row := append(append([]any(nil), c.Row...), c.SourceTS, nullIfEmpty(c.ChangeType), c.Position, c.Order)
-		ex.rows[k] = row
-	}
-	return ex, nil
-}
 
 // stateKey returns the key columns recorded on a state table.
 func stateKey(snap *delta.Snapshot) ([]string, error) {
@@ -100,161 +40,347 @@ type VerifyResult struct {
 // OK reports whether the state table equals the replay of its history.
 func (r VerifyResult) OK() bool { return r.Total == 0 }
 
-// Verify rebuilds the expected current state from the history table and
-// compares it with the current-state table row for row.
-func Verify(ctx context.Context, t Tables) (VerifyResult, error) {
-	var res VerifyResult
+// start opens the state and history tables of a verify or rebuild.
+func (r Replay) start(ctx context.Context, t Tables, keepRows bool) (*delta.Snapshot, *replayRun, error) {
 	snap, err := delta.Open(t.State).Snapshot(ctx)
 	if err != nil {
-		return res, fmt.Errorf("state of %s: %w", t.ID, err)
+		return nil, nil, fmt.Errorf("state of %s: %w", t.ID, err)
 	}
 	key, err := stateKey(snap)
 	if err != nil {
-		return res, err
+		return nil, nil, err
 	}
-	ex, err := replayHistory(ctx, t, key, time.Now())
+	hsnap, err := delta.Open(t.History).Snapshot(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("history of %s: %w", t.ID, err)
+	}
+	rr, err := newReplayRun(r, t, hsnap, key, keepRows)
+	return snap, rr, err
+}
+
+// maxListed is how many mismatches a VerifyResult lists.
+const maxListed = 100
+
+// Verify rebuilds the expected current state from the history table and
+// compares it with the current-state table row for row, with the default
+// bounds of Replay.
+func Verify(ctx context.Context, t Tables) (VerifyResult, error) {
+	return Replay{}.Verify(ctx, t)
+}
+
+// Verify compares the current-state table with the replay of its history,
+// pass by pass: each pass replays a range of keys, then reads the state
+// rows of that range (only the files whose statistics allow one) and
+// compares each with a hash of the row its history implies. The result is
+// the one a comparison of the whole tables in memory gives: mismatches are
+// listed in the order of the state table's files and rows, then the keys
+// missing from it in the order of their text.
+func (r Replay) Verify(ctx context.Context, t Tables) (VerifyResult, error) {
+	var res VerifyResult
+	snap, rr, err := r.start(ctx, t, false)
 	if err != nil {
 		return res, err
 	}
-	res.HistoryEvents, res.ExpectedRows = ex.events, len(ex.rows)
-	ss := snap.Schema()
-	want := StateSchema(ex.source)
-	keyIdx, err := KeyIndexes(want, key)
+	key := rr.key
+	v := &verifier{replayRun: rr, snap: snap, want: StateSchema(rr.source)}
+	v.conformState = newConformer(snap.Schema(), v.want)
+	if v.wantKey, err = KeyIndexes(v.want, key); err != nil {
+		return res, err
+	}
+	v.first = v.want.Fields[v.wantKey[0]]
+	plan, err := rr.plan(ctx, snap)
 	if err != nil {
 		return res, err
 	}
-	seen := map[string]bool{}
-	add := func(m Mismatch) {
-		res.Total++
-		if len(res.Mismatches) < 100 {
-			res.Mismatches = append(res.Mismatches, m)
+	if plan != nil {
+		res.HistoryEvents = plan.historyRows
+	}
+	for p := rr.newPass(plan, nil); ; p = rr.newPass(plan, p) {
+		if err := rr.scanHistory(ctx, p); err != nil {
+			return res, err
 		}
-	}
-	for _, f := range snap.Files() {
-		err := delta.ReadFile(ctx, t.State, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
-			res.ActualRows++
-			row, err = Conform(row, ss, want)
-			if err != nil {
-				return err
+		if p.countsAll {
+			res.HistoryEvents = p.rows
+		}
+		expected := 0
+		for i := int32(0); i < int32(p.tab.len()); i++ {
+			if p.tab.entry(i).flags&entDelete == 0 {
+				expected++
 			}
-			k := make([]any, len(keyIdx))
-			for i, p := range keyIdx {
-				k[i] = row[p]
-			}
-			kt := KeyText(k)
-			if seen[kt] {
-				add(Mismatch{Key: kt, Reason: "key appears more than once"})
-				return nil
-			}
-			seen[kt] = true
-			exp, ok := ex.rows[kt]
-			if !ok {
-				add(Mismatch{Key: kt, Reason: "unexpected: history says the key is deleted or never existed"})
-				return nil
-			}
-			for i := range want.Fields {
-				if !value.EqualValues(row[i], exp[i]) {
-					add(Mismatch{Key: kt, Reason: "column " + want.Fields[i].Name + " differs from the latest event in history"})
-					break
-				}
-			}
-			return nil
-		})
+		}
+		res.ExpectedRows += expected
+		actual, err := v.compare(ctx, p)
 		if err != nil {
-			return res, fmt.Errorf("state of %s: %w", t.ID, err)
+			return res, err
+		}
+		res.ActualRows += actual
+		if err := v.missing(p); err != nil {
+			return res, err
+		}
+		rr.done(ctx, p, "state_rows", actual, "mismatches", v.total)
+		if p.last() {
+			break
 		}
 	}
-	var missing []string
-	for k := range ex.rows {
-		if !seen[k] {
-			missing = append(missing, k)
-		}
+	if err := v.explain(ctx); err != nil {
+		return res, err
 	}
-	sort.Strings(missing)
-	for _, k := range missing {
-		add(Mismatch{Key: k, Reason: "missing: history's latest event for the key is an upsert"})
+	res.Total = v.total
+	for _, m := range v.listed {
+		res.Mismatches = append(res.Mismatches, m.Mismatch)
+	}
+	for _, k := range v.missed {
+		if len(res.Mismatches) == maxListed {
+			break
+		}
+		res.Mismatches = append(res.Mismatches, Mismatch{Key: k, Reason: "missing: history's latest event for the key is an upsert"})
 	}
 	return res, nil
 }
 
-// Rebuild recreates the current-state and tombstone tables from history
-// in one commit each (removing every file, adding the replayed rows), and
-// carries the batch txn versions over so exactly-once bookkeeping survives.
-func Rebuild(ctx context.Context, t Tables, targetFileBytes int64) (VerifyResult, error) {
-	var res VerifyResult
-	if targetFileBytes <= 0 {
-		targetFileBytes = 128 << 20
-	}
-	hsnap, err := delta.Open(t.History).Snapshot(ctx)
-	if err != nil {
-		return res, fmt.Errorf("history of %s: %w", t.ID, err)
-	}
-	snap, err := delta.Open(t.State).Snapshot(ctx)
-	if err != nil {
-		return res, fmt.Errorf("state of %s: %w", t.ID, err)
-	}
-	key, err := stateKey(snap)
-	if err != nil {
-		return res, err
-	}
-	now := time.Now()
-	ex, err := replayHistory(ctx, t, key, now)
-	if err != nil {
-		return res, err
-	}
-	res.HistoryEvents, res.ExpectedRows = ex.events, len(ex.rows)
-	seq, _ := hsnap.TxnVersion(AppID(t.ID))
-	write := func(snap *delta.Snapshot, schema value.StructType, rows map[string][]any, keyLen int, what string) error {
-		list := make([][]any, 0, len(rows))
-		for _, r := range rows {
-			list = append(list, r)
+// verifier compares the state table with the passes of a replay and keeps
+// the mismatches a VerifyResult lists.
+type verifier struct {
+	*replayRun
+	snap         *delta.Snapshot
+	want         value.StructType // StateSchema(source)
+	conformState conformer        // state rows as stored to want
+	wantKey      []int            // key columns in want
+	first        value.Field
+	total        int
+	// listed are the state rows found wrong with the smallest positions in
+	// the table; missed the smallest texts of keys missing from it.
+	listed []*found
+	missed []string
+}
+
+// found is a mismatching state row.
+type found struct {
+	Mismatch
+	file int   // index in the snapshot's files
+	row  int64 // index in the file
+	// For a row that differs from its history: the key and the row,
+	// until explain names the column.
+	key []any
+	got []any
+}
+
+func (f *found) before(g *found) bool {
+	return f.file < g.file || f.file == g.file && f.row < g.row
+}
+
+// add counts a mismatch and keeps it if it is among the first listed.
+func (v *verifier) add(f *found) {
+	v.total++
+	i, _ := slices.BinarySearchFunc(v.listed, f, func(a, b *found) int {
+		if a.before(b) {
+			return -1
 		}
-		var kidx []int
-		if what == "state" {
-			kidx, _ = KeyIndexes(schema, key)
-		} else {
-			for i := 0; i < keyLen; i++ {
-				kidx = append(kidx, i)
+		return 1
+	})
+	if i >= maxListed {
+		return
+	}
+	v.listed = slices.Insert(v.listed, i, f)
+	if len(v.listed) > maxListed {
+		v.listed[maxListed] = nil
+		v.listed = v.listed[:maxListed]
+	}
+}
+
+// compare reads the state rows of p's range and compares each with the
+// pass's table, and returns how many rows it read.
+func (v *verifier) compare(ctx context.Context, p *pass) (int, error) {
+	actual := 0
+	var code []byte
+	for fi, f := range v.snap.Files() {
+		if !p.rng.mayHold(f, v.first.Name, v.first.Type) {
+			continue
+		}
+		var rowNum int64 = -1
+		err := delta.ReadFile(ctx, v.t.State, v.snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
+			rowNum++
+			row, err := v.conformState.row(row)
+			if err != nil {
+				return err
 			}
-		}
-		keyOf := func(r []any) []any {
-			k := make([]any, len(kidx))
-			for i, p := range kidx {
-				k[i] = r[p]
+			if code, err = appendKeyCode(code[:0], row, v.wantKey); err != nil {
+				return err
 			}
-			return k
+			if !p.rng.contains(code) {
+				return nil
+			}
+			actual++
+			i, ok := p.tab.find(code)
+			if ok && p.tab.entry(i).flags&entSeen != 0 {
+				v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row), Reason: "key appears more than once"}})
+				return nil
+			}
+			if !ok {
+				i = p.tab.insert(code, nil, entAbsent)
+			}
+			e := p.tab.entry(i)
+			e.flags |= entSeen
+			if e.flags&(entAbsent|entDelete) != 0 {
+				v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row), Reason: "unexpected: history says the key is deleted or never existed"}})
+				return nil
+			}
+			sum, err := v.sum(row, nil)
+			if err != nil {
+				return err
+			}
+			if sum != e.sum {
+				// The reason waits for explain, which finds the column.
+				v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row)}, key: v.keyOf(row), got: row})
+			}
+			return nil
+		})
+		if err != nil {
+			return actual, fmt.Errorf("state of %s: %w", v.id, err)
 		}
-		sort.Slice(list, func(i, j int) bool { return value.CompareKeys(keyOf(list[i]), keyOf(list[j])) < 0 })
-		adds, err := writeRows(ctx, snap.Store(), delta.WriteOptions{Schema: schema, PartitionColumns: snap.PartitionColumns()}, list, targetFileBytes)
+	}
+	return actual, nil
+}
+
+func (v *verifier) keyOf(row []any) []any {
+	k := make([]any, len(v.wantKey))
+	for i, p := range v.wantKey {
+		k[i] = row[p]
+	}
+	return k
+}
+
+func (v *verifier) keyText(row []any) string { return KeyText(v.keyOf(row)) }
+
+// missing counts the keys of p whose latest change is an upsert and that
+// the state table lacks, keeping the smallest texts.
+func (v *verifier) missing(p *pass) error {
+	for i := int32(0); i < int32(p.tab.len()); i++ {
+		if p.tab.entry(i).flags&(entDelete|entAbsent|entSeen) != 0 {
+			continue
+		}
+		v.total++
+		key, _, err := readCodes(nil, p.tab.keyOf(i), len(v.key))
 		if err != nil {
 			return err
 		}
-		md := snap.Metadata()
-		md.SchemaString = schema.SchemaString()
-		if o, ok := hsnap.Configuration()[PropSchemaOrder]; ok && what == "state" {
-			// The state takes the history's schema, so the order of the
-			// change that set it too (schema mode "overwrite").
-			md.Configuration = maps.Clone(md.Configuration)
-			md.Configuration[PropSchemaOrder] = o
+		kt := KeyText(key)
+		j, _ := slices.BinarySearch(v.missed, kt)
+		if j < maxListed {
+			v.missed = slices.Insert(v.missed, j, kt)
+			v.missed = v.missed[:min(len(v.missed), maxListed)]
 		}
-		tx := snap.NewTransaction(delta.Operation{Name: "WRITE", Parameters: map[string]string{"mode": "Overwrite", "partitionBy": "[]"}})
-		tx.ReadWholeTable()
-		for _, f := range snap.Files() {
-			tx.Remove(f.Remove(now.UnixMilli(), true))
-		}
-		tx.Add(adds...)
-		tx.SetMetadata(md)
-		if seq > 0 {
-			tx.SetTxn(AppID(t.ID), seq)
-		}
-		tx.SetMetrics(map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.Itoa(len(list))})
-		_, err = tx.Commit(ctx)
-		return err
 	}
-	if err := write(snap, StateSchema(ex.source), ex.rows, len(key), "state"); err != nil {
-		return res, fmt.Errorf("rebuild state of %s: %w", t.ID, err)
+	return nil
+}
+
+// explain names the first differing column of each listed row that differs
+// from its history, reading the history once more for just those keys:
+// passes keep a hash of each expected row, not the row.
+func (v *verifier) explain(ctx context.Context) error {
+	pending := map[string]*found{}
+	var firsts []any
+	var code []byte
+	for _, f := range v.listed {
+		if f.Reason != "" {
+			continue
+		}
+		var err error
+		if code, err = appendCodes(code[:0], f.key, codeKey); err != nil {
+			return err
+		}
+		pending[string(code)] = f
+		firsts = append(firsts, f.key[0])
 	}
-	tombSchema, err := TombstoneSchema(ex.source, key)
+	if len(pending) == 0 {
+		return nil
+	}
+	slices.SortFunc(firsts, value.Compare)
+	type winner struct {
+		c   Change
+		set bool
+	}
+	latest := map[string]*winner{}
+	n := len(historyMeta)
+	keyIdx := make([]int, len(v.keyIdx))
+	for i, k := range v.keyIdx {
+		keyIdx[i] = n + k
+	}
+	ro := delta.ReadOptions{RowGroupFilter: firstKeyFilter(v.first.Name, firsts)}
+	for _, f := range v.hsnap.Files() {
+		err := delta.ReadFile(ctx, v.t.History, v.hsnap.Metadata(), f, ro, func(row []any) error {
+			h, err := v.conform.row(row)
+			if err != nil {
+				return err
+			}
+			if code, err = appendKeyCode(code[:0], h, keyIdx); err != nil {
+				return err
+			}
+			if pending[string(code)] == nil {
+				return nil
+			}
+			c, err := ChangeFromHistory(h, v.source, v.keyIdx)
+			if err != nil {
+				return err
+			}
+			w := latest[string(code)]
+			if w == nil {
+				w = &winner{}
+				latest[string(code)] = w
+			}
+			if !w.set || string(c.Order) > string(w.c.Order) {
+				w.c, w.set = c, true
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("history of %s: %w", v.id, err)
+		}
+	}
+	for k, f := range pending {
+		f.Reason = "row differs from the latest event in history"
+		w := latest[k]
+		if w == nil {
+			continue
+		}
+		tail := stateTail(w.c)
+		exp := append(append([]any(nil), w.c.Row...), tail[:]...)
+		for i := range v.want.Fields {
+			if !value.EqualValues(f.got[i], exp[i]) {
+				f.Reason = "column " + v.want.Fields[i].Name + " differs from the latest event in history"
+				break
+			}
+		}
+		f.key, f.got = nil, nil
+	}
+	return nil
+}
+
+// Rebuild recreates the current-state and tombstone tables from history
+// in one commit each (removing every file, adding the replayed rows), and
+// carries the batch txn versions over so exactly-once bookkeeping survives;
+// then it verifies the result. It uses the default bounds of Replay.
+func Rebuild(ctx context.Context, t Tables, targetFileBytes int64) (VerifyResult, error) {
+	return Replay{TargetFileBytes: targetFileBytes}.Rebuild(ctx, t)
+}
+
+// Rebuild recreates the current-state and tombstone tables from history,
+// pass by pass over ranges of keys in key order: each pass replays its
+// range and writes its rows sorted by key, so the tables come out clustered.
+// Nothing is visible until every file is written: then one commit per table
+// replaces all its files (the state first, like a merge), carrying the batch
+// txn versions over so exactly-once bookkeeping survives. A rebuild that
+// fails midway leaves only unreferenced files, which vacuum removes. The
+// result is Verify's of the rebuilt tables.
+func (r Replay) Rebuild(ctx context.Context, t Tables) (VerifyResult, error) {
+	var res VerifyResult
+	snap, rr, err := r.start(ctx, t, true)
+	if err != nil {
+		return res, err
+	}
+	key, hsnap := rr.key, rr.hsnap
+	now := rr.Now()
+	tombSchema, err := TombstoneSchema(rr.source, key)
 	if err != nil {
 		return res, err
 	}
@@ -262,8 +388,90 @@ func Rebuild(ctx context.Context, t Tables, targetFileBytes int64) (VerifyResult
 	if err != nil {
 		return res, err
 	}
-	if err := write(tsnap, tombSchema, ex.tombs, len(key), "tombstones"); err != nil {
+	stateSchema := StateSchema(rr.source)
+	stateW := newRolling(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: snap.PartitionColumns()}, rr.TargetFileBytes)
+	tombW := newRolling(ctx, t.Tombstones, delta.WriteOptions{Schema: tombSchema, PartitionColumns: tsnap.PartitionColumns()}, rr.TargetFileBytes)
+	abort := func(err error) (VerifyResult, error) {
+		stateW.Abort()
+		tombW.Abort()
+		return res, err
+	}
+	plan, err := rr.plan(ctx, nil)
+	if err != nil {
+		return abort(err)
+	}
+	var rows, tombs int
+	deletedAt := value.MicrosOf(now)
+	for p := rr.newPass(plan, nil); ; p = rr.newPass(plan, p) {
+		if err := rr.scanHistory(ctx, p); err != nil {
+			return abort(err)
+		}
+		for _, i := range p.tab.sortedEntries() {
+			if p.tab.entry(i).flags&entDelete != 0 {
+				row, _, err := readCodes(make([]any, 0, len(tombSchema.Fields)), p.tab.rows[i], len(key)+3)
+				if err == nil {
+					err = tombW.Write(append(row, deletedAt))
+				}
+				if err != nil {
+					return abort(fmt.Errorf("rebuild tombstones of %s: %w", t.ID, err))
+				}
+				tombs++
+				continue
+			}
+			row, _, err := readCodes(nil, p.tab.rows[i], len(stateSchema.Fields))
+			if err == nil {
+				err = stateW.Write(row)
+			}
+			if err != nil {
+				return abort(fmt.Errorf("rebuild state of %s: %w", t.ID, err))
+			}
+			rows++
+		}
+		rr.done(ctx, p)
+		if p.last() {
+			break
+		}
+	}
+	stateAdds, err := stateW.Close()
+	if err != nil {
+		return abort(fmt.Errorf("rebuild state of %s: %w", t.ID, err))
+	}
+	tombAdds, err := tombW.Close()
+	if err != nil {
+		return abort(fmt.Errorf("rebuild tombstones of %s: %w", t.ID, err))
+	}
+	seq, _ := hsnap.TxnVersion(AppID(t.ID))
+	stateMD := snap.Metadata()
+	if o, ok := hsnap.Configuration()[PropSchemaOrder]; ok {
+		// The state takes the history's schema, so the order of the
+		// change that set it too (schema mode "overwrite").
+		stateMD.Configuration = maps.Clone(stateMD.Configuration)
+		stateMD.Configuration[PropSchemaOrder] = o
+	}
+	if err := replaceFiles(ctx, snap, stateMD, stateSchema, stateAdds, rows, AppID(t.ID), seq, now); err != nil {
+		return res, fmt.Errorf("rebuild state of %s: %w", t.ID, err)
+	}
+	if err := replaceFiles(ctx, tsnap, tsnap.Metadata(), tombSchema, tombAdds, tombs, AppID(t.ID), seq, now); err != nil {
 		return res, fmt.Errorf("rebuild tombstones of %s: %w", t.ID, err)
 	}
-	return Verify(ctx, t)
+	return r.Verify(ctx, t)
+}
+
+// replaceFiles commits adds as the whole content of a table, with schema
+// and md, recording the batch txn seq when there is one.
+func replaceFiles(ctx context.Context, snap *delta.Snapshot, md delta.Metadata, schema value.StructType, adds []delta.Add, rows int, appID string, seq int64, now time.Time) error {
+	md.SchemaString = schema.SchemaString()
+	tx := snap.NewTransaction(delta.Operation{Name: "WRITE", Parameters: map[string]string{"mode": "Overwrite", "partitionBy": "[]"}})
+	tx.ReadWholeTable()
+	for _, f := range snap.Files() {
+		tx.Remove(f.Remove(now.UnixMilli(), true))
+	}
+	tx.Add(adds...)
+	tx.SetMetadata(md)
+	if seq > 0 {
+		tx.SetTxn(appID, seq)
+	}
+	tx.SetMetrics(map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.Itoa(rows)})
+	_, err := tx.Commit(ctx)
+	return err
 }
