@@ -371,6 +371,12 @@ func (d *Reader) build(raw *rawEvent, record int64, ev *Event) error {
 		return err
 	}
 	m.ChangeType = strings.ToUpper(strings.TrimSpace(m.ChangeType))
+	if !KnownChangeType(m.ChangeType) {
+		// A change type the merge does not know (a new Datastream
+		// operation, a corrupted field) must not be merged as an upsert
+		// without a word: the file is quarantined, naming the value.
+		return fieldErr("source_metadata.change_type", fmt.Sprintf("unknown change type %q (want INSERT, UPDATE, UPDATE-INSERT, UPDATE-DELETE, DELETE, or null for a backfill row)", m.ChangeType), nil)
+	}
 	ev.ChangeType = m.ChangeType
 	if m.IsDeleted, err = metaBool(raw, "is_deleted"); err != nil {
 		return err

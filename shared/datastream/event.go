@@ -77,10 +77,22 @@ const (
 // Change types written by Datastream in source_metadata.change_type.
 const (
 	ChangeInsert       = "INSERT"
+	ChangeUpdate       = "UPDATE" // Oracle and PostgreSQL updates
 	ChangeUpdateInsert = "UPDATE-INSERT"
 	ChangeUpdateDelete = "UPDATE-DELETE"
 	ChangeDelete       = "DELETE"
 )
+
+// KnownChangeType reports whether ct (upper-cased, trimmed) is one of the
+// change types Datastream documents (DATASTREAM_FORMAT.md): INSERT, UPDATE,
+// UPDATE-INSERT, UPDATE-DELETE, DELETE, or none (a backfill row).
+func KnownChangeType(ct string) bool {
+	switch ct {
+	case "", ChangeInsert, ChangeUpdate, ChangeUpdateInsert, ChangeUpdateDelete, ChangeDelete:
+		return true
+	}
+	return false
+}
 
 // IsDelete is the delete rule of DESIGN.md §3: an event deletes its key when
 // is_deleted is true or its change type is DELETE or UPDATE-DELETE. Both

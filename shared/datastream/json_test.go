@@ -362,3 +362,25 @@ func drainMeasuring(t *testing.T, d *Reader, measure func() int) (count, most in
 		most = max(most, measure())
 	}
 }
+
+func TestAnUnknownChangeTypeIsABadRecordNamingTheValue(t *testing.T) {
+	unknown := strings.Replace(pgCDC, `"change_type":"DELETE"`, `"change_type":"MERGE-ALL"`, 1)
+	lower := strings.Replace(pgCDC, `"change_type":"DELETE"`, `"change_type":" update "`, 1)
+	null := strings.Replace(pgCDC, `"change_type":"DELETE"`, `"change_type":null`, 1)
+	res := decodeWith(t, strings.NewReader(jsonLines(pgCDC, lower, null, unknown, pgCDC)), Options{})
+	if len(res.events) != 3 {
+		t.Fatalf("decoded %d events before the error, want 3", len(res.events))
+	}
+	if got := res.events[1].ChangeType; got != ChangeUpdate {
+		t.Errorf("change type %q, want %q", got, ChangeUpdate)
+	}
+	var re *RecordError
+	if !errors.Is(res.err, ErrBadRecord) || !errors.As(res.err, &re) || re.Line != 4 {
+		t.Fatalf("err = %v, want a bad record at line 4", res.err)
+	}
+	for _, want := range []string{"source_metadata.change_type", `"MERGE-ALL"`} {
+		if !strings.Contains(res.err.Error(), want) {
+			t.Errorf("error %q does not name %s", res.err, want)
+		}
+	}
+}
