@@ -21,14 +21,12 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/dsdelta/dsdelta/internal/emuproc"
+	"github.com/dsdelta/dsdelta/internal/fakegcs"
 )
 
 // ErrMissingTool is returned by Start when a program the stack needs is not
 // installed.
 var ErrMissingTool = errors.New("missing tool")
-
-// fakeGCSVersion is the fake-gcs-server release the stack is written for.
-const fakeGCSVersion = "v1.56.1"
 
 // stopGrace is how long Close lets each part end after SIGTERM.
 const stopGrace = 10 * time.Second
@@ -160,38 +158,13 @@ func CheckTools() error {
 			}
 		}
 	}
-	if _, err := fakeGCSBinary(); err != nil {
+	if _, err := fakegcs.Binary(context.Background()); err != nil {
 		missing = append(missing, err.Error())
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: %s", ErrMissingTool, strings.Join(missing, "; "))
 	}
 	return nil
-}
-
-// fakeGCSBinary finds fake-gcs-server on PATH or in the Go bin directory.
-func fakeGCSBinary() (string, error) {
-	if p, err := exec.LookPath("fake-gcs-server"); err == nil {
-		return p, nil
-	}
-	var dirs []string
-	if d := os.Getenv("GOBIN"); d != "" {
-		dirs = append(dirs, d)
-	}
-	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		for p := range strings.SplitSeq(strings.TrimSpace(string(out)), string(os.PathListSeparator)) {
-			if p != "" {
-				dirs = append(dirs, filepath.Join(p, "bin"))
-			}
-		}
-	}
-	for _, d := range dirs {
-		p := filepath.Join(d, "fake-gcs-server")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("fake-gcs-server is not installed (go install github.com/fsouza/fake-gcs-server@%s)", fakeGCSVersion)
 }
 
 // Start starts the whole stack and returns when every part answers and the
@@ -258,7 +231,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 
-	gcsBin, err := fakeGCSBinary()
+	gcsBin, err := fakegcs.Binary(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMissingTool, err)
 	}

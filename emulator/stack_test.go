@@ -78,6 +78,11 @@ func TestPrefixWriterPrefixesEveryLine(t *testing.T) {
 func TestMissingToolsAreNamed(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("GOBIN", "")
+	// No Go bin folder nor tools folder holds fake-gcs-server, and no Go
+	// toolchain is on PATH to build it.
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GOPATH", t.TempDir())
+	t.Setenv("DSDELTA_TOOLS_DIR", t.TempDir())
 	err := CheckTools()
 	if !errors.Is(err, ErrMissingTool) {
 		t.Fatalf("CheckTools with an empty PATH = %v, want ErrMissingTool", err)

@@ -6,12 +6,9 @@
 // server through client options, not STORAGE_EMULATOR_HOST, so nothing
 // global changes.
 //
-// The server binary must be installed:
-//
-//	go install github.com/fsouza/fake-gcs-server@v1.56.1
-//
-// Without it tests are skipped, or failed when CI=true, because CI must never
-// pass by skipping.
+// The server binary is found, or built from its pinned version, by package
+// fakegcs; where it can be neither (no Go toolchain) tests are skipped, or
+// failed when CI=true, because CI must never pass by skipping.
 //
 // Per test function (the usual way; subtests share the server):
 //
@@ -33,8 +30,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,50 +39,15 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/dsdelta/dsdelta/internal/emuproc"
+	"github.com/dsdelta/dsdelta/internal/fakegcs"
 )
 
 // Version is the fake-gcs-server release the tests are written against.
-const Version = "v1.56.1"
+const Version = fakegcs.Version
 
-// ErrNotInstalled is returned by StartServer when the binary is not found.
-var ErrNotInstalled = errors.New("fake-gcs-server not installed; run: go install github.com/fsouza/fake-gcs-server@" + Version)
-
-// Binary returns the path of fake-gcs-server, looked up on PATH and then in
-// $(go env GOPATH)/bin, or ErrNotInstalled.
-func Binary() (string, error) {
-	if p, err := exec.LookPath("fake-gcs-server"); err == nil {
-		return p, nil
-	}
-	for _, dir := range gopathBins() {
-		p := filepath.Join(dir, "fake-gcs-server")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	return "", ErrNotInstalled
-}
-
-func gopathBins() []string {
-	var dirs []string
-	if gobin := os.Getenv("GOBIN"); gobin != "" {
-		dirs = append(dirs, gobin)
-	}
-	gopath := os.Getenv("GOPATH")
-	if gopath == "" {
-		if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-			gopath = strings.TrimSpace(string(out))
-		}
-	}
-	for p := range strings.SplitSeq(gopath, string(os.PathListSeparator)) {
-		if p != "" {
-			dirs = append(dirs, filepath.Join(p, "bin"))
-		}
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		dirs = append(dirs, filepath.Join(home, "go", "bin"))
-	}
-	return dirs
-}
+// ErrNotInstalled is returned by StartServer when the binary can be neither
+// found nor built.
+var ErrNotInstalled = fakegcs.ErrUnavailable
 
 // Server is a running fake-gcs-server with an in-memory backend.
 type Server struct {
@@ -99,7 +59,7 @@ type Server struct {
 // until it answers. It returns ErrNotInstalled when the binary is missing.
 // The caller must Close the server.
 func StartServer(ctx context.Context) (*Server, error) {
-	bin, err := Binary()
+	bin, err := fakegcs.Binary(ctx)
 	if err != nil {
 		return nil, err
 	}
