@@ -19,6 +19,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/objstore"
@@ -92,7 +93,7 @@ func stackClients(t *testing.T, ctx context.Context, s *Stack) (*firestore.Clien
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fs.Close() })
-	co, err := coord.NewFirestore(ctx, fs, coord.FirestoreOptions{})
+	co, err := firestorecoord.New(ctx, fs, firestorecoord.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func TestStackConvergesToTheSourceUnderFaults(t *testing.T) {
 		// merge function's live lease looks expired to it and is taken
 		// over while the function is still working: the function is now
 		// the stale holder.
-		skewed, err := coord.NewFirestore(ctx, fs, coord.FirestoreOptions{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+		skewed, err := firestorecoord.New(ctx, fs, firestorecoord.Options{Now: func() time.Time { return time.Now().Add(time.Hour) }})
 		if err != nil {
 			t.Fatal(err)
 		}

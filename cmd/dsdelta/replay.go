@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/objstore/gcsstore"
@@ -77,7 +78,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("firestore: %w", err)
 		}
 		defer client.Close()
-		if c, err = coord.NewFirestore(ctx, client, coord.FirestoreOptions{}); err != nil {
+		if c, err = firestorecoord.New(ctx, client, firestorecoord.Options{}); err != nil {
 			return err
 		}
 	} else if c, err = coord.NewLocal(lake, coord.LocalOptions{}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
@@ -55,7 +56,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("firestore: %w", err)
 		}
 		defer client.Close()
-		if c, err = coord.NewFirestore(ctx, client, coord.FirestoreOptions{Prefix: *prefix}); err != nil {
+		if c, err = firestorecoord.New(ctx, client, firestorecoord.Options{Prefix: *prefix}); err != nil {
 			return err
 		}
 	case lake != nil:

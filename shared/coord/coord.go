@@ -3,11 +3,13 @@
 // staged files (idempotent per source object), merge batches with sequence
 // numbers, and per-table status.
 //
-// Two backends implement Coordinator: Firestore (NewFirestore) for the cloud,
-// and Local (NewLocal) over an objstore.Store for the embedded mode, storing
-// JSON documents under _dsdelta/coord/ in the lake. One conformance suite
-// (package coordtest) runs against both so the embedded mode cannot drift
-// from the cloud mode.
+// Two backends implement Coordinator: Local (NewLocal) over an
+// objstore.Store for the embedded mode, storing JSON documents under
+// _dsdelta/coord/ in the lake, and Firestore for the cloud, in package
+// firestorecoord so that this package links no cloud SDK. Both apply the
+// same rules to the same documents (state.go) and differ only in how they
+// read and write atomically. One conformance suite (package coordtest) runs
+// against both so the embedded mode cannot drift from the cloud mode.
 //
 // # Exactly once
 //

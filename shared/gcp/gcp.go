@@ -23,6 +23,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 	"github.com/dsdelta/dsdelta/shared/objstore/gcsstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
@@ -171,7 +172,7 @@ func New(ctx context.Context, env Env, holder string) (*Services, error) {
 		closeStorage()
 		return nil, fmt.Errorf("firestore client: %w", err)
 	}
-	co, err := coord.NewFirestore(ctx, fs, coord.FirestoreOptions{Prefix: env.CollectionPrefix})
+	co, err := firestorecoord.New(ctx, fs, firestorecoord.Options{Prefix: env.CollectionPrefix})
 	if err != nil {
 		closeStorage()
 		fs.Close()

@@ -1,9 +1,8 @@
-package coord_test
+package firestorecoord_test
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,27 +10,23 @@ import (
 	"github.com/dsdelta/dsdelta/internal/firestoretest"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/coord/coordtest"
+	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv(helperDirEnv) != "" {
-		os.Exit(m.Run()) // a helper process of TestLocalTwoProcesses needs no emulator
-	}
-	firestoretest.Main(m)
-}
+func TestMain(m *testing.M) { firestoretest.Main(m) }
 
-func TestFirestoreConformance(t *testing.T) {
+func TestConformance(t *testing.T) {
 	client := firestoretest.NewClient(t)
 	var n atomic.Int64
 	// Every test gets its own collections, so tests never see each other.
 	prefix := fmt.Sprintf("t%d_", time.Now().UnixNano())
 	coordtest.Run(t, func(t *testing.T, now func() time.Time) coord.Coordinator {
-		c, err := coord.NewFirestore(context.Background(), client, coord.FirestoreOptions{
+		c, err := firestorecoord.New(context.Background(), client, firestorecoord.Options{
 			Prefix: fmt.Sprintf("%s%d_", prefix, n.Add(1)),
 			Now:    now,
 		})
 		if err != nil {
-			t.Fatalf("NewFirestore: %v", err)
+			t.Fatalf("New: %v", err)
 		}
 		return c
 	})
