@@ -53,7 +53,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer source.Close()
 	var (
-		c       coord.Coordinator
+		c       pipeline.Coordinator
 		sources pipeline.Sources = singleSource{source}
 		bucket  string
 		prefix  string
@@ -85,7 +85,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	host, _ := os.Hostname()
-	p := &pipeline.Pipeline{Lake: lake, Sources: sources, Coord: c, Config: cfg, Holder: fmt.Sprintf("replay-%s-%d", host, os.Getpid())}
+	p := &pipeline.Pipeline{Lake: lake, Sources: sources, Coordination: pipeline.Coordinate(c), Config: cfg, Holder: fmt.Sprintf("replay-%s-%d", host, os.Getpid())}
 
 	// The files to stage again: named ones, every one, or the quarantined.
 	full := func(name string) string {

@@ -30,6 +30,11 @@ type statusOutput struct {
 	LeaseHolder        string   `json:"lease_holder,omitempty"`
 }
 
+// tableStatuses is what status reads of a coordination backend.
+type tableStatuses interface {
+	Tables(ctx context.Context) ([]coord.TableStatus, error)
+}
+
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", stderr)
 	lakeURL := fs.String("lake", "", "the lake (folder or gs://bucket/prefix): table versions are read from it, and with no --project its local coordination")
@@ -40,7 +45,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
-	var c coord.Coordinator
+	var c tableStatuses
 	var lake objstore.Store
 	if *lakeURL != "" {
 		var err error

@@ -73,7 +73,7 @@ type LocalOptions struct {
 	Logger *slog.Logger
 }
 
-// Local is the Coordinator over an objstore.Store, safe for several
+// Local is the coordination backend over an objstore.Store, safe for several
 // processes sharing the store as long as its conditional writes are atomic
 // (objstore's local-directory, memory and GCS backends are).
 type Local struct {
@@ -85,9 +85,7 @@ type Local struct {
 	log       *slog.Logger
 }
 
-var _ Coordinator = (*Local)(nil)
-
-// NewLocal returns a Coordinator keeping its documents in store.
+// NewLocal returns a Local keeping its documents in store.
 func NewLocal(store objstore.Store, opts LocalOptions) (*Local, error) {
 	if store == nil {
 		return nil, errors.New("new local coordinator: nil store")
@@ -271,7 +269,7 @@ func (l *Local) readTable(ctx context.Context, table string) (t TableDoc, gen in
 	return t, gen, err
 }
 
-// Acquire implements Coordinator.
+// Acquire implements pipeline.Leaser.
 func (l *Local) Acquire(ctx context.Context, table, holder string, ttl time.Duration) (Lease, error) {
 	if err := ValidTable(table); err != nil {
 		return Lease{}, err
@@ -306,7 +304,7 @@ func (l *Local) Acquire(ctx context.Context, table, holder string, ttl time.Dura
 	return out, nil
 }
 
-// Renew implements Coordinator.
+// Renew implements pipeline.Leaser.
 func (l *Local) Renew(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error) {
 	if err := ValidTTL(ttl); err != nil {
 		return Lease{}, err
@@ -326,7 +324,7 @@ func (l *Local) Renew(ctx context.Context, lease Lease, ttl time.Duration) (Leas
 	return out, nil
 }
 
-// Release implements Coordinator.
+// Release implements pipeline.Leaser.
 func (l *Local) Release(ctx context.Context, lease Lease) error {
 	if err := ValidTable(lease.Table); err != nil {
 		return err
@@ -342,7 +340,7 @@ func (l *Local) Release(ctx context.Context, lease Lease) error {
 	return nil
 }
 
-// CheckLease implements Coordinator.
+// CheckLease implements pipeline.Leaser.
 func (l *Local) CheckLease(ctx context.Context, lease Lease) error {
 	if err := ValidTable(lease.Table); err != nil {
 		return err
@@ -365,7 +363,7 @@ func (l *Local) reserveArrival(ctx context.Context, table string) (int64, error)
 	return seq, err
 }
 
-// RegisterFile implements Coordinator.
+// RegisterFile implements pipeline.Registry.
 func (l *Local) RegisterFile(ctx context.Context, in FileRecord) (FileRecord, bool, error) {
 	if err := ValidFile(in); err != nil {
 		return FileRecord{}, false, fmt.Errorf("register file: %w", err)
@@ -408,7 +406,7 @@ func (l *Local) RegisterFile(ctx context.Context, in FileRecord) (FileRecord, bo
 	return rec, created, nil
 }
 
-// Quarantine implements Coordinator.
+// Quarantine implements pipeline.Registry.
 func (l *Local) Quarantine(ctx context.Context, in FileRecord, reason string) (FileRecord, error) {
 	if err := ValidFile(in); err != nil {
 		return FileRecord{}, fmt.Errorf("quarantine file: %w", err)
@@ -465,7 +463,7 @@ func (l *Local) tableIDs(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// File implements Coordinator. Records are kept per table, so the tables
+// File implements pipeline.Registry. Records are kept per table, so the tables
 // are probed in turn; there are few.
 func (l *Local) File(ctx context.Context, id string) (FileRecord, error) {
 	if err := ValidFileID(id); err != nil {
@@ -532,7 +530,7 @@ func (l *Local) pending(ctx context.Context, t *TableDoc, limit int) ([]FileReco
 	return out, nil
 }
 
-// Pending implements Coordinator.
+// Pending implements pipeline.Registry.
 func (l *Local) Pending(ctx context.Context, table string, limit int) ([]FileRecord, error) {
 	if err := ValidTable(table); err != nil {
 		return nil, err
@@ -548,7 +546,7 @@ func (l *Local) Pending(ctx context.Context, table string, limit int) ([]FileRec
 	return out, nil
 }
 
-// ListFiles implements Coordinator.
+// ListFiles implements pipeline.Registry.
 func (l *Local) ListFiles(ctx context.Context, table string, state FileState) ([]FileRecord, error) {
 	if err := ValidTable(table); err != nil {
 		return nil, err
@@ -620,7 +618,7 @@ func (l *Local) openFiles(ctx context.Context, t *TableDoc) ([]FileRecord, error
 	return out, nil
 }
 
-// NextBatch implements Coordinator.
+// NextBatch implements pipeline.Batches.
 func (l *Local) NextBatch(ctx context.Context, lease Lease, table string, lim BatchLimits) (Batch, error) {
 	if err := ValidTable(table); err != nil {
 		return Batch{}, err
@@ -670,7 +668,7 @@ func (l *Local) NextBatch(ctx context.Context, lease Lease, table string, lim Ba
 	return b, nil
 }
 
-// CompleteBatch implements Coordinator.
+// CompleteBatch implements pipeline.Batches.
 func (l *Local) CompleteBatch(ctx context.Context, lease Lease, b Batch, stats BatchStats) error {
 	if err := ValidTable(b.Table); err != nil {
 		return err
@@ -767,7 +765,7 @@ func (l *Local) status(ctx context.Context, table string) (TableStatus, error) {
 	return WithLease(s, t.Lease, l.now()), nil
 }
 
-// Status implements Coordinator.
+// Status implements pipeline.Status.
 func (l *Local) Status(ctx context.Context, table string) (TableStatus, error) {
 	if err := ValidTable(table); err != nil {
 		return TableStatus{}, err
@@ -779,7 +777,7 @@ func (l *Local) Status(ctx context.Context, table string) (TableStatus, error) {
 	return s, nil
 }
 
-// Tables implements Coordinator.
+// Tables implements pipeline.Status.
 func (l *Local) Tables(ctx context.Context) ([]TableStatus, error) {
 	tables, err := l.tableIDs(ctx)
 	if err != nil {
@@ -799,7 +797,7 @@ func (l *Local) Tables(ctx context.Context) ([]TableStatus, error) {
 	return out, nil
 }
 
-// Expire implements Coordinator. It also deletes pending markers left by
+// Expire implements pipeline.Expirer. It also deletes pending markers left by
 // registrations that crashed before the cutoff.
 func (l *Local) Expire(ctx context.Context, before time.Time) (int, error) {
 	tables, err := l.tableIDs(ctx)

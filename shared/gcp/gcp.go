@@ -22,7 +22,6 @@ import (
 	"cloud.google.com/go/storage"
 
 	"github.com/dsdelta/dsdelta/shared/config"
-	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 	"github.com/dsdelta/dsdelta/shared/objstore/gcsstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
@@ -135,7 +134,7 @@ func Logger(level slog.Level) *slog.Logger {
 type Services struct {
 	Env        Env
 	Pipeline   *pipeline.Pipeline
-	Coord      coord.Coordinator
+	Coord      pipeline.Coordinator
 	DeadLetter *pubsub.Publisher
 	Logger     *slog.Logger
 	close      func()
@@ -195,7 +194,7 @@ func New(ctx context.Context, env Env, holder string) (*Services, error) {
 		dead = ps.Publisher(env.DeadLetterTopic)
 	}
 	p := &pipeline.Pipeline{
-		Lake: lake, Sources: sources, Coord: co, Waker: waker,
+		Lake: lake, Sources: sources, Coordination: pipeline.Coordinate(co), Waker: waker,
 		Config: env.Config, Holder: holder, MergeBudget: env.MergeBudget, LeaseTTL: env.LeaseTTL, Logger: logger,
 	}
 	return &Services{Env: env, Pipeline: p, Coord: co, DeadLetter: dead, Logger: logger, close: func() {

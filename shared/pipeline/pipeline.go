@@ -24,7 +24,6 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/config"
-	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
@@ -45,9 +44,11 @@ type Waker interface {
 type Pipeline struct {
 	Lake    objstore.Store
 	Sources Sources
-	Coord   coord.Coordinator
-	Waker   Waker // nil: nobody to wake (the caller merges itself)
-	Config  config.Config
+	// Coordination is the lease, registry, batches, status and expiry the
+	// use cases run over; Coordinate(c) fills it from one backend.
+	Coordination
+	Waker  Waker // nil: nobody to wake (the caller merges itself)
+	Config config.Config
 	// Holder names this process in leases ("onfile-…", "cli-<host>-<pid>").
 	Holder string
 	// LeaseTTL is how long a lease lasts without renewal (default 2 min).

@@ -61,8 +61,9 @@ type Options struct {
 }
 
 // Coordinator is the coordination backend on Cloud Firestore (native mode):
-// the lease, registry, batches, status and expiry of package coord, which
-// the conformance suite (coordtest) checks as it checks coord.Local.
+// it provides every part of the coordination the use cases ask for
+// (pipeline.Coordinator), as coord.Local does, and the conformance suite
+// (coordtest) checks it the same way.
 type Coordinator struct {
 	client                         *firestore.Client
 	leases, tables, files, batches *firestore.CollectionRef
@@ -70,8 +71,6 @@ type Coordinator struct {
 	retention                      time.Duration
 	attempts                       int
 }
-
-var _ coord.Coordinator = (*Coordinator)(nil)
 
 // New returns a Coordinator over client. The client stays owned by the
 // caller.
@@ -121,7 +120,7 @@ func getDoc(tx *firestore.Transaction, ref *firestore.DocumentRef, dst any) (boo
 	return true, nil
 }
 
-// Acquire implements coord.Coordinator.
+// Acquire implements pipeline.Leaser.
 func (f *Coordinator) Acquire(ctx context.Context, table, holder string, ttl time.Duration) (coord.Lease, error) {
 	if err := coord.ValidTable(table); err != nil {
 		return coord.Lease{}, err
@@ -149,7 +148,7 @@ func (f *Coordinator) Acquire(ctx context.Context, table, holder string, ttl tim
 	return l, nil
 }
 
-// Renew implements coord.Coordinator.
+// Renew implements pipeline.Leaser.
 func (f *Coordinator) Renew(ctx context.Context, l coord.Lease, ttl time.Duration) (coord.Lease, error) {
 	if err := coord.ValidTTL(ttl); err != nil {
 		return coord.Lease{}, err
@@ -177,7 +176,7 @@ func (f *Coordinator) Renew(ctx context.Context, l coord.Lease, ttl time.Duratio
 	return out, nil
 }
 
-// Release implements coord.Coordinator.
+// Release implements pipeline.Leaser.
 func (f *Coordinator) Release(ctx context.Context, l coord.Lease) error {
 	if err := coord.ValidLease(l); err != nil {
 		return err
@@ -200,7 +199,7 @@ func (f *Coordinator) Release(ctx context.Context, l coord.Lease) error {
 	return nil
 }
 
-// CheckLease implements coord.Coordinator.
+// CheckLease implements pipeline.Leaser.
 func (f *Coordinator) CheckLease(ctx context.Context, l coord.Lease) error {
 	if err := coord.ValidLease(l); err != nil {
 		return err
@@ -231,7 +230,7 @@ func (f *Coordinator) checkLeaseTx(tx *firestore.Transaction, l coord.Lease, tab
 	return cur.Check(l, f.now())
 }
 
-// RegisterFile implements coord.Coordinator.
+// RegisterFile implements pipeline.Registry.
 func (f *Coordinator) RegisterFile(ctx context.Context, in coord.FileRecord) (coord.FileRecord, bool, error) {
 	if err := coord.ValidFile(in); err != nil {
 		return coord.FileRecord{}, false, fmt.Errorf("register file: %w", err)
@@ -273,7 +272,7 @@ func (f *Coordinator) RegisterFile(ctx context.Context, in coord.FileRecord) (co
 	return rec, created, nil
 }
 
-// Quarantine implements coord.Coordinator.
+// Quarantine implements pipeline.Registry.
 func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reason string) (coord.FileRecord, error) {
 	if err := coord.ValidFile(in); err != nil {
 		return coord.FileRecord{}, fmt.Errorf("quarantine file: %w", err)
@@ -322,7 +321,7 @@ func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reaso
 	return rec, nil
 }
 
-// File implements coord.Coordinator.
+// File implements pipeline.Registry.
 func (f *Coordinator) File(ctx context.Context, id string) (coord.FileRecord, error) {
 	if err := coord.ValidFileID(id); err != nil {
 		return coord.FileRecord{}, err
@@ -370,7 +369,7 @@ func readFiles(it *firestore.DocumentIterator) ([]coord.FileRecord, error) {
 	}
 }
 
-// Pending implements coord.Coordinator.
+// Pending implements pipeline.Registry.
 func (f *Coordinator) Pending(ctx context.Context, table string, limit int) ([]coord.FileRecord, error) {
 	out, err := readFiles(f.pendingQuery(table, limit).Documents(ctx))
 	if err != nil {
@@ -379,7 +378,7 @@ func (f *Coordinator) Pending(ctx context.Context, table string, limit int) ([]c
 	return out, nil
 }
 
-// ListFiles implements coord.Coordinator.
+// ListFiles implements pipeline.Registry.
 func (f *Coordinator) ListFiles(ctx context.Context, table string, state coord.FileState) ([]coord.FileRecord, error) {
 	q := f.files.Where("table", "==", table)
 	if state != "" {
@@ -421,7 +420,7 @@ func (f *Coordinator) filesTx(tx *firestore.Transaction, ids []string) ([]coord.
 	return out, nil
 }
 
-// NextBatch implements coord.Coordinator.
+// NextBatch implements pipeline.Batches.
 func (f *Coordinator) NextBatch(ctx context.Context, l coord.Lease, table string, lim coord.BatchLimits) (coord.Batch, error) {
 	if err := coord.ValidTable(table); err != nil {
 		return coord.Batch{}, err
@@ -476,7 +475,7 @@ func (f *Coordinator) NextBatch(ctx context.Context, l coord.Lease, table string
 	return b, nil
 }
 
-// CompleteBatch implements coord.Coordinator.
+// CompleteBatch implements pipeline.Batches.
 func (f *Coordinator) CompleteBatch(ctx context.Context, l coord.Lease, b coord.Batch, stats coord.BatchStats) error {
 	if err := coord.ValidTable(b.Table); err != nil {
 		return err
@@ -518,7 +517,7 @@ func (f *Coordinator) CompleteBatch(ctx context.Context, l coord.Lease, b coord.
 	return nil
 }
 
-// Status implements coord.Coordinator.
+// Status implements pipeline.Status.
 func (f *Coordinator) Status(ctx context.Context, table string) (coord.TableStatus, error) {
 	if err := coord.ValidTable(table); err != nil {
 		return coord.TableStatus{}, err
@@ -548,7 +547,7 @@ func (f *Coordinator) statusOf(tsnap, lsnap *firestore.DocumentSnapshot) (coord.
 	return coord.WithLease(t.Status(), ld, f.now()), nil
 }
 
-// Tables implements coord.Coordinator.
+// Tables implements pipeline.Status.
 func (f *Coordinator) Tables(ctx context.Context) ([]coord.TableStatus, error) {
 	tsnaps, err := f.tables.OrderBy(firestore.DocumentID, firestore.Asc).Documents(ctx).GetAll()
 	if err != nil {
@@ -574,7 +573,7 @@ func (f *Coordinator) Tables(ctx context.Context) ([]coord.TableStatus, error) {
 	return out, nil
 }
 
-// Expire implements coord.Coordinator.
+// Expire implements pipeline.Expirer.
 func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error) {
 	tables, err := f.tables.Documents(ctx).GetAll()
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/dsdelta/dsdelta/internal/firestoretest"
-	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/coord/coordtest"
 	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 )
@@ -20,7 +19,7 @@ func TestConformance(t *testing.T) {
 	var n atomic.Int64
 	// Every test gets its own collections, so tests never see each other.
 	prefix := fmt.Sprintf("t%d_", time.Now().UnixNano())
-	coordtest.Run(t, func(t *testing.T, now func() time.Time) coord.Coordinator {
+	coordtest.Run(t, func(t *testing.T, now func() time.Time) coordtest.Coordinator {
 		c, err := firestorecoord.New(context.Background(), client, firestorecoord.Options{
 			Prefix: fmt.Sprintf("%s%d_", prefix, n.Add(1)),
 			Now:    now,
