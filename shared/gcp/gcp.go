@@ -130,18 +130,22 @@ func Logger(level slog.Level) *slog.Logger {
 	}))
 }
 
-// Services are the long-lived clients of a function instance.
+// Services are the long-lived clients of a function instance and the
+// pipeline over them. They provide what each function's handler asks for
+// (onfile.Services, merge.Services, compact.Services): the pipeline's use
+// cases, the source filter, dead letters and the logger.
 type Services struct {
+	*pipeline.Pipeline
 	Env        Env
-	Pipeline   *pipeline.Pipeline
-	Coord      pipeline.Coordinator
 	DeadLetter *pubsub.Publisher
-	Logger     *slog.Logger
 	close      func()
 }
 
 // Close releases the clients.
 func (s *Services) Close() { s.close() }
+
+// Log returns the instance's logger, the pipeline's.
+func (s *Services) Log() *slog.Logger { return s.Pipeline.Logger }
 
 // InSource reports whether an object belongs to the configured source.
 func (s *Services) InSource(bucket, name string) bool {
@@ -197,7 +201,7 @@ func New(ctx context.Context, env Env, holder string) (*Services, error) {
 		Lake: lake, Sources: sources, Coordination: pipeline.Coordinate(co), Waker: waker,
 		Config: env.Config, Holder: holder, MergeBudget: env.MergeBudget, LeaseTTL: env.LeaseTTL, Logger: logger,
 	}
-	return &Services{Env: env, Pipeline: p, Coord: co, DeadLetter: dead, Logger: logger, close: func() {
+	return &Services{Pipeline: p, Env: env, DeadLetter: dead, close: func() {
 		if wake != nil {
 			wake.Stop()
 		}

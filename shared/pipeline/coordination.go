@@ -10,7 +10,9 @@ import (
 // The use cases ask for coordination one small interface at a time, so that
 // a caller provides, and a test fakes, only what the use cases it runs
 // need: Stage uses the Registry; MergeTable the Leaser, Batches and
-// Registry; Maintain the Leaser, Status and Registry. A backend
+// Registry; Maintain the Leaser, Status and Registry; MergeWakeUp adds the
+// Status to MergeTable's, and MaintainAll the Expirer to Maintain's. A
+// backend
 // (coord.Local, firestorecoord.Coordinator) provides them all, and one
 // conformance suite (coordtest) checks every one of them on each backend.
 // Package coord describes how they work together: exactly once, the lease,
