@@ -4,6 +4,7 @@
 package dsdelta
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -20,7 +21,9 @@ func init() {
 	// entry point the instance serves.
 	host, _ := os.Hostname()
 	svc := gcp.Lazy(fmt.Sprintf("%s-%s-%d", os.Getenv("K_SERVICE"), host, os.Getpid()))
-	functions.CloudEvent("OnFile", onfile.Handler{Services: svc}.Handle)
-	functions.CloudEvent("Merge", merge.Handler{Services: svc}.Handle)
-	functions.CloudEvent("Compact", compact.Handler{Services: svc}.Handle)
+	// Each handler asks for the interface it uses, which *gcp.Services
+	// provides; a handler reads the services only when err is nil.
+	functions.CloudEvent("OnFile", onfile.Handler{Services: func(ctx context.Context) (onfile.Services, error) { return svc(ctx) }}.Handle)
+	functions.CloudEvent("Merge", merge.Handler{Services: func(ctx context.Context) (merge.Services, error) { return svc(ctx) }}.Handle)
+	functions.CloudEvent("Compact", compact.Handler{Services: func(ctx context.Context) (compact.Services, error) { return svc(ctx) }}.Handle)
 }

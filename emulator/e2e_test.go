@@ -19,6 +19,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/objstore"
@@ -84,7 +85,7 @@ func startStack(t *testing.T, ctx context.Context, opts Options) *Stack {
 
 // stackClients returns the test's own clients of a stack: Firestore, the
 // coordinator on it, and a pipeline reading the lake, for checks.
-func stackClients(t *testing.T, ctx context.Context, s *Stack) (*firestore.Client, coord.Coordinator, *pipeline.Pipeline) {
+func stackClients(t *testing.T, ctx context.Context, s *Stack) (*firestore.Client, *firestorecoord.Coordinator, *pipeline.Pipeline) {
 	t.Helper()
 	opts := s.Options()
 	fs, err := firestore.NewClient(ctx, opts.Project)
@@ -92,7 +93,7 @@ func stackClients(t *testing.T, ctx context.Context, s *Stack) (*firestore.Clien
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fs.Close() })
-	co, err := coord.NewFirestore(ctx, fs, coord.FirestoreOptions{})
+	co, err := firestorecoord.New(ctx, fs, firestorecoord.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,11 +221,11 @@ func TestStackConvergesToTheSourceUnderFaults(t *testing.T) {
 		// merge function's live lease looks expired to it and is taken
 		// over while the function is still working: the function is now
 		// the stale holder.
-		skewed, err := coord.NewFirestore(ctx, fs, coord.FirestoreOptions{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+		skewed, err := firestorecoord.New(ctx, fs, firestorecoord.Options{Now: func() time.Time { return time.Now().Add(time.Hour) }})
 		if err != nil {
 			t.Fatal(err)
 		}
-		usurper := &pipeline.Pipeline{Lake: lake.Lake, Coord: skewed, Holder: "e2e-new-holder", LeaseTTL: e2eLeaseTTL}
+		usurper := &pipeline.Pipeline{Lake: lake.Lake, Coordination: pipeline.Coordinate(skewed), Holder: "e2e-new-holder", LeaseTTL: e2eLeaseTTL}
 		// The race may make the new holder's commit lose to the stale
 		// holder's commit of the same batch; like the platform, retry.
 		var mr pipeline.MergeResult
@@ -280,7 +281,7 @@ func tableIDs(res *dssim.Result) []string {
 
 // waitMerging polls until one of tables has a live lease held by the merge
 // function with a batch open, and returns that table's status.
-func waitMerging(ctx context.Context, co coord.Coordinator, tables []string, timeout time.Duration) (coord.TableStatus, bool) {
+func waitMerging(ctx context.Context, co *firestorecoord.Coordinator, tables []string, timeout time.Duration) (coord.TableStatus, bool) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		for _, id := range tables {
@@ -298,7 +299,7 @@ func waitMerging(ctx context.Context, co coord.Coordinator, tables []string, tim
 // it (one registry record per generation), nothing is pending and no batch
 // is open. (A lease may still be held: compaction runs on its own.) A
 // quarantined file fails the test at once.
-func waitQuiet(t *testing.T, ctx context.Context, co coord.Coordinator, written map[string]int, timeout time.Duration) {
+func waitQuiet(t *testing.T, ctx context.Context, co *firestorecoord.Coordinator, written map[string]int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var why string

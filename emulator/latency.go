@@ -12,6 +12,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 )
 
@@ -44,7 +45,7 @@ func MeasureLatency(ctx context.Context, s *Stack, o LatencyOptions, log io.Writ
 		return LatencyResult{}, err
 	}
 	defer fs.Close()
-	co, err := coord.NewFirestore(ctx, fs, coord.FirestoreOptions{})
+	co, err := firestorecoord.New(ctx, fs, firestorecoord.Options{})
 	if err != nil {
 		return LatencyResult{}, err
 	}

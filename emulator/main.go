@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.SourcePrefix, "source-prefix", "", "path prefix of the stream in the source bucket")
 	fs.StringVar(&o.LakeBucket, "lake-bucket", "lake", "bucket holding the Delta tables")
 	fs.DurationVar(&o.Tick, "tick", time.Minute, "compaction schedule (0 disables the scheduler)")
-	fs.DurationVar(&o.MergeBudget, "merge-budget", 2*time.Minute, "time budget of one merge invocation")
+	fs.DurationVar(&o.MergeBudget, "merge-budget", DefaultMergeBudget, "time budget of one merge invocation")
 	fs.DurationVar(&o.LeaseTTL, "lease-ttl", 30*time.Second, "table lease time to live")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "functions' log level (debug, info, warn, error)")
 	quiet := fs.Bool("quiet", false, "do not copy the functions' logs to the terminal (they stay in the data dir)")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/gcp"
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -143,7 +144,7 @@ func TestABackfillMergesWithinAFunctionsMemory(t *testing.T) {
 
 // waitStaged waits until n files of table are staged and none is
 // quarantined.
-func waitStaged(t *testing.T, ctx context.Context, co coord.Coordinator, table string, n int, timeout time.Duration) {
+func waitStaged(t *testing.T, ctx context.Context, co *firestorecoord.Coordinator, table string, n int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

@@ -38,6 +38,10 @@ const (
 	FuncCompact = "Compact"
 )
 
+// DefaultMergeBudget bounds a merge invocation of the stack unless
+// Options.MergeBudget says otherwise.
+const DefaultMergeBudget = 2 * time.Minute
+
 // Options configure a Stack.
 type Options struct {
 	// DataDir holds the processes' logs and the Pub/Sub emulator's data; a
@@ -55,7 +59,8 @@ type Options struct {
 	LakeBucket string
 	// Tick is the compaction schedule; 0 disables the scheduler.
 	Tick time.Duration
-	// MergeBudget bounds one merge invocation (DSDELTA_MERGE_BUDGET).
+	// MergeBudget bounds one merge invocation (DSDELTA_MERGE_BUDGET);
+	// DefaultMergeBudget when 0.
 	MergeBudget time.Duration
 	// LeaseTTL is the table lease's time to live (DSDELTA_LEASE_TTL); the
 	// pipeline's default when zero. A short TTL lets a crashed merge's
@@ -90,7 +95,7 @@ func (o *Options) defaults() {
 	}
 	o.SourcePrefix = strings.Trim(o.SourcePrefix, "/")
 	if o.MergeBudget <= 0 {
-		o.MergeBudget = 2 * time.Minute
+		o.MergeBudget = DefaultMergeBudget
 	}
 }
 

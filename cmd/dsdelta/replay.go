@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/objstore/gcsstore"
@@ -52,7 +53,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer source.Close()
 	var (
-		c       coord.Coordinator
+		c       pipeline.Coordinator
 		sources pipeline.Sources = singleSource{source}
 		bucket  string
 		prefix  string
@@ -77,14 +78,14 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("firestore: %w", err)
 		}
 		defer client.Close()
-		if c, err = coord.NewFirestore(ctx, client, coord.FirestoreOptions{}); err != nil {
+		if c, err = firestorecoord.New(ctx, client, firestorecoord.Options{}); err != nil {
 			return err
 		}
 	} else if c, err = coord.NewLocal(lake, coord.LocalOptions{}); err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
-	p := &pipeline.Pipeline{Lake: lake, Sources: sources, Coord: c, Config: cfg, Holder: fmt.Sprintf("replay-%s-%d", host, os.Getpid())}
+	p := &pipeline.Pipeline{Lake: lake, Sources: sources, Coordination: pipeline.Coordinate(c), Config: cfg, Holder: fmt.Sprintf("replay-%s-%d", host, os.Getpid())}
 
 	// The files to stage again: named ones, every one, or the quarantined.
 	full := func(name string) string {

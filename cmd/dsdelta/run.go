@@ -54,7 +54,7 @@ func localPipeline(ctx context.Context, source, lake objstore.Store, cfg config.
 	}
 	host, _ := os.Hostname()
 	return &pipeline.Pipeline{
-		Lake: lake, Sources: singleSource{source}, Coord: c, Config: cfg,
+		Lake: lake, Sources: singleSource{source}, Coordination: pipeline.Coordinate(c), Config: cfg,
 		Holder: fmt.Sprintf("cli-%s-%d", host, os.Getpid()), Logger: logger,
 	}, nil
 }
@@ -219,7 +219,7 @@ func (r *runner) pass(ctx context.Context) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	statuses, err := r.p.Coord.Tables(ctx)
+	statuses, err := r.p.Status.Tables(ctx)
 	if err != nil {
 		return err
 	}
@@ -241,7 +241,7 @@ func (r *runner) pass(ctx context.Context) error {
 		return err
 	}
 	// Versions as the tables hold them now (maintenance commits too).
-	statuses, err = r.p.Coord.Tables(ctx)
+	statuses, err = r.p.Status.Tables(ctx)
 	if err != nil {
 		return err
 	}
@@ -322,7 +322,7 @@ func (r *runner) waitFor(ctx context.Context, busy []string) error {
 
 // announce says on stderr who holds a table's lease, once per holder.
 func (r *runner) announce(ctx context.Context, table string) error {
-	st, err := r.p.Coord.Status(ctx, table)
+	st, err := r.p.Status.Status(ctx, table)
 	if err != nil {
 		return fmt.Errorf("lease of %s: %w", table, err)
 	}
@@ -354,7 +354,7 @@ const pendingShown = 20
 // whose source this run saw: a quarantined file deleted from the source
 // since is only counted).
 func (r *runner) finish(ctx context.Context, w io.Writer) error {
-	statuses, err := r.p.Coord.Tables(ctx)
+	statuses, err := r.p.Status.Tables(ctx)
 	if err != nil {
 		return err
 	}
@@ -363,7 +363,7 @@ func (r *runner) finish(ctx context.Context, w io.Writer) error {
 		if st.Pending == 0 && st.OpenBatchSeq == 0 && st.Quarantined == 0 {
 			continue
 		}
-		files, err := r.p.Coord.ListFiles(ctx, st.Table, "")
+		files, err := r.p.Registry.ListFiles(ctx, st.Table, "")
 		if err != nil {
 			return err
 		}

@@ -118,7 +118,7 @@ func summaryRow(t *testing.T, out, table string) map[string]string {
 
 // holdLease takes a table's lease in the lake for another holder, as a
 // process given by proc would (a zero proc is this process).
-func holdLease(t *testing.T, lake, table string, proc coord.Process) (coord.Coordinator, coord.Lease) {
+func holdLease(t *testing.T, lake, table string, proc coord.Process) (*coord.Local, coord.Lease) {
 	t.Helper()
 	store, err := objstore.NewLocal(lake)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
@@ -29,6 +30,11 @@ type statusOutput struct {
 	LeaseHolder        string   `json:"lease_holder,omitempty"`
 }
 
+// tableStatuses is what status reads of a coordination backend.
+type tableStatuses interface {
+	Tables(ctx context.Context) ([]coord.TableStatus, error)
+}
+
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", stderr)
 	lakeURL := fs.String("lake", "", "the lake (folder or gs://bucket/prefix): table versions are read from it, and with no --project its local coordination")
@@ -39,7 +45,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
-	var c coord.Coordinator
+	var c tableStatuses
 	var lake objstore.Store
 	if *lakeURL != "" {
 		var err error
@@ -55,7 +61,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("firestore: %w", err)
 		}
 		defer client.Close()
-		if c, err = coord.NewFirestore(ctx, client, coord.FirestoreOptions{Prefix: *prefix}); err != nil {
+		if c, err = firestorecoord.New(ctx, client, firestorecoord.Options{Prefix: *prefix}); err != nil {
 			return err
 		}
 	case lake != nil:

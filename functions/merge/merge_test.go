@@ -1,11 +1,18 @@
 package merge
 
 import (
+	"context"
 	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
 
 func ce(t *testing.T, data string) event.Event {
@@ -49,22 +56,53 @@ func TestTable(t *testing.T) {
 	}
 }
 
-func TestStaleLease(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	ttl := 90 * time.Second
+// fakeServices answers MergeWakeUp with res and err, and records the tables.
+type fakeServices struct {
+	res    pipeline.MergeResult
+	err    error
+	merged []string
+}
+
+func (f *fakeServices) MergeWakeUp(_ context.Context, table string) (pipeline.MergeResult, error) {
+	f.merged = append(f.merged, table)
+	return f.res, f.err
+}
+
+func (f *fakeServices) Log() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestHandle(t *testing.T) {
+	ctx := context.Background()
+	wake := `{"table":"shop.customers"}`
+	errTransient := errors.New("lake unavailable")
 	for _, c := range []struct {
 		name    string
-		expires time.Time
-		want    bool
+		data    string
+		err     error // what MergeWakeUp returns
+		want    error // what Handle returns (errors.Is), nil for an acknowledgement
+		tables  int   // MergeWakeUp calls
+		builder error // the services fail to build
 	}{
-		{"a lease renewed a moment ago is live", now.Add(85 * time.Second), false},
-		{"a lease due for renewal is still live", now.Add(60 * time.Second), false},
-		{"a lease not renewed for over a TTL/2 looks abandoned", now.Add(40 * time.Second), true},
-		{"an expired lease is abandoned", now.Add(-time.Second), true},
+		{name: "a wake-up merges its table and is acknowledged", data: wake, tables: 1},
+		{name: "a wake-up without a usable table is acknowledged without a merge", data: `{"table":"../etc"}`},
+		{name: "a lease lost to another instance is acknowledged, as the new holder merges", data: wake, err: fmt.Errorf("merge: %w", coord.ErrLeaseLost), tables: 1},
+		{name: "a table kept by a holder that stopped renewing asks for the wake-up again", data: wake, err: fmt.Errorf("merge: %w", pipeline.ErrLeaseStale), want: pipeline.ErrLeaseStale, tables: 1},
+		{name: "a failed merge is returned so that the platform retries", data: wake, err: errTransient, want: errTransient, tables: 1},
+		{name: "services that cannot be built fail the event so that it is retried", data: wake, builder: errTransient, want: errTransient},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := staleLease(c.expires, now, ttl); got != c.want {
-				t.Fatalf("staleLease = %v, want %v", got, c.want)
+			f := &fakeServices{err: c.err}
+			h := Handler{Services: func(context.Context) (Services, error) {
+				if c.builder != nil {
+					return nil, c.builder
+				}
+				return f, nil
+			}}
+			err := h.Handle(ctx, ce(t, c.data))
+			if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
+				t.Fatalf("Handle = %v, want %v", err, c.want)
+			}
+			if len(f.merged) != c.tables {
+				t.Fatalf("merged %v, want %d merge(s)", f.merged, c.tables)
 			}
 		})
 	}

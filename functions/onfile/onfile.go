@@ -10,16 +10,33 @@ package onfile
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/gcp"
+	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
+
+// Services is what the handler uses of a function instance; *gcp.Services
+// provides it, and tests fake it.
+type Services interface {
+	// Stage is pipeline.Pipeline.Stage.
+	Stage(ctx context.Context, f datastream.SourceFile) (pipeline.StageResult, error)
+	// InSource reports whether an object belongs to the configured source.
+	InSource(bucket, name string) bool
+	// PublishDeadLetter tells the dead-letter topic about a file that will
+	// not be staged.
+	PublishDeadLetter(ctx context.Context, d gcp.DeadLetter) error
+	// Log is the instance's logger.
+	Log() *slog.Logger
+}
 
 // Handler handles onfile events.
 type Handler struct {
-	Services func(context.Context) (*gcp.Services, error)
+	// Services returns the instance's services, built on first use.
+	Services func(context.Context) (Services, error)
 }
 
 // Handle is the CloudEvent entry point.
@@ -28,7 +45,7 @@ func (h Handler) Handle(ctx context.Context, e event.Event) error {
 	if err != nil {
 		return fmt.Errorf("onfile: %w", err)
 	}
-	log := svc.Logger.With("event_id", e.ID(), "event_type", e.Type())
+	log := svc.Log().With("event_id", e.ID(), "event_type", e.Type())
 	f, err := datastream.ParseNotification(e.Type(), e.Data())
 	if err != nil {
 		// A malformed notification will never parse: acknowledge it and
@@ -44,7 +61,7 @@ func (h Handler) Handle(ctx context.Context, e event.Event) error {
 		log.Debug("object outside the configured source; ignored", "event", "skipped")
 		return nil
 	}
-	res, err := svc.Pipeline.Stage(ctx, f)
+	res, err := svc.Stage(ctx, f)
 	if err != nil {
 		log.Error("staging failed; the platform will retry", "event", "stage_failed", "error", err)
 		return err

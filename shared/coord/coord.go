@@ -3,11 +3,16 @@
 // staged files (idempotent per source object), merge batches with sequence
 // numbers, and per-table status.
 //
-// Two backends implement Coordinator: Firestore (NewFirestore) for the cloud,
-// and Local (NewLocal) over an objstore.Store for the embedded mode, storing
-// JSON documents under _dsdelta/coord/ in the lake. One conformance suite
-// (package coordtest) runs against both so the embedded mode cannot drift
-// from the cloud mode.
+// The use cases ask for each part through an interface of their own
+// (pipeline.Leaser, Registry, Batches, Status, Expirer), which documents
+// its methods. Two backends provide them all, safe for concurrent use, also
+// from several processes sharing the same backing store: Local (NewLocal)
+// over an objstore.Store for the embedded mode, storing JSON documents
+// under _dsdelta/coord/ in the lake, and Firestore for the cloud, in
+// package firestorecoord so that this package links no cloud SDK. Both apply the
+// same rules to the same documents (state.go) and differ only in how they
+// read and write atomically. One conformance suite (package coordtest) runs
+// against both so the embedded mode cannot drift from the cloud mode.
 //
 // # Exactly once
 //
@@ -55,7 +60,6 @@
 package coord
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -217,67 +221,4 @@ type TableStatus struct {
 	// LeaseProcess is "host/pid" of the live lease's holder when the backend
 	// records it (the local backend does); empty otherwise.
 	LeaseProcess string
-}
-
-// Coordinator is the table lease, staged-file registry, batches and status.
-// Implementations are safe for concurrent use, also from several processes
-// sharing the same backing store.
-type Coordinator interface {
-	// Acquire takes the table's lease for ttl. It returns ErrLeaseHeld when
-	// another holder has a live lease; an expired lease is taken over, and
-	// so is, by the local backend, the lease of a holder process that is
-	// gone from this host (see Process). The same holder acquiring again
-	// gets a new token (its old Lease is lost).
-	Acquire(ctx context.Context, table, holder string, ttl time.Duration) (Lease, error)
-	// Renew extends a held lease to now+ttl, or returns ErrLeaseLost.
-	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
-	// Release gives the lease up. It returns ErrLeaseLost, changing nothing,
-	// when the lease was taken over meanwhile.
-	Release(ctx context.Context, l Lease) error
-	// CheckLease returns nil while the lease holds, ErrLeaseLost otherwise.
-	CheckLease(ctx context.Context, l Lease) error
-
-	// RegisterFile records a staged file as pending. It is idempotent per
-	// file id: a file already known is returned unchanged with created
-	// false. A quarantined file is staged again (a replay after a fix), with
-	// a new arrival number, and created true. The coordinator sets ID,
-	// State, ArrivalSeq, StagedAt and clears BatchSeq, Reason and Record.
-	RegisterFile(ctx context.Context, f FileRecord) (rec FileRecord, created bool, err error)
-	// Quarantine records a permanently bad file with the reason (f.Record
-	// says where in the file). A staged or batched file leaves the work
-	// queue; a merged file cannot be quarantined (ErrInvalidState).
-	Quarantine(ctx context.Context, f FileRecord, reason string) (FileRecord, error)
-	// File returns the record of a file id, or ErrNotFound.
-	File(ctx context.Context, id string) (FileRecord, error)
-	// Pending returns staged files not yet in a batch, in arrival order, at
-	// most limit (all when limit <= 0).
-	Pending(ctx context.Context, table string, limit int) ([]FileRecord, error)
-	// ListFiles returns a table's files in a state (all states when state is
-	// empty), in arrival order.
-	ListFiles(ctx context.Context, table string, state FileState) ([]FileRecord, error)
-
-	// NextBatch returns the table's open batch unchanged if there is one;
-	// otherwise it takes pending files in arrival order, stopping before
-	// the file that would pass any of lim's limits (but taking at least one
-	// file, so a file larger than a limit cannot block the table), gives
-	// them the next sequence number and records the batch. It returns
-	// ErrNoWork when nothing is pending and ErrLeaseLost when l does not
-	// hold.
-	NextBatch(ctx context.Context, l Lease, table string, lim BatchLimits) (Batch, error)
-	// CompleteBatch marks the batch's files merged (except quarantined
-	// ones), closes the batch and updates the table status. Completing a
-	// batch that is already done is a no-op. It returns ErrLeaseLost when l
-	// does not hold.
-	CompleteBatch(ctx context.Context, l Lease, b Batch, stats BatchStats) error
-
-	// Tables returns the status of every table with registered files, by
-	// table id.
-	Tables(ctx context.Context) ([]TableStatus, error)
-	// Status returns one table's status, or ErrNotFound.
-	Status(ctx context.Context, table string) (TableStatus, error)
-
-	// Expire deletes records of files merged before the cutoff and done
-	// batches completed before it, except each table's latest batch. It
-	// returns how many records it deleted.
-	Expire(ctx context.Context, before time.Time) (int, error)
 }

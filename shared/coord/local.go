@@ -20,7 +20,7 @@ import (
 // The local backend keeps JSON documents in an objstore.Store, normally the
 // lake, under Root (default "_dsdelta/coord"):
 //
-//	tables/<table>.json                      tableDoc with the lease: counters, open batch, status
+//	tables/<table>.json                      TableDoc with the lease: counters, open batch, status
 //	files/<table>/<FileID>.json              one FileRecord per source object
 //	pending/<table>/<arrival:020d>_<FileID>  empty marker per staged file, listed in arrival order
 //	batches/<table>/<seq:020d>.json          batch records
@@ -73,7 +73,7 @@ type LocalOptions struct {
 	Logger *slog.Logger
 }
 
-// Local is the Coordinator over an objstore.Store, safe for several
+// Local is the coordination backend over an objstore.Store, safe for several
 // processes sharing the store as long as its conditional writes are atomic
 // (objstore's local-directory, memory and GCS backends are).
 type Local struct {
@@ -85,9 +85,7 @@ type Local struct {
 	log       *slog.Logger
 }
 
-var _ Coordinator = (*Local)(nil)
-
-// NewLocal returns a Coordinator keeping its documents in store.
+// NewLocal returns a Local keeping its documents in store.
 func NewLocal(store objstore.Store, opts LocalOptions) (*Local, error) {
 	if store == nil {
 		return nil, errors.New("new local coordinator: nil store")
@@ -249,10 +247,10 @@ func retry(ctx context.Context, fn func() error) error {
 // updateTable applies fn to the table document and writes it back by
 // compare-and-swap, retrying on conflicts. fn must not write anything itself
 // (it may run several times); returning an error stops without writing.
-func (l *Local) updateTable(ctx context.Context, table string, fn func(t *tableDoc, exists bool) error) error {
+func (l *Local) updateTable(ctx context.Context, table string, fn func(t *TableDoc, exists bool) error) error {
 	name := l.tableName(table)
 	return retry(ctx, func() error {
-		t := tableDoc{Table: table}
+		t := TableDoc{Table: table}
 		gen, err := l.read(ctx, name, &t)
 		if err != nil {
 			return err
@@ -265,29 +263,29 @@ func (l *Local) updateTable(ctx context.Context, table string, fn func(t *tableD
 }
 
 // readTable reads a table document; exists is false when there is none.
-func (l *Local) readTable(ctx context.Context, table string) (t tableDoc, gen int64, err error) {
+func (l *Local) readTable(ctx context.Context, table string) (t TableDoc, gen int64, err error) {
 	t.Table = table
 	gen, err = l.read(ctx, l.tableName(table), &t)
 	return t, gen, err
 }
 
-// Acquire implements Coordinator.
+// Acquire implements pipeline.Leaser.
 func (l *Local) Acquire(ctx context.Context, table, holder string, ttl time.Duration) (Lease, error) {
-	if err := validateTable(table); err != nil {
+	if err := ValidTable(table); err != nil {
 		return Lease{}, err
 	}
-	if err := validateAcquire(holder, ttl); err != nil {
+	if err := ValidAcquire(holder, ttl); err != nil {
 		return Lease{}, err
 	}
 	var out Lease
-	var gone leaseDoc // the lease taken over from a gone process, if any
-	err := l.updateTable(ctx, table, func(t *tableDoc, _ bool) error {
+	var gone LeaseDoc // the lease taken over from a gone process, if any
+	err := l.updateTable(ctx, table, func(t *TableDoc, _ bool) error {
 		cur, now := t.Lease, l.now()
-		gone = leaseDoc{}
-		if cur.live(now) && cur.Holder != holder && cur.Process != nil && cur.Process.goneFrom(l.proc, probeProcess) {
-			gone, cur = cur, leaseDoc{Token: cur.Token}
+		gone = LeaseDoc{}
+		if cur.Live(now) && cur.Holder != holder && cur.Process != nil && cur.Process.goneFrom(l.proc, probeProcess) {
+			gone, cur = cur, LeaseDoc{Token: cur.Token}
 		}
-		next, lease, err := cur.acquire(table, holder, ttl, now)
+		next, lease, err := cur.Acquire(table, holder, ttl, now)
 		if err != nil {
 			return err
 		}
@@ -306,17 +304,17 @@ func (l *Local) Acquire(ctx context.Context, table, holder string, ttl time.Dura
 	return out, nil
 }
 
-// Renew implements Coordinator.
+// Renew implements pipeline.Leaser.
 func (l *Local) Renew(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error) {
-	if err := validateTTL(ttl); err != nil {
+	if err := ValidTTL(ttl); err != nil {
 		return Lease{}, err
 	}
-	if err := validateTable(lease.Table); err != nil {
+	if err := ValidTable(lease.Table); err != nil {
 		return Lease{}, err
 	}
 	var out Lease
-	err := l.updateTable(ctx, lease.Table, func(t *tableDoc, _ bool) error {
-		next, renewed, err := t.Lease.renew(lease, ttl, l.now())
+	err := l.updateTable(ctx, lease.Table, func(t *TableDoc, _ bool) error {
+		next, renewed, err := t.Lease.Renew(lease, ttl, l.now())
 		t.Lease, out = next, renewed
 		return err
 	})
@@ -326,13 +324,13 @@ func (l *Local) Renew(ctx context.Context, lease Lease, ttl time.Duration) (Leas
 	return out, nil
 }
 
-// Release implements Coordinator.
+// Release implements pipeline.Leaser.
 func (l *Local) Release(ctx context.Context, lease Lease) error {
-	if err := validateTable(lease.Table); err != nil {
+	if err := ValidTable(lease.Table); err != nil {
 		return err
 	}
-	err := l.updateTable(ctx, lease.Table, func(t *tableDoc, _ bool) error {
-		next, err := t.Lease.release(lease)
+	err := l.updateTable(ctx, lease.Table, func(t *TableDoc, _ bool) error {
+		next, err := t.Lease.Release(lease)
 		t.Lease = next
 		return err
 	})
@@ -342,22 +340,22 @@ func (l *Local) Release(ctx context.Context, lease Lease) error {
 	return nil
 }
 
-// CheckLease implements Coordinator.
+// CheckLease implements pipeline.Leaser.
 func (l *Local) CheckLease(ctx context.Context, lease Lease) error {
-	if err := validateTable(lease.Table); err != nil {
+	if err := ValidTable(lease.Table); err != nil {
 		return err
 	}
 	t, _, err := l.readTable(ctx, lease.Table)
 	if err != nil {
 		return fmt.Errorf("check lease on %s: %w", lease.Table, err)
 	}
-	return t.Lease.check(lease, l.now())
+	return t.Lease.Check(lease, l.now())
 }
 
 // reserveArrival hands out the table's next arrival number.
 func (l *Local) reserveArrival(ctx context.Context, table string) (int64, error) {
 	var seq int64
-	err := l.updateTable(ctx, table, func(t *tableDoc, _ bool) error {
+	err := l.updateTable(ctx, table, func(t *TableDoc, _ bool) error {
 		t.LastArrivalSeq++
 		seq = t.LastArrivalSeq
 		return nil
@@ -365,9 +363,9 @@ func (l *Local) reserveArrival(ctx context.Context, table string) (int64, error)
 	return seq, err
 }
 
-// RegisterFile implements Coordinator.
+// RegisterFile implements pipeline.Registry.
 func (l *Local) RegisterFile(ctx context.Context, in FileRecord) (FileRecord, bool, error) {
-	if err := validateFile(in); err != nil {
+	if err := ValidFile(in); err != nil {
 		return FileRecord{}, false, fmt.Errorf("register file: %w", err)
 	}
 	id := FileID(in.Bucket, in.Name, in.Generation)
@@ -388,7 +386,7 @@ func (l *Local) RegisterFile(ctx context.Context, in FileRecord) (FileRecord, bo
 		if err != nil {
 			return err
 		}
-		next := newRecord(in, seq, l.now())
+		next := NewRecord(in, seq, l.now())
 		marker := l.markerName(in.Table, seq, id)
 		if err := l.write(ctx, marker, struct{}{}, 0); err != nil {
 			return err // a fresh arrival number cannot have a marker: no conflict
@@ -408,9 +406,9 @@ func (l *Local) RegisterFile(ctx context.Context, in FileRecord) (FileRecord, bo
 	return rec, created, nil
 }
 
-// Quarantine implements Coordinator.
+// Quarantine implements pipeline.Registry.
 func (l *Local) Quarantine(ctx context.Context, in FileRecord, reason string) (FileRecord, error) {
-	if err := validateFile(in); err != nil {
+	if err := ValidFile(in); err != nil {
 		return FileRecord{}, fmt.Errorf("quarantine file: %w", err)
 	}
 	id := FileID(in.Bucket, in.Name, in.Generation)
@@ -428,7 +426,7 @@ func (l *Local) Quarantine(ctx context.Context, in FileRecord, reason string) (F
 				return err
 			}
 		}
-		next, err := quarantined(cur, gen != 0, in, reason, arrival, l.now())
+		next, err := QuarantineRecord(cur, gen != 0, in, reason, arrival, l.now())
 		if err != nil {
 			return err
 		}
@@ -465,10 +463,10 @@ func (l *Local) tableIDs(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// File implements Coordinator. Records are kept per table, so the tables
+// File implements pipeline.Registry. Records are kept per table, so the tables
 // are probed in turn; there are few.
 func (l *Local) File(ctx context.Context, id string) (FileRecord, error) {
-	if err := validateID(id); err != nil {
+	if err := ValidFileID(id); err != nil {
 		return FileRecord{}, err
 	}
 	tables, err := l.tableIDs(ctx)
@@ -491,7 +489,7 @@ func (l *Local) File(ctx context.Context, id string) (FileRecord, error) {
 // pending lists up to limit staged files of table t in arrival order,
 // skipping files of t's open batch, and deletes markers that can never
 // become valid again.
-func (l *Local) pending(ctx context.Context, t *tableDoc, limit int) ([]FileRecord, error) {
+func (l *Local) pending(ctx context.Context, t *TableDoc, limit int) ([]FileRecord, error) {
 	prefix := l.markerPrefix(t.Table)
 	var markers []objstore.Info
 	if err := l.store.List(ctx, prefix, "", func(info objstore.Info) error {
@@ -532,9 +530,9 @@ func (l *Local) pending(ctx context.Context, t *tableDoc, limit int) ([]FileReco
 	return out, nil
 }
 
-// Pending implements Coordinator.
+// Pending implements pipeline.Registry.
 func (l *Local) Pending(ctx context.Context, table string, limit int) ([]FileRecord, error) {
-	if err := validateTable(table); err != nil {
+	if err := ValidTable(table); err != nil {
 		return nil, err
 	}
 	t, _, err := l.readTable(ctx, table)
@@ -548,9 +546,9 @@ func (l *Local) Pending(ctx context.Context, table string, limit int) ([]FileRec
 	return out, nil
 }
 
-// ListFiles implements Coordinator.
+// ListFiles implements pipeline.Registry.
 func (l *Local) ListFiles(ctx context.Context, table string, state FileState) ([]FileRecord, error) {
-	if err := validateTable(table); err != nil {
+	if err := ValidTable(table); err != nil {
 		return nil, err
 	}
 	prefix := l.root + "/files/" + table + "/"
@@ -589,7 +587,7 @@ func compareInt(a, b int64) int {
 // openFiles reads the records of t's open batch and finishes opening it:
 // files still staged are marked batched and their markers deleted. It is
 // idempotent, so a resumed batch repairs what a crash left undone.
-func (l *Local) openFiles(ctx context.Context, t *tableDoc) ([]FileRecord, error) {
+func (l *Local) openFiles(ctx context.Context, t *TableDoc) ([]FileRecord, error) {
 	out := make([]FileRecord, 0, len(t.OpenFiles))
 	for _, id := range t.OpenFiles {
 		name := l.fileName(t.Table, id)
@@ -620,9 +618,9 @@ func (l *Local) openFiles(ctx context.Context, t *tableDoc) ([]FileRecord, error
 	return out, nil
 }
 
-// NextBatch implements Coordinator.
+// NextBatch implements pipeline.Batches.
 func (l *Local) NextBatch(ctx context.Context, lease Lease, table string, lim BatchLimits) (Batch, error) {
-	if err := validateTable(table); err != nil {
+	if err := ValidTable(table); err != nil {
 		return Batch{}, err
 	}
 	var b Batch
@@ -634,25 +632,25 @@ func (l *Local) NextBatch(ctx context.Context, lease Lease, table string, lim Ba
 		if lease.Table != table {
 			return fmt.Errorf("lease on %s used for %s: %w", lease.Table, table, ErrLeaseLost)
 		}
-		if err := t.Lease.check(lease, l.now()); err != nil {
+		if err := t.Lease.Check(lease, l.now()); err != nil {
 			return err
 		}
 		if t.OpenBatchSeq == 0 {
-			pending, err := l.pending(ctx, &t, batchLimit(lim.Files))
+			pending, err := l.pending(ctx, &t, lim.MaxFiles())
 			if err != nil {
 				return err
 			}
-			files := selectBatch(pending, lim)
+			files := SelectBatch(pending, lim)
 			if len(files) == 0 {
 				return ErrNoWork
 			}
 			now := l.now()
-			t.openBatch(files, now)
+			t.OpenBatch(files, now)
 			if err := l.write(ctx, l.tableName(table), &t, gen); err != nil {
 				return err // lost a race: look again, lease check included
 			}
 			// The batch is committed; its record is for inspection.
-			bd := batchDoc{Table: table, Seq: t.OpenBatchSeq, FileIDs: t.OpenFiles, State: batchOpen, Created: now, Files: int64(len(files))}
+			bd := BatchDoc{Table: table, Seq: t.OpenBatchSeq, FileIDs: t.OpenFiles, State: BatchOpen, Created: now, Files: int64(len(files))}
 			if err := l.put(ctx, l.batchName(table, t.OpenBatchSeq), bd); err != nil {
 				return err
 			}
@@ -670,9 +668,9 @@ func (l *Local) NextBatch(ctx context.Context, lease Lease, table string, lim Ba
 	return b, nil
 }
 
-// CompleteBatch implements Coordinator.
+// CompleteBatch implements pipeline.Batches.
 func (l *Local) CompleteBatch(ctx context.Context, lease Lease, b Batch, stats BatchStats) error {
-	if err := validateTable(b.Table); err != nil {
+	if err := ValidTable(b.Table); err != nil {
 		return err
 	}
 	err := retry(ctx, func() error {
@@ -683,7 +681,7 @@ func (l *Local) CompleteBatch(ctx context.Context, lease Lease, b Batch, stats B
 		if lease.Table != b.Table {
 			return fmt.Errorf("lease on %s used for %s: %w", lease.Table, b.Table, ErrLeaseLost)
 		}
-		if err := t.Lease.check(lease, l.now()); err != nil {
+		if err := t.Lease.Check(lease, l.now()); err != nil {
 			return err
 		}
 		if b.Seq <= 0 || b.Seq > t.LastBatchSeq {
@@ -703,7 +701,7 @@ func (l *Local) CompleteBatch(ctx context.Context, lease Lease, b Batch, stats B
 			}
 			files = append(files, rec)
 		}
-		done := t.completeBatch(files, stats, now, l.retention)
+		done := t.CompleteBatch(files, stats, now, l.retention)
 		if err := l.write(ctx, l.tableName(b.Table), &t, gen); err != nil {
 			return err
 		}
@@ -754,7 +752,7 @@ func (l *Local) status(ctx context.Context, table string) (TableStatus, error) {
 	if err != nil {
 		return TableStatus{}, err
 	}
-	s := t.status()
+	s := t.Status()
 	s.Pending, s.Quarantined = 0, 0
 	for _, f := range files {
 		switch {
@@ -764,12 +762,12 @@ func (l *Local) status(ctx context.Context, table string) (TableStatus, error) {
 			s.Pending++
 		}
 	}
-	return withLease(s, t.Lease, l.now()), nil
+	return WithLease(s, t.Lease, l.now()), nil
 }
 
-// Status implements Coordinator.
+// Status implements pipeline.Status.
 func (l *Local) Status(ctx context.Context, table string) (TableStatus, error) {
-	if err := validateTable(table); err != nil {
+	if err := ValidTable(table); err != nil {
 		return TableStatus{}, err
 	}
 	s, err := l.status(ctx, table)
@@ -779,7 +777,7 @@ func (l *Local) Status(ctx context.Context, table string) (TableStatus, error) {
 	return s, nil
 }
 
-// Tables implements Coordinator.
+// Tables implements pipeline.Status.
 func (l *Local) Tables(ctx context.Context) ([]TableStatus, error) {
 	tables, err := l.tableIDs(ctx)
 	if err != nil {
@@ -799,7 +797,7 @@ func (l *Local) Tables(ctx context.Context) ([]TableStatus, error) {
 	return out, nil
 }
 
-// Expire implements Coordinator. It also deletes pending markers left by
+// Expire implements pipeline.Expirer. It also deletes pending markers left by
 // registrations that crashed before the cutoff.
 func (l *Local) Expire(ctx context.Context, before time.Time) (int, error) {
 	tables, err := l.tableIDs(ctx)
@@ -831,12 +829,12 @@ func (l *Local) expireTable(ctx context.Context, table string, before time.Time)
 		return n, fmt.Errorf("list batches: %w", err)
 	}
 	for _, name := range batches {
-		var bd batchDoc
+		var bd BatchDoc
 		gen, err := l.read(ctx, name, &bd)
 		if err != nil {
 			return n, err
 		}
-		if gen == 0 || bd.State != batchDone || !bd.DoneAt.Before(before) || bd.Seq == t.LastBatchSeq {
+		if gen == 0 || bd.State != BatchDone || !bd.DoneAt.Before(before) || bd.Seq == t.LastBatchSeq {
 			continue
 		}
 		if err := l.remove(ctx, name); err != nil {

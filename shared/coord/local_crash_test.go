@@ -49,7 +49,7 @@ func (s *crashStore) Write(ctx context.Context, name string, r io.Reader, opts o
 // restarted process would make it, finds a consistent state.
 func TestLocalRecoversFromCrashes(t *testing.T) {
 	ctx := context.Background()
-	setup := func(t *testing.T) (*crashStore, coord.Coordinator, *coordtest.Clock) {
+	setup := func(t *testing.T) (*crashStore, coordtest.Coordinator, *coordtest.Clock) {
 		store := &crashStore{Store: objstore.NewMemory()}
 		clock := coordtest.NewClock()
 		return store, newLocal(t, store, clock.Now), clock

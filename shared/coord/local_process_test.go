@@ -132,7 +132,7 @@ func TestLocalProcessHelper(t *testing.T) {
 
 // mergeSome takes the lease if it is free and completes batches of at most
 // four files until none is pending.
-func mergeSome(t *testing.T, c coord.Coordinator, holder string) {
+func mergeSome(t *testing.T, c *coord.Local, holder string) {
 	ctx := context.Background()
 	l, err := c.Acquire(ctx, "db.proc", holder, 10*time.Second)
 	if errors.Is(err, coord.ErrLeaseHeld) {

@@ -54,7 +54,7 @@ func editLease(t *testing.T, store objstore.Store, table string, edit func(t *te
 
 // holdBatch registers files of table db.t, takes its lease for an hour as
 // holder and opens a batch of batchFiles of them.
-func holdBatch(t *testing.T, c coord.Coordinator, holder string, files, batchFiles int) (coord.Lease, coord.Batch) {
+func holdBatch(t *testing.T, c coordtest.Coordinator, holder string, files, batchFiles int) (coord.Lease, coord.Batch) {
 	t.Helper()
 	ctx := context.Background()
 	for n := range files {
@@ -77,7 +77,7 @@ func holdBatch(t *testing.T, c coord.Coordinator, holder string, files, batchFil
 
 // wantLost checks that every use of a lease that was taken over fails with
 // ErrLeaseLost, so its holder can neither go on nor commit.
-func wantLost(t *testing.T, c coord.Coordinator, old coord.Lease, b coord.Batch) {
+func wantLost(t *testing.T, c coordtest.Coordinator, old coord.Lease, b coord.Batch) {
 	t.Helper()
 	ctx := context.Background()
 	if err := c.CheckLease(ctx, old); !errors.Is(err, coord.ErrLeaseLost) {
@@ -204,7 +204,7 @@ func TestLocalTakesOverLeasesOfGoneProcesses(t *testing.T) {
 		}
 		editLease(t, store, "db.t", func(t *testing.T, p map[string]any) { p["pid"] = gonePID })
 		const workers = 6
-		cs := make([]coord.Coordinator, workers)
+		cs := make([]coordtest.Coordinator, workers)
 		for i := range cs {
 			s, err := objstore.NewLocal(dir) // one store per taker, as separate processes have
 			if err != nil {

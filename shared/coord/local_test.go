@@ -29,19 +29,19 @@ func localStore(t *testing.T) objstore.Store {
 
 func TestLocalConformance(t *testing.T) {
 	t.Run("on a local directory", func(t *testing.T) {
-		coordtest.Run(t, func(t *testing.T, now func() time.Time) coord.Coordinator {
+		coordtest.Run(t, func(t *testing.T, now func() time.Time) coordtest.Coordinator {
 			return newLocal(t, localStore(t), now)
 		})
 	})
 	t.Run("on an in-memory store", func(t *testing.T) {
-		coordtest.Run(t, func(t *testing.T, now func() time.Time) coord.Coordinator {
+		coordtest.Run(t, func(t *testing.T, now func() time.Time) coordtest.Coordinator {
 			return newLocal(t, objstore.NewMemory(), now)
 		})
 	})
 	t.Run("with two instances on the same directory taking turns", func(t *testing.T) {
-		coordtest.Run(t, func(t *testing.T, now func() time.Time) coord.Coordinator {
+		coordtest.Run(t, func(t *testing.T, now func() time.Time) coordtest.Coordinator {
 			dir := t.TempDir()
-			var cs []coord.Coordinator
+			var cs []coordtest.Coordinator
 			for range 2 {
 				store, err := objstore.NewLocal(dir)
 				if err != nil {

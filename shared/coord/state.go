@@ -6,13 +6,15 @@ import (
 	"time"
 )
 
-// This file holds the backend-independent rules as functions over documents,
-// so that Firestore and Local differ only in how they read and write
-// atomically.
+// This file holds the documents every backend stores and the rules that
+// change them, as functions over documents, so that backends differ only in
+// how they read and write atomically. They are exported for the backends in
+// packages of their own (firestorecoord); callers use a backend's methods,
+// which apply a rule and write its result in one atomic step.
 
-// leaseDoc is the stored lease of a table. It outlives releases so that the
+// LeaseDoc is the stored lease of a table. It outlives releases so that the
 // token keeps growing across acquisitions.
-type leaseDoc struct {
+type LeaseDoc struct {
 	Holder  string    `firestore:"holder" json:"holder,omitempty"`
 	Token   int64     `firestore:"token" json:"token"`
 	Expires time.Time `firestore:"expires,omitempty" json:"expires,omitzero"`
@@ -21,32 +23,32 @@ type leaseDoc struct {
 	Process *Process `firestore:"-" json:"process,omitempty"`
 }
 
-// live reports whether somebody holds the lease at now.
-func (d leaseDoc) live(now time.Time) bool {
+// Live reports whether somebody holds the lease at now.
+func (d LeaseDoc) Live(now time.Time) bool {
 	return d.Holder != "" && now.Before(d.Expires)
 }
 
-// acquire returns the lease document after holder takes the lease.
-func (d leaseDoc) acquire(table, holder string, ttl time.Duration, now time.Time) (leaseDoc, Lease, error) {
-	if d.live(now) && d.Holder != holder {
+// Acquire returns the lease document after holder takes the lease.
+func (d LeaseDoc) Acquire(table, holder string, ttl time.Duration, now time.Time) (LeaseDoc, Lease, error) {
+	if d.Live(now) && d.Holder != holder {
 		return d, Lease{}, fmt.Errorf("held by %s%s until %s: %w",
 			d.Holder, d.process(), d.Expires.UTC().Format(time.RFC3339Nano), ErrLeaseHeld)
 	}
-	next := leaseDoc{Holder: holder, Token: d.Token + 1, Expires: now.Add(ttl)}
+	next := LeaseDoc{Holder: holder, Token: d.Token + 1, Expires: now.Add(ttl)}
 	return next, Lease{Table: table, Holder: holder, Token: next.Token, Expires: next.Expires}, nil
 }
 
 // process describes the holder's process for messages: " (process
 // host/pid)", or nothing when it is not recorded.
-func (d leaseDoc) process() string {
+func (d LeaseDoc) process() string {
 	if d.Process == nil {
 		return ""
 	}
 	return " (process " + d.Process.String() + ")"
 }
 
-// check returns nil when l is the current, unexpired lease.
-func (d leaseDoc) check(l Lease, now time.Time) error {
+// Check returns nil when l is the current, unexpired lease.
+func (d LeaseDoc) Check(l Lease, now time.Time) error {
 	switch {
 	case d.Token != l.Token || d.Holder != l.Holder:
 		return fmt.Errorf("lease on %s with token %d: now token %d held by %q: %w",
@@ -58,9 +60,9 @@ func (d leaseDoc) check(l Lease, now time.Time) error {
 	return nil
 }
 
-// renew returns the lease document with l extended to now+ttl.
-func (d leaseDoc) renew(l Lease, ttl time.Duration, now time.Time) (leaseDoc, Lease, error) {
-	if err := d.check(l, now); err != nil {
+// Renew returns the lease document with l extended to now+ttl.
+func (d LeaseDoc) Renew(l Lease, ttl time.Duration, now time.Time) (LeaseDoc, Lease, error) {
+	if err := d.Check(l, now); err != nil {
 		return d, Lease{}, err
 	}
 	d.Expires = now.Add(ttl)
@@ -68,20 +70,20 @@ func (d leaseDoc) renew(l Lease, ttl time.Duration, now time.Time) (leaseDoc, Le
 	return d, l, nil
 }
 
-// release returns the lease document with l given up. A lease that merely
+// Release returns the lease document with l given up. A lease that merely
 // expired can still be released; one taken over cannot.
-func (d leaseDoc) release(l Lease) (leaseDoc, error) {
+func (d LeaseDoc) Release(l Lease) (LeaseDoc, error) {
 	if d.Token != l.Token || d.Holder != l.Holder {
 		return d, fmt.Errorf("release lease on %s with token %d: now token %d held by %q: %w",
 			l.Table, l.Token, d.Token, d.Holder, ErrLeaseLost)
 	}
-	return leaseDoc{Token: d.Token}, nil
+	return LeaseDoc{Token: d.Token}, nil
 }
 
-// tableDoc is the per-table state: counters that hand out arrival and batch
+// TableDoc is the per-table state: counters that hand out arrival and batch
 // sequence numbers, the open batch, and the status. The batch counter lives
 // here, not in batch records, so batch records can expire freely.
-type tableDoc struct {
+type TableDoc struct {
 	Table          string    `firestore:"table" json:"table"`
 	LastArrivalSeq int64     `firestore:"lastArrivalSeq" json:"lastArrivalSeq"`
 	LastBatchSeq   int64     `firestore:"lastBatchSeq" json:"lastBatchSeq"`
@@ -110,11 +112,11 @@ type tableDoc struct {
 	// Lease is used by the local backend only, which keeps the lease in the
 	// table document so that checking the token and writing are one
 	// compare-and-swap. Firestore keeps leases in their own collection.
-	Lease leaseDoc `firestore:"-" json:"lease"`
+	Lease LeaseDoc `firestore:"-" json:"lease"`
 }
 
-// status returns the status fields the document holds.
-func (t *tableDoc) status() TableStatus {
+// Status returns the status fields the document holds.
+func (t *TableDoc) Status() TableStatus {
 	return TableStatus{
 		Table:          t.Table,
 		LastSourceTime: t.LastSourceTime,
@@ -136,9 +138,9 @@ func (t *tableDoc) status() TableStatus {
 	}
 }
 
-// withLease adds a live lease to a status.
-func withLease(s TableStatus, d leaseDoc, now time.Time) TableStatus {
-	if d.live(now) {
+// WithLease adds a live lease to a status.
+func WithLease(s TableStatus, d LeaseDoc, now time.Time) TableStatus {
+	if d.Live(now) {
 		s.LeaseHolder, s.LeaseExpires = d.Holder, d.Expires
 		if d.Process != nil {
 			s.LeaseProcess = d.Process.String()
@@ -147,8 +149,8 @@ func withLease(s TableStatus, d leaseDoc, now time.Time) TableStatus {
 	return s
 }
 
-// openBatch records a new batch of files in t and returns it.
-func (t *tableDoc) openBatch(files []FileRecord, now time.Time) Batch {
+// OpenBatch records a new batch of files in t and returns it.
+func (t *TableDoc) OpenBatch(files []FileRecord, now time.Time) Batch {
 	t.LastBatchSeq++
 	t.OpenBatchSeq = t.LastBatchSeq
 	t.OpenCreated = now
@@ -162,22 +164,23 @@ func (t *tableDoc) openBatch(files []FileRecord, now time.Time) Batch {
 	return Batch{Table: t.Table, Seq: t.OpenBatchSeq, Files: files, Created: now}
 }
 
-// batchState is the life-cycle state of a batch record.
-type batchState string
+// BatchState is the life-cycle state of a batch record.
+type BatchState string
 
+// Batch states: a batch is open until CompleteBatch, then done.
 const (
-	batchOpen batchState = "open"
-	batchDone batchState = "done"
+	BatchOpen BatchState = "open"
+	BatchDone BatchState = "done"
 )
 
-// batchDoc is the record of a batch, kept for inspection and expired after
+// BatchDoc is the record of a batch, kept for inspection and expired after
 // Retention. It is not needed for exactly-once: the open batch is in the
 // table document and the sequence counter too.
-type batchDoc struct {
+type BatchDoc struct {
 	Table    string     `firestore:"table" json:"table"`
 	Seq      int64      `firestore:"seq" json:"seq"`
 	FileIDs  []string   `firestore:"fileIds" json:"fileIds"`
-	State    batchState `firestore:"state" json:"state"`
+	State    BatchState `firestore:"state" json:"state"`
 	Created  time.Time  `firestore:"created" json:"created"`
 	DoneAt   time.Time  `firestore:"doneAt,omitempty" json:"doneAt,omitzero"`
 	ExpireAt time.Time  `firestore:"expireAt,omitempty" json:"expireAt,omitzero"`
@@ -185,13 +188,13 @@ type batchDoc struct {
 	Stats    BatchStats `firestore:"stats" json:"stats"`
 }
 
-// completeBatch closes t's open batch: files still batched in it become
+// CompleteBatch closes t's open batch: files still batched in it become
 // merged (marked in place), the status advances, and the done batch record
 // is returned.
-func (t *tableDoc) completeBatch(files []FileRecord, stats BatchStats, now time.Time, retention time.Duration) batchDoc {
+func (t *TableDoc) CompleteBatch(files []FileRecord, stats BatchStats, now time.Time, retention time.Duration) BatchDoc {
 	seq := t.OpenBatchSeq
-	done := batchDoc{
-		Table: t.Table, Seq: seq, FileIDs: t.OpenFiles, State: batchDone,
+	done := BatchDoc{
+		Table: t.Table, Seq: seq, FileIDs: t.OpenFiles, State: BatchDone,
 		Created: t.OpenCreated, DoneAt: now, ExpireAt: now.Add(retention), Stats: stats,
 	}
 	for i := range files {
@@ -245,11 +248,11 @@ func mergeFile(f *FileRecord, seq int64, now time.Time, retention time.Duration)
 	return false
 }
 
-// selectBatch takes files from pending (in arrival order) up to lim; the
+// SelectBatch takes files from pending (in arrival order) up to lim; the
 // first file is always taken so that a file larger than a limit cannot
 // block the table.
-func selectBatch(pending []FileRecord, lim BatchLimits) []FileRecord {
-	maxFiles := batchLimit(lim.Files)
+func SelectBatch(pending []FileRecord, lim BatchLimits) []FileRecord {
+	maxFiles := lim.MaxFiles()
 	var out []FileRecord
 	var bytes, events, source int64
 	for _, f := range pending {
@@ -273,16 +276,17 @@ func passes(total, limit int64) bool {
 	return limit > 0 && total > limit
 }
 
-// batchLimit caps a requested batch size to (0, MaxBatchFiles].
-func batchLimit(maxFiles int) int {
-	if maxFiles <= 0 || maxFiles > MaxBatchFiles {
+// MaxFiles returns lim.Files capped to (0, MaxBatchFiles]: the most files a
+// batch formed under lim takes.
+func (lim BatchLimits) MaxFiles() int {
+	if lim.Files <= 0 || lim.Files > MaxBatchFiles {
 		return MaxBatchFiles
 	}
-	return maxFiles
+	return lim.Files
 }
 
-// newRecord fills the coordinator-owned fields of a newly staged record.
-func newRecord(f FileRecord, arrival int64, now time.Time) FileRecord {
+// NewRecord fills the coordinator-owned fields of a newly staged record.
+func NewRecord(f FileRecord, arrival int64, now time.Time) FileRecord {
 	f.ID = FileID(f.Bucket, f.Name, f.Generation)
 	f.State = StateStaged
 	f.ArrivalSeq = arrival
@@ -293,9 +297,9 @@ func newRecord(f FileRecord, arrival int64, now time.Time) FileRecord {
 	return f
 }
 
-// quarantined returns the record after quarantining: cur when the file was
+// QuarantineRecord returns the record after quarantining: cur when the file was
 // known (exists), else f as a new record with the given arrival number.
-func quarantined(cur FileRecord, exists bool, f FileRecord, reason string, arrival int64, now time.Time) (FileRecord, error) {
+func QuarantineRecord(cur FileRecord, exists bool, f FileRecord, reason string, arrival int64, now time.Time) (FileRecord, error) {
 	if exists {
 		if cur.State == StateMerged {
 			return cur, fmt.Errorf("quarantine %s (%s): already merged in batch %d: %w",
@@ -304,13 +308,13 @@ func quarantined(cur FileRecord, exists bool, f FileRecord, reason string, arriv
 		cur.State, cur.Reason, cur.Record = StateQuarantined, reason, f.Record
 		return cur, nil
 	}
-	rec := newRecord(f, arrival, now)
+	rec := NewRecord(f, arrival, now)
 	rec.State, rec.Reason, rec.Record = StateQuarantined, reason, f.Record
 	return rec, nil
 }
 
-// validateTable rejects table ids that cannot name a document or object.
-func validateTable(table string) error {
+// ValidTable rejects table ids that cannot name a document or object.
+func ValidTable(table string) error {
 	if table == "" || table == "." || table == ".." || strings.ContainsAny(table, "/\\\x00\r\n") ||
 		(strings.HasPrefix(table, "__") && strings.HasSuffix(table, "__")) {
 		return fmt.Errorf("invalid table id %q", table)
@@ -318,9 +322,9 @@ func validateTable(table string) error {
 	return nil
 }
 
-// validateFile checks what RegisterFile and Quarantine need.
-func validateFile(f FileRecord) error {
-	if err := validateTable(f.Table); err != nil {
+// ValidFile checks what RegisterFile and Quarantine need.
+func ValidFile(f FileRecord) error {
+	if err := ValidTable(f.Table); err != nil {
 		return err
 	}
 	if f.Name == "" {
@@ -329,34 +333,34 @@ func validateFile(f FileRecord) error {
 	return nil
 }
 
-// validateLease rejects leases no coordinator can have handed out, so that
+// ValidLease rejects leases no coordinator can have handed out, so that
 // they fail before naming a document.
-func validateLease(l Lease) error {
-	if err := validateTable(l.Table); err != nil {
+func ValidLease(l Lease) error {
+	if err := ValidTable(l.Table); err != nil {
 		return fmt.Errorf("lease: %w", err)
 	}
 	return nil
 }
 
-// validateAcquire rejects an empty holder (an empty holder marks a free
+// ValidAcquire rejects an empty holder (an empty holder marks a free
 // lease) and lease durations that would expire at once.
-func validateAcquire(holder string, ttl time.Duration) error {
+func ValidAcquire(holder string, ttl time.Duration) error {
 	if holder == "" {
 		return fmt.Errorf("lease holder is empty")
 	}
-	return validateTTL(ttl)
+	return ValidTTL(ttl)
 }
 
-// validateTTL rejects lease durations that would expire at once.
-func validateTTL(ttl time.Duration) error {
+// ValidTTL rejects lease durations that would expire at once.
+func ValidTTL(ttl time.Duration) error {
 	if ttl <= 0 {
 		return fmt.Errorf("lease ttl %s is not positive", ttl)
 	}
 	return nil
 }
 
-// validateID rejects file ids that cannot name a document or object.
-func validateID(id string) error {
+// ValidFileID rejects file ids that cannot name a document or object.
+func ValidFileID(id string) error {
 	if id == "" || strings.ContainsAny(id, "/\\.") {
 		return fmt.Errorf("invalid file id %q", id)
 	}

@@ -22,7 +22,7 @@ import (
 	"cloud.google.com/go/storage"
 
 	"github.com/dsdelta/dsdelta/shared/config"
-	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 	"github.com/dsdelta/dsdelta/shared/objstore/gcsstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
@@ -130,18 +130,22 @@ func Logger(level slog.Level) *slog.Logger {
 	}))
 }
 
-// Services are the long-lived clients of a function instance.
+// Services are the long-lived clients of a function instance and the
+// pipeline over them. They provide what each function's handler asks for
+// (onfile.Services, merge.Services, compact.Services): the pipeline's use
+// cases, the source filter, dead letters and the logger.
 type Services struct {
+	*pipeline.Pipeline
 	Env        Env
-	Pipeline   *pipeline.Pipeline
-	Coord      coord.Coordinator
 	DeadLetter *pubsub.Publisher
-	Logger     *slog.Logger
 	close      func()
 }
 
 // Close releases the clients.
 func (s *Services) Close() { s.close() }
+
+// Log returns the instance's logger, the pipeline's.
+func (s *Services) Log() *slog.Logger { return s.Pipeline.Logger }
 
 // InSource reports whether an object belongs to the configured source.
 func (s *Services) InSource(bucket, name string) bool {
@@ -171,7 +175,7 @@ func New(ctx context.Context, env Env, holder string) (*Services, error) {
 		closeStorage()
 		return nil, fmt.Errorf("firestore client: %w", err)
 	}
-	co, err := coord.NewFirestore(ctx, fs, coord.FirestoreOptions{Prefix: env.CollectionPrefix})
+	co, err := firestorecoord.New(ctx, fs, firestorecoord.Options{Prefix: env.CollectionPrefix})
 	if err != nil {
 		closeStorage()
 		fs.Close()
@@ -194,10 +198,10 @@ func New(ctx context.Context, env Env, holder string) (*Services, error) {
 		dead = ps.Publisher(env.DeadLetterTopic)
 	}
 	p := &pipeline.Pipeline{
-		Lake: lake, Sources: sources, Coord: co, Waker: waker,
+		Lake: lake, Sources: sources, Coordination: pipeline.Coordinate(co), Waker: waker,
 		Config: env.Config, Holder: holder, MergeBudget: env.MergeBudget, LeaseTTL: env.LeaseTTL, Logger: logger,
 	}
-	return &Services{Env: env, Pipeline: p, Coord: co, DeadLetter: dead, Logger: logger, close: func() {
+	return &Services{Pipeline: p, Env: env, DeadLetter: dead, close: func() {
 		if wake != nil {
 			wake.Stop()
 		}

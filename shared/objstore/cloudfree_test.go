@@ -7,13 +7,12 @@ import (
 	"testing"
 )
 
-// cloudFree are the packages that must link no cloud SDK: objstore and the
-// core written over it. Cloud backends are drivers in packages of their own
-// (objstore/gcsstore), imported only by the programs that run in the cloud,
-// so that the embedded mode and the engine build without them.
-// shared/coord and shared/pipeline join the list once Firestore
-// coordination is a driver of its own too (issue 13).
-var cloudFree = []string{"objstore", "delta", "cdc", "datastream", "config", "value"}
+// cloudFree are the packages that must link no cloud SDK: objstore, coord
+// and the core written over them. Cloud backends are drivers in packages of
+// their own (objstore/gcsstore, coord/firestorecoord), imported only by the
+// programs that run in the cloud, so that the embedded mode, the engine and
+// the use cases build without them.
+var cloudFree = []string{"objstore", "coord", "pipeline", "delta", "cdc", "datastream", "config", "value"}
 
 // cloudSDK are the import path prefixes of the cloud client libraries and of
 // what they bring along.

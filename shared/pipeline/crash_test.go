@@ -34,18 +34,18 @@ func (c *crashingStore) Write(ctx context.Context, name string, r io.Reader, o o
 	return c.Store.Write(ctx, name, r, o)
 }
 
-// crashingCoord fails CompleteBatch once armed: the merge committed to
+// crashingBatches fails CompleteBatch once armed: the merge committed to
 // Delta but died before the registry learnt of it.
-type crashingCoord struct {
-	coord.Coordinator
+type crashingBatches struct {
+	Batches
 	armed atomic.Bool
 }
 
-func (c *crashingCoord) CompleteBatch(ctx context.Context, l coord.Lease, b coord.Batch, s coord.BatchStats) error {
+func (c *crashingBatches) CompleteBatch(ctx context.Context, l coord.Lease, b coord.Batch, s coord.BatchStats) error {
 	if c.armed.Load() {
 		return errCrash
 	}
-	return c.Coordinator.CompleteBatch(ctx, l, b, s)
+	return c.Batches.CompleteBatch(ctx, l, b, s)
 }
 
 // TestMergeCrashAtEveryStepConverges kills the merge at each step — after
@@ -81,8 +81,9 @@ func TestMergeCrashAtEveryStepConverges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cc := &crashingCoord{Coordinator: local}
-			p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coord: cc, Config: config.Config{BatchMaxFiles: 2}, Holder: "crashy"}
+			cc := &crashingBatches{Batches: local}
+			p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: config.Config{BatchMaxFiles: 2}, Holder: "crashy"}
+			p.Batches = cc
 			notes := write(t, ctx, source, sim.Files)
 			half := len(notes) / 2
 			for _, n := range notes[:half] {
@@ -110,7 +111,7 @@ func TestMergeCrashAtEveryStepConverges(t *testing.T) {
 				t.Fatal("the crash left no open batch to resume")
 			}
 			// A new process: another holder.
-			p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coord: local, Config: p.Config, Holder: "restarted"}
+			p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: p.Config, Holder: "restarted"}
 			// The failed merge gave its lease up, so the restart resumes
 			// the open batch at once.
 			res, err := p2.MergeTable(ctx, "shop.customers")

@@ -85,7 +85,7 @@ func runFixtureDir(t *testing.T, dir string, summary io.Writer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Pipeline{Lake: lake, Sources: oneSource{src}, Coord: c, Holder: "fixtures"}
+	p := &Pipeline{Lake: lake, Sources: oneSource{src}, Coordination: Coordinate(c), Holder: "fixtures"}
 	// Reference: every event decoded, replayed per (table, key).
 	type ref struct {
 		order []byte

@@ -44,7 +44,7 @@ func TestMergeBatchesFollowTheConfiguredLimits(t *testing.T) {
 				if res, err := p.Stage(ctx, n); err != nil || res.Quarantined != "" {
 					t.Fatalf("stage %s: %+v %v", n.Name, res, err)
 				}
-				rec, err := p.Coord.File(ctx, coord.FileID(n.Bucket, n.Name, n.Generation))
+				rec, err := p.Registry.File(ctx, coord.FileID(n.Bucket, n.Name, n.Generation))
 				if err != nil {
 					t.Fatalf("registry record of %s: %v", n.Name, err)
 				}

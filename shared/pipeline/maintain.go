@@ -49,7 +49,7 @@ func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, 
 		return res, err
 	}
 	start := time.Now()
-	lease, err := p.Coord.Acquire(ctx, table, p.holder(), p.leaseTTL())
+	lease, err := p.Leaser.Acquire(ctx, table, p.holder(), p.leaseTTL())
 	if errors.Is(err, coord.ErrLeaseHeld) {
 		res.Busy = true
 		return res, nil
@@ -58,7 +58,7 @@ func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, 
 		return res, fmt.Errorf("maintain %s: %w", table, err)
 	}
 	err = p.maintainUnderLease(ctx, table, tabs, lease, &res)
-	if rerr := p.Coord.Release(context.WithoutCancel(ctx), lease); rerr != nil && !errors.Is(rerr, coord.ErrLeaseLost) {
+	if rerr := p.Leaser.Release(context.WithoutCancel(ctx), lease); rerr != nil && !errors.Is(rerr, coord.ErrLeaseLost) {
 		p.log().Warn("release after maintenance failed", "table", table, "error", rerr)
 	}
 	leaseHeld := time.Since(start)
@@ -68,7 +68,7 @@ func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, 
 	// Files staged while the lease was held had their wake-ups turned
 	// away: wake the merge now rather than after the steps below.
 	if p.Waker != nil {
-		if st, err := p.Coord.Status(ctx, table); err == nil && (st.Pending > 0 || st.OpenBatchSeq != 0) {
+		if st, err := p.Status.Status(ctx, table); err == nil && (st.Pending > 0 || st.OpenBatchSeq != 0) {
 			if err := p.Waker.Wake(ctx, table); err != nil {
 				return res, fmt.Errorf("maintain %s: wake: %w", table, err)
 			}
@@ -104,7 +104,7 @@ func (p *Pipeline) maintainUnderLease(ctx context.Context, table string, tabs cd
 		return fmt.Errorf("maintain %s: expire tombstones: %w", table, err)
 	}
 	res.ExpiredTombstones = expired.Expired
-	if err := p.Coord.CheckLease(ctx, lease); err != nil {
+	if err := p.Leaser.CheckLease(ctx, lease); err != nil {
 		return fmt.Errorf("maintain %s: %w", table, err)
 	}
 	return nil
@@ -140,7 +140,7 @@ func (p *Pipeline) maintainAfterLease(ctx context.Context, table string, tabs cd
 		}
 		res.LogFilesDeleted += len(cr.Deleted)
 	}
-	merged, err := p.Coord.ListFiles(ctx, table, coord.StateMerged)
+	merged, err := p.Registry.ListFiles(ctx, table, coord.StateMerged)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/config"
-	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/objstore"
@@ -100,7 +99,7 @@ func TestMaintainCompactsClustersAndExpires(t *testing.T) {
 // leaseProbe is a Waker that checks, when woken, that the table's lease is
 // free (another holder can take it), as a woken merge needs.
 type leaseProbe struct {
-	c                coord.Coordinator
+	c                Leaser
 	woken, leaseFree int
 }
 
@@ -135,7 +134,7 @@ func TestMaintainWakesFilesStagedMeanwhileWithTheLeaseFree(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	probe := &leaseProbe{c: p.Coord}
+	probe := &leaseProbe{c: p.Leaser}
 	p.Waker = probe
 	res, err := p.Maintain(ctx, "shop.customers")
 	if err != nil {

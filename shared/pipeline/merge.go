@@ -99,7 +99,7 @@ func (p *Pipeline) MergeTable(ctx context.Context, table string) (MergeResult, e
 // found after the release.
 func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.Tables, start time.Time, res *MergeResult) (more bool, err error) {
 	ttl := p.leaseTTL()
-	lease, err := p.Coord.Acquire(ctx, tabs.ID, p.holder(), ttl)
+	lease, err := p.Leaser.Acquire(ctx, tabs.ID, p.holder(), ttl)
 	if err != nil {
 		return false, err
 	}
@@ -123,7 +123,7 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.Tables, start t
 			case <-workCtx.Done():
 				return
 			case <-t.C:
-				l, err := p.Coord.Renew(workCtx, held(), ttl)
+				l, err := p.Leaser.Renew(workCtx, held(), ttl)
 				if err != nil {
 					if workCtx.Err() == nil {
 						log.Warn("lease lost; stopping before the next commit", "error", err)
@@ -146,13 +146,13 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.Tables, start t
 	// instance) resumes the open batch at once instead of after the TTL.
 	// A lost lease makes Release fail, which is fine.
 	abandon := func() {
-		_ = p.Coord.Release(context.WithoutCancel(ctx), stopRenew())
+		_ = p.Leaser.Release(context.WithoutCancel(ctx), stopRenew())
 	}
 	budgetLeft := func() bool {
 		return p.MergeBudget <= 0 || p.now().Sub(start) < p.MergeBudget*3/4
 	}
 	for budgetLeft() {
-		b, err := p.Coord.NextBatch(workCtx, held(), tabs.ID, coord.BatchLimits{Files: p.Config.MaxFiles(), Bytes: p.Config.MaxBytes(), Events: p.Config.MaxEvents(), SourceBytes: p.Config.MaxSourceBytes()})
+		b, err := p.Batches.NextBatch(workCtx, held(), tabs.ID, coord.BatchLimits{Files: p.Config.MaxFiles(), Bytes: p.Config.MaxBytes(), Events: p.Config.MaxEvents(), SourceBytes: p.Config.MaxSourceBytes()})
 		if errors.Is(err, coord.ErrNoWork) {
 			break
 		}
@@ -165,7 +165,7 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.Tables, start t
 			abandon()
 			return false, leaseErr(workCtx, fmt.Errorf("merge %s batch %d: %w", tabs.ID, b.Seq, err))
 		}
-		err = p.Coord.CompleteBatch(workCtx, held(), b, coord.BatchStats{
+		err = p.Batches.CompleteBatch(workCtx, held(), b, coord.BatchStats{
 			StateVersion: r.StateVersion, HistoryVersion: r.HistoryVersion, CommittedAt: p.now(),
 			Events: r.Events, Inserted: r.Inserted, Updated: r.Updated, Deleted: r.Deleted + r.Buried, Stale: r.Stale,
 		})
@@ -185,10 +185,10 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.Tables, start t
 			"lag_seconds", p.now().Sub(maxSource(b)).Seconds())
 	}
 	final := stopRenew()
-	if err := p.Coord.Release(ctx, final); err != nil && !errors.Is(err, coord.ErrLeaseLost) {
+	if err := p.Leaser.Release(ctx, final); err != nil && !errors.Is(err, coord.ErrLeaseLost) {
 		return false, fmt.Errorf("merge %s: release: %w", tabs.ID, err)
 	}
-	pending, err := p.Coord.Pending(ctx, tabs.ID, 1)
+	pending, err := p.Registry.Pending(ctx, tabs.ID, 1)
 	if err != nil {
 		return false, fmt.Errorf("merge %s: check pending: %w", tabs.ID, err)
 	}
@@ -333,7 +333,7 @@ func (p *Pipeline) tableSource(ctx context.Context, tabs cdc.Tables) (value.Stru
 // cannot join the table.
 func (p *Pipeline) quarantineInBatch(ctx context.Context, tabs cdc.Tables, b coord.Batch, rec coord.FileRecord, cause error) error {
 	reason := fmt.Sprintf("%s: %v (table %s)", rec.Name, cause, tabs.ID)
-	if _, err := p.Coord.Quarantine(ctx, rec, reason); err != nil {
+	if _, err := p.Registry.Quarantine(ctx, rec, reason); err != nil {
 		return err
 	}
 	p.log().Warn("file quarantined", "event", "quarantined", "table", tabs.ID, "file", rec.Name, "batch", b.Seq, "reason", reason)

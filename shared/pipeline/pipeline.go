@@ -1,8 +1,10 @@
 // Package pipeline holds dsdelta's use cases — Stage a Datastream file,
 // MergeTable to apply staged files to a table's Delta tables, Maintain to
-// compact and clean up — over the object-store and coordination interfaces,
-// so the cloud functions, the CLI's embedded run and the emulator run the
-// same code.
+// compact and clean up, and for the functions MergeWakeUp (a merge asked
+// for by a wake-up that can be delivered again) and MaintainAll (the
+// scheduled round over every table) — over the object-store and
+// coordination interfaces, so the cloud functions, the CLI's embedded run
+// and the emulator run the same code.
 //
 // Lake layout (the only place table ids become paths):
 //
@@ -45,18 +47,24 @@ type Waker interface {
 type Pipeline struct {
 	Lake    objstore.Store
 	Sources Sources
-	Coord   coord.Coordinator
-	Waker   Waker // nil: nobody to wake (the caller merges itself)
-	Config  config.Config
+	// Coordination is the lease, registry, batches, status and expiry the
+	// use cases run over; Coordinate(c) fills it from one backend.
+	Coordination
+	Waker  Waker // nil: nobody to wake (the caller merges itself)
+	Config config.Config
 	// Holder names this process in leases ("onfile-…", "cli-<host>-<pid>").
 	Holder string
-	// LeaseTTL is how long a lease lasts without renewal (default 2 min).
+	// LeaseTTL is how long a lease lasts without renewal (DefaultLeaseTTL
+	// when 0).
 	LeaseTTL time.Duration
 	// MergeBudget bounds one MergeTable call (0: no bound); it stops before
 	// starting a batch that would not fit and re-wakes the table.
 	MergeBudget time.Duration
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// RegistryRetention is how long MaintainAll keeps the records of merged
+	// files and done batches (coord.DefaultRetention when 0).
+	RegistryRetention time.Duration
+	Logger            *slog.Logger
+	Now               func() time.Time
 
 	// partMemory and stepMemory override partMemoryBytes and
 	// stepMemoryBytes in tests (0: the constants).
@@ -91,11 +99,22 @@ func (p *Pipeline) holder() string {
 	return base + "/" + uuid.NewString()[:8]
 }
 
+// DefaultLeaseTTL is how long a table lease lasts without renewal unless
+// Pipeline.LeaseTTL says otherwise. A merge renews at a third of it.
+const DefaultLeaseTTL = 2 * time.Minute
+
 func (p *Pipeline) leaseTTL() time.Duration {
 	if p.LeaseTTL > 0 {
 		return p.LeaseTTL
 	}
-	return 2 * time.Minute
+	return DefaultLeaseTTL
+}
+
+func (p *Pipeline) registryRetention() time.Duration {
+	if p.RegistryRetention > 0 {
+		return p.RegistryRetention
+	}
+	return coord.DefaultRetention
 }
 
 // Directory suffixes of a table's history and tombstone tables, beside its

@@ -29,7 +29,7 @@ func newPipeline(t *testing.T, source objstore.Store, cfg config.Config) *Pipeli
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Pipeline{Lake: lake, Sources: oneSource{source}, Coord: c, Config: cfg, Holder: "test"}
+	return &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(c), Config: cfg, Holder: "test"}
 }
 
 // write puts simulated files in the source and returns their notifications

@@ -220,8 +220,9 @@ func TestSchemaModeOverwriteCrashAtEveryStepConverges(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cc := &crashingCoord{Coordinator: local}
-				p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coord: cc, Config: overwriteConfig(t), Holder: "crashy"}
+				cc := &crashingBatches{Batches: local}
+				p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: overwriteConfig(t), Holder: "crashy"}
+				p.Batches = cc
 				for _, f := range []dssim.File{schemaBase, o.first} {
 					stageOnly(t, ctx, p, source, f)
 					if _, err := p.MergeTable(ctx, "shop.t"); err != nil {
@@ -237,7 +238,7 @@ func TestSchemaModeOverwriteCrashAtEveryStepConverges(t *testing.T) {
 				}
 				lake.armed.Store(false)
 				cc.armed.Store(false)
-				p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coord: local, Config: p.Config, Holder: "restarted"}
+				p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: p.Config, Holder: "restarted"}
 				if res, err := p2.MergeTable(ctx, "shop.t"); err != nil || res.Busy || res.Batches != 1 {
 					t.Fatalf("restart: %+v %v", res, err)
 				}
@@ -272,7 +273,7 @@ func TestNewestFileUsesTheManifestsGreatestOrderAndAgreesWithTheStagedRows(t *te
 			t.Fatal(err)
 		}
 	}
-	recs, err := p.Coord.ListFiles(ctx, "shop.customers", coord.StateStaged)
+	recs, err := p.Registry.ListFiles(ctx, "shop.customers", coord.StateStaged)
 	if err != nil {
 		t.Fatal(err)
 	}

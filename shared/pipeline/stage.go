@@ -101,7 +101,7 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 		return res, nil
 	}
 	id := coord.FileID(f.Bucket, f.Name, f.Generation)
-	if rec, err := p.Coord.File(ctx, id); err == nil && rec.State != coord.StateQuarantined {
+	if rec, err := p.Registry.File(ctx, id); err == nil && rec.State != coord.StateQuarantined {
 		res.Duplicate, res.Table, res.Events = true, rec.Table, rec.Events
 		return res, nil
 	} else if err != nil && !errors.Is(err, coord.ErrNotFound) {
@@ -136,7 +136,7 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 		}
 		res.Quarantined = err.Error()
 		res.Table = tid
-		if _, qerr := p.Coord.Quarantine(ctx, coord.FileRecord{ID: id, Table: tableOrUnknown(tid), Bucket: f.Bucket, Name: f.Name, Generation: f.Generation, Size: f.Size, SourceBytes: max(f.Size, 0), Record: recordOf(err)}, err.Error()); qerr != nil {
+		if _, qerr := p.Registry.Quarantine(ctx, coord.FileRecord{ID: id, Table: tableOrUnknown(tid), Bucket: f.Bucket, Name: f.Name, Generation: f.Generation, Size: f.Size, SourceBytes: max(f.Size, 0), Record: recordOf(err)}, err.Error()); qerr != nil {
 			return res, fmt.Errorf("stage %s: quarantine: %w", f.Name, qerr)
 		}
 		log.Warn("file quarantined", "event", "quarantined", "table", tid, "reason", err.Error())
@@ -151,7 +151,7 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 		res.Skipped = "table " + staged.Table + " is excluded by configuration"
 		return res, nil
 	}
-	rec, created, err := p.Coord.RegisterFile(ctx, coord.FileRecord{
+	rec, created, err := p.Registry.RegisterFile(ctx, coord.FileRecord{
 		ID: id, Table: staged.Table, Bucket: f.Bucket, Name: f.Name, Generation: f.Generation,
 		Size: staged.stagedBytes(), SourceBytes: max(f.Size, 0), StagedPath: stagingDir(staged.Table) + "/" + id + ".json", Events: staged.Events,
 		MinSourceTime: staged.MinSourceTS.Time(), MaxSourceTime: staged.MaxSourceTS.Time(),

@@ -99,7 +99,7 @@ func TestFilesLargerThanTheEventBoundAreStagedInPartsAndMergedInSteps(t *testing
 // stagedManifest reads the manifest of a staged source file.
 func stagedManifest(t *testing.T, ctx context.Context, p *Pipeline, n datastream.SourceFile) *manifest {
 	t.Helper()
-	rec, err := p.Coord.File(ctx, coord.FileID(n.Bucket, n.Name, n.Generation))
+	rec, err := p.Registry.File(ctx, coord.FileID(n.Bucket, n.Name, n.Generation))
 	if err != nil {
 		t.Fatalf("%s: %v", n.Name, err)
 	}
@@ -181,7 +181,7 @@ func TestMergeInStepsCrashAtEveryCommitConverges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coord: local, Config: config.Config{BatchMaxFiles: 50, BatchMaxEvents: 25}, Holder: "crashy"}
+		p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: config.Config{BatchMaxFiles: 50, BatchMaxEvents: 25}, Holder: "crashy"}
 		for _, note := range write(t, ctx, source, sim.Files) {
 			if _, err := p.Stage(ctx, note); err != nil {
 				t.Fatal(err)
@@ -204,7 +204,7 @@ func TestMergeInStepsCrashAtEveryCommitConverges(t *testing.T) {
 		}
 		crashes++
 		// A new process with a bound that would split the batch otherwise.
-		p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coord: local, Config: config.Config{BatchMaxFiles: 50, BatchMaxEvents: 1000}, Holder: "restarted"}
+		p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: config.Config{BatchMaxFiles: 50, BatchMaxEvents: 1000}, Holder: "restarted"}
 		if r, err := p2.MergeTable(ctx, "shop.customers"); err != nil || r.Busy {
 			t.Fatalf("restart after a crash at write %d: %+v %v", n, r, err)
 		}

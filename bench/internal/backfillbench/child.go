@@ -101,7 +101,7 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 		return r, fmt.Errorf("open local coordination in %s: %w", o.Lake, err)
 	}
 	var cfg config.Config
-	p := &pipeline.Pipeline{Lake: lake, Sources: singleSource{source}, Coord: c, Config: cfg,
+	p := &pipeline.Pipeline{Lake: lake, Sources: singleSource{source}, Coordination: pipeline.Coordinate(c), Config: cfg,
 		Holder: fmt.Sprintf("bench-%d", os.Getpid()), Logger: slog.Default()}
 	r.Parallel = runtime.NumCPU()
 

@@ -11,16 +11,16 @@ import (
 // Alternate returns a Coordinator that sends each call to the next of cs in
 // turn. Over several instances sharing one store it plays several processes
 // working on the same tables, call by call.
-func Alternate(cs ...coord.Coordinator) coord.Coordinator {
+func Alternate(cs ...Coordinator) Coordinator {
 	return &alternate{cs: cs}
 }
 
 type alternate struct {
-	cs   []coord.Coordinator
+	cs   []Coordinator
 	next atomic.Uint64
 }
 
-func (a *alternate) pick() coord.Coordinator {
+func (a *alternate) pick() Coordinator {
 	return a.cs[(a.next.Add(1)-1)%uint64(len(a.cs))]
 }
 

@@ -1,4 +1,4 @@
-// Package coordtest is the conformance suite every coord.Coordinator backend
+// Package coordtest is the conformance suite every coordination backend
 // runs, so that the local backend behaves like the Firestore one: leases with
 // fencing tokens, idempotent registration, batches that resume after a crash,
 // status and expiry.
@@ -43,9 +43,34 @@ func (c *Clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// Coordinator is what the suite checks: every method of a backend, which
+// the use cases ask for in parts (pipeline.Leaser, Registry, Batches,
+// Status and Expirer document them). The suite is a consumer of its own and
+// does not import pipeline, which backends never see.
+type Coordinator interface {
+	Acquire(ctx context.Context, table, holder string, ttl time.Duration) (coord.Lease, error)
+	Renew(ctx context.Context, l coord.Lease, ttl time.Duration) (coord.Lease, error)
+	Release(ctx context.Context, l coord.Lease) error
+	CheckLease(ctx context.Context, l coord.Lease) error
+
+	RegisterFile(ctx context.Context, f coord.FileRecord) (rec coord.FileRecord, created bool, err error)
+	Quarantine(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
+	File(ctx context.Context, id string) (coord.FileRecord, error)
+	Pending(ctx context.Context, table string, limit int) ([]coord.FileRecord, error)
+	ListFiles(ctx context.Context, table string, state coord.FileState) ([]coord.FileRecord, error)
+
+	NextBatch(ctx context.Context, l coord.Lease, table string, lim coord.BatchLimits) (coord.Batch, error)
+	CompleteBatch(ctx context.Context, l coord.Lease, b coord.Batch, stats coord.BatchStats) error
+
+	Tables(ctx context.Context) ([]coord.TableStatus, error)
+	Status(ctx context.Context, table string) (coord.TableStatus, error)
+
+	Expire(ctx context.Context, before time.Time) (int, error)
+}
+
 // NewFunc returns a fresh, empty coordinator for test t whose clock is now.
 // Each call must return a coordinator isolated from those of other tests.
-type NewFunc func(t *testing.T, now func() time.Time) coord.Coordinator
+type NewFunc func(t *testing.T, now func() time.Time) Coordinator
 
 // ttl is the lease duration of the suite; only the manual clock moves time.
 const ttl = 30 * time.Second
@@ -65,7 +90,7 @@ func Run(t *testing.T, newCoordinator NewFunc) {
 type env struct {
 	t     *testing.T
 	ctx   context.Context
-	c     coord.Coordinator
+	c     Coordinator
 	clock *Clock
 }
 
@@ -315,7 +340,7 @@ func testLease(t *testing.T, newCoordinator NewFunc) {
 	t.Run("concurrent acquirers of a free lease produce exactly one winner", func(t *testing.T) {
 		e := newEnv(t, newCoordinator)
 		const workers = 8
-		cs := make([]coord.Coordinator, workers)
+		cs := make([]Coordinator, workers)
 		for i := range cs {
 			cs[i] = e.c
 		}
@@ -332,7 +357,7 @@ func testLease(t *testing.T, newCoordinator NewFunc) {
 // AcquireAtOnce has each of cs acquire table's lease at the same time, as
 // holder "w<i>", and returns the leases won and how many got ErrLeaseHeld;
 // any other error is returned.
-func AcquireAtOnce(ctx context.Context, table string, ttl time.Duration, cs ...coord.Coordinator) (won []coord.Lease, held int, err error) {
+func AcquireAtOnce(ctx context.Context, table string, ttl time.Duration, cs ...Coordinator) (won []coord.Lease, held int, err error) {
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup

@@ -1,4 +1,4 @@
-package coord
+package firestorecoord
 
 import (
 	"context"
@@ -10,13 +10,15 @@ import (
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/dsdelta/dsdelta/shared/coord"
 )
 
-// Firestore collections, each prefixed with FirestoreOptions.Prefix:
+// Firestore collections, each prefixed with Options.Prefix:
 //
-//	dsdelta_leases/{table}            lease: holder, token, expires
-//	dsdelta_tables/{table}            counters, open batch, status
-//	dsdelta_files/{FileID}            one FileRecord per source object
+//	dsdelta_leases/{table}              lease: holder, token, expires
+//	dsdelta_tables/{table}              counters, open batch, status
+//	dsdelta_files/{FileID}              one FileRecord per source object
 //	dsdelta_batches/{table}__{seq:020d} batch records
 //
 // Every change touching several documents runs in one transaction, and the
@@ -44,22 +46,25 @@ const (
 	collBatches = "dsdelta_batches"
 )
 
-// FirestoreOptions configures NewFirestore.
-type FirestoreOptions struct {
+// Options configures New.
+type Options struct {
 	// Prefix is prepended to every collection name, so that tests or several
 	// deployments can share a database.
 	Prefix string
 	// Now is the clock that judges lease expiry; time.Now when nil.
 	Now func() time.Time
 	// Retention sets ExpireAt of merged files and done batches;
-	// DefaultRetention when zero.
+	// coord.DefaultRetention when zero.
 	Retention time.Duration
 	// MaxAttempts bounds transaction retries under contention; 30 when zero.
 	MaxAttempts int
 }
 
-// Firestore is the Coordinator on Cloud Firestore (native mode).
-type Firestore struct {
+// Coordinator is the coordination backend on Cloud Firestore (native mode):
+// it provides every part of the coordination the use cases ask for
+// (pipeline.Coordinator), as coord.Local does, and the conformance suite
+// (coordtest) checks it the same way.
+type Coordinator struct {
 	client                         *firestore.Client
 	leases, tables, files, batches *firestore.CollectionRef
 	now                            func() time.Time
@@ -67,15 +72,13 @@ type Firestore struct {
 	attempts                       int
 }
 
-var _ Coordinator = (*Firestore)(nil)
-
-// NewFirestore returns a Coordinator over client. The client stays owned by
-// the caller.
-func NewFirestore(ctx context.Context, client *firestore.Client, opts FirestoreOptions) (*Firestore, error) {
+// New returns a Coordinator over client. The client stays owned by the
+// caller.
+func New(ctx context.Context, client *firestore.Client, opts Options) (*Coordinator, error) {
 	if client == nil {
 		return nil, errors.New("new firestore coordinator: nil client")
 	}
-	f := &Firestore{
+	f := &Coordinator{
 		client:    client,
 		leases:    client.Collection(opts.Prefix + collLeases),
 		tables:    client.Collection(opts.Prefix + collTables),
@@ -89,7 +92,7 @@ func NewFirestore(ctx context.Context, client *firestore.Client, opts FirestoreO
 		f.now = time.Now
 	}
 	if f.retention <= 0 {
-		f.retention = DefaultRetention
+		f.retention = coord.DefaultRetention
 	}
 	if f.attempts <= 0 {
 		f.attempts = 30
@@ -98,7 +101,7 @@ func NewFirestore(ctx context.Context, client *firestore.Client, opts FirestoreO
 }
 
 // run runs fn in a transaction with the configured retry budget.
-func (f *Firestore) run(ctx context.Context, fn func(context.Context, *firestore.Transaction) error) error {
+func (f *Coordinator) run(ctx context.Context, fn func(context.Context, *firestore.Transaction) error) error {
 	return f.client.RunTransaction(ctx, fn, firestore.MaxAttempts(f.attempts))
 }
 
@@ -117,22 +120,22 @@ func getDoc(tx *firestore.Transaction, ref *firestore.DocumentRef, dst any) (boo
 	return true, nil
 }
 
-// Acquire implements Coordinator.
-func (f *Firestore) Acquire(ctx context.Context, table, holder string, ttl time.Duration) (Lease, error) {
-	if err := validateTable(table); err != nil {
-		return Lease{}, err
+// Acquire implements pipeline.Leaser.
+func (f *Coordinator) Acquire(ctx context.Context, table, holder string, ttl time.Duration) (coord.Lease, error) {
+	if err := coord.ValidTable(table); err != nil {
+		return coord.Lease{}, err
 	}
-	if err := validateAcquire(holder, ttl); err != nil {
-		return Lease{}, err
+	if err := coord.ValidAcquire(holder, ttl); err != nil {
+		return coord.Lease{}, err
 	}
-	var l Lease
+	var l coord.Lease
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		ref := f.leases.Doc(table)
-		var cur leaseDoc
+		var cur coord.LeaseDoc
 		if _, err := getDoc(tx, ref, &cur); err != nil {
 			return err
 		}
-		next, lease, err := cur.acquire(table, holder, ttl, f.now())
+		next, lease, err := cur.Acquire(table, holder, ttl, f.now())
 		if err != nil {
 			return err
 		}
@@ -140,27 +143,27 @@ func (f *Firestore) Acquire(ctx context.Context, table, holder string, ttl time.
 		return tx.Set(ref, next)
 	})
 	if err != nil {
-		return Lease{}, fmt.Errorf("acquire lease on %s for %s: %w", table, holder, err)
+		return coord.Lease{}, fmt.Errorf("acquire lease on %s for %s: %w", table, holder, err)
 	}
 	return l, nil
 }
 
-// Renew implements Coordinator.
-func (f *Firestore) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
-	if err := validateTTL(ttl); err != nil {
-		return Lease{}, err
+// Renew implements pipeline.Leaser.
+func (f *Coordinator) Renew(ctx context.Context, l coord.Lease, ttl time.Duration) (coord.Lease, error) {
+	if err := coord.ValidTTL(ttl); err != nil {
+		return coord.Lease{}, err
 	}
-	if err := validateLease(l); err != nil {
-		return Lease{}, err
+	if err := coord.ValidLease(l); err != nil {
+		return coord.Lease{}, err
 	}
-	var out Lease
+	var out coord.Lease
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		ref := f.leases.Doc(l.Table)
-		var cur leaseDoc
+		var cur coord.LeaseDoc
 		if _, err := getDoc(tx, ref, &cur); err != nil {
 			return err
 		}
-		next, lease, err := cur.renew(l, ttl, f.now())
+		next, lease, err := cur.Renew(l, ttl, f.now())
 		if err != nil {
 			return err
 		}
@@ -168,23 +171,23 @@ func (f *Firestore) Renew(ctx context.Context, l Lease, ttl time.Duration) (Leas
 		return tx.Set(ref, next)
 	})
 	if err != nil {
-		return Lease{}, fmt.Errorf("renew: %w", err)
+		return coord.Lease{}, fmt.Errorf("renew: %w", err)
 	}
 	return out, nil
 }
 
-// Release implements Coordinator.
-func (f *Firestore) Release(ctx context.Context, l Lease) error {
-	if err := validateLease(l); err != nil {
+// Release implements pipeline.Leaser.
+func (f *Coordinator) Release(ctx context.Context, l coord.Lease) error {
+	if err := coord.ValidLease(l); err != nil {
 		return err
 	}
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		ref := f.leases.Doc(l.Table)
-		var cur leaseDoc
+		var cur coord.LeaseDoc
 		if _, err := getDoc(tx, ref, &cur); err != nil {
 			return err
 		}
-		next, err := cur.release(l)
+		next, err := cur.Release(l)
 		if err != nil {
 			return err
 		}
@@ -196,12 +199,12 @@ func (f *Firestore) Release(ctx context.Context, l Lease) error {
 	return nil
 }
 
-// CheckLease implements Coordinator.
-func (f *Firestore) CheckLease(ctx context.Context, l Lease) error {
-	if err := validateLease(l); err != nil {
+// CheckLease implements pipeline.Leaser.
+func (f *Coordinator) CheckLease(ctx context.Context, l coord.Lease) error {
+	if err := coord.ValidLease(l); err != nil {
 		return err
 	}
-	var cur leaseDoc
+	var cur coord.LeaseDoc
 	snap, err := f.leases.Doc(l.Table).Get(ctx)
 	switch {
 	case status.Code(err) == codes.NotFound:
@@ -212,42 +215,42 @@ func (f *Firestore) CheckLease(ctx context.Context, l Lease) error {
 			return fmt.Errorf("check lease on %s: decode: %w", l.Table, err)
 		}
 	}
-	return cur.check(l, f.now())
+	return cur.Check(l, f.now())
 }
 
 // checkLeaseTx checks l inside tx, so that the writes of tx are fenced.
-func (f *Firestore) checkLeaseTx(tx *firestore.Transaction, l Lease, table string) error {
+func (f *Coordinator) checkLeaseTx(tx *firestore.Transaction, l coord.Lease, table string) error {
 	if l.Table != table {
-		return fmt.Errorf("lease on %s used for %s: %w", l.Table, table, ErrLeaseLost)
+		return fmt.Errorf("lease on %s used for %s: %w", l.Table, table, coord.ErrLeaseLost)
 	}
-	var cur leaseDoc
+	var cur coord.LeaseDoc
 	if _, err := getDoc(tx, f.leases.Doc(table), &cur); err != nil {
 		return err
 	}
-	return cur.check(l, f.now())
+	return cur.Check(l, f.now())
 }
 
-// RegisterFile implements Coordinator.
-func (f *Firestore) RegisterFile(ctx context.Context, in FileRecord) (FileRecord, bool, error) {
-	if err := validateFile(in); err != nil {
-		return FileRecord{}, false, fmt.Errorf("register file: %w", err)
+// RegisterFile implements pipeline.Registry.
+func (f *Coordinator) RegisterFile(ctx context.Context, in coord.FileRecord) (coord.FileRecord, bool, error) {
+	if err := coord.ValidFile(in); err != nil {
+		return coord.FileRecord{}, false, fmt.Errorf("register file: %w", err)
 	}
-	id := FileID(in.Bucket, in.Name, in.Generation)
-	var rec FileRecord
+	id := coord.FileID(in.Bucket, in.Name, in.Generation)
+	var rec coord.FileRecord
 	var created bool
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		created = false
 		fref, tref := f.files.Doc(id), f.tables.Doc(in.Table)
-		var cur FileRecord
+		var cur coord.FileRecord
 		exists, err := getDoc(tx, fref, &cur)
 		if err != nil {
 			return err
 		}
-		if exists && cur.State != StateQuarantined {
+		if exists && cur.State != coord.StateQuarantined {
 			rec = cur
 			return nil
 		}
-		t := tableDoc{Table: in.Table}
+		t := coord.TableDoc{Table: in.Table}
 		if _, err := getDoc(tx, tref, &t); err != nil {
 			return err
 		}
@@ -256,7 +259,7 @@ func (f *Firestore) RegisterFile(ctx context.Context, in FileRecord) (FileRecord
 		}
 		t.LastArrivalSeq++
 		t.Pending++
-		rec = newRecord(in, t.LastArrivalSeq, f.now())
+		rec = coord.NewRecord(in, t.LastArrivalSeq, f.now())
 		created = true
 		if err := tx.Set(fref, rec); err != nil {
 			return err
@@ -264,21 +267,21 @@ func (f *Firestore) RegisterFile(ctx context.Context, in FileRecord) (FileRecord
 		return tx.Set(tref, t)
 	})
 	if err != nil {
-		return FileRecord{}, false, fmt.Errorf("register %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
+		return coord.FileRecord{}, false, fmt.Errorf("register %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
 	}
 	return rec, created, nil
 }
 
-// Quarantine implements Coordinator.
-func (f *Firestore) Quarantine(ctx context.Context, in FileRecord, reason string) (FileRecord, error) {
-	if err := validateFile(in); err != nil {
-		return FileRecord{}, fmt.Errorf("quarantine file: %w", err)
+// Quarantine implements pipeline.Registry.
+func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reason string) (coord.FileRecord, error) {
+	if err := coord.ValidFile(in); err != nil {
+		return coord.FileRecord{}, fmt.Errorf("quarantine file: %w", err)
 	}
-	id := FileID(in.Bucket, in.Name, in.Generation)
-	var rec FileRecord
+	id := coord.FileID(in.Bucket, in.Name, in.Generation)
+	var rec coord.FileRecord
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		fref := f.files.Doc(id)
-		var cur FileRecord
+		var cur coord.FileRecord
 		exists, err := getDoc(tx, fref, &cur)
 		if err != nil {
 			return err
@@ -288,7 +291,7 @@ func (f *Firestore) Quarantine(ctx context.Context, in FileRecord, reason string
 			in.Table = cur.Table
 		}
 		tref := f.tables.Doc(in.Table)
-		t := tableDoc{Table: in.Table}
+		t := coord.TableDoc{Table: in.Table}
 		if _, err := getDoc(tx, tref, &t); err != nil {
 			return err
 		}
@@ -297,14 +300,14 @@ func (f *Firestore) Quarantine(ctx context.Context, in FileRecord, reason string
 			t.LastArrivalSeq++
 			arrival = t.LastArrivalSeq
 		}
-		rec, err = quarantined(cur, exists, in, reason, arrival, f.now())
+		rec, err = coord.QuarantineRecord(cur, exists, in, reason, arrival, f.now())
 		if err != nil {
 			return err
 		}
-		if !exists || cur.State != StateQuarantined {
+		if !exists || cur.State != coord.StateQuarantined {
 			t.Quarantined++
 		}
-		if exists && cur.State == StateStaged {
+		if exists && cur.State == coord.StateStaged {
 			t.Pending--
 		}
 		if err := tx.Set(fref, rec); err != nil {
@@ -313,33 +316,33 @@ func (f *Firestore) Quarantine(ctx context.Context, in FileRecord, reason string
 		return tx.Set(tref, t)
 	})
 	if err != nil {
-		return FileRecord{}, fmt.Errorf("quarantine %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
+		return coord.FileRecord{}, fmt.Errorf("quarantine %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
 	}
 	return rec, nil
 }
 
-// File implements Coordinator.
-func (f *Firestore) File(ctx context.Context, id string) (FileRecord, error) {
-	if err := validateID(id); err != nil {
-		return FileRecord{}, err
+// File implements pipeline.Registry.
+func (f *Coordinator) File(ctx context.Context, id string) (coord.FileRecord, error) {
+	if err := coord.ValidFileID(id); err != nil {
+		return coord.FileRecord{}, err
 	}
 	snap, err := f.files.Doc(id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
-		return FileRecord{}, fmt.Errorf("file %s: %w", id, ErrNotFound)
+		return coord.FileRecord{}, fmt.Errorf("file %s: %w", id, coord.ErrNotFound)
 	}
 	if err != nil {
-		return FileRecord{}, fmt.Errorf("read file %s: %w", id, err)
+		return coord.FileRecord{}, fmt.Errorf("read file %s: %w", id, err)
 	}
-	var rec FileRecord
+	var rec coord.FileRecord
 	if err := snap.DataTo(&rec); err != nil {
-		return FileRecord{}, fmt.Errorf("decode file %s: %w", id, err)
+		return coord.FileRecord{}, fmt.Errorf("decode file %s: %w", id, err)
 	}
 	return rec, nil
 }
 
 // pendingQuery selects a table's staged files in arrival order.
-func (f *Firestore) pendingQuery(table string, limit int) firestore.Query {
-	q := f.files.Where("table", "==", table).Where("state", "==", string(StateStaged)).OrderBy("arrivalSeq", firestore.Asc)
+func (f *Coordinator) pendingQuery(table string, limit int) firestore.Query {
+	q := f.files.Where("table", "==", table).Where("state", "==", string(coord.StateStaged)).OrderBy("arrivalSeq", firestore.Asc)
 	if limit > 0 {
 		q = q.Limit(limit)
 	}
@@ -347,9 +350,9 @@ func (f *Firestore) pendingQuery(table string, limit int) firestore.Query {
 }
 
 // readFiles decodes every document of it.
-func readFiles(it *firestore.DocumentIterator) ([]FileRecord, error) {
+func readFiles(it *firestore.DocumentIterator) ([]coord.FileRecord, error) {
 	defer it.Stop()
-	var out []FileRecord
+	var out []coord.FileRecord
 	for {
 		snap, err := it.Next()
 		if errors.Is(err, iterator.Done) {
@@ -358,7 +361,7 @@ func readFiles(it *firestore.DocumentIterator) ([]FileRecord, error) {
 		if err != nil {
 			return nil, err
 		}
-		var rec FileRecord
+		var rec coord.FileRecord
 		if err := snap.DataTo(&rec); err != nil {
 			return nil, fmt.Errorf("decode %s: %w", snap.Ref.Path, err)
 		}
@@ -366,8 +369,8 @@ func readFiles(it *firestore.DocumentIterator) ([]FileRecord, error) {
 	}
 }
 
-// Pending implements Coordinator.
-func (f *Firestore) Pending(ctx context.Context, table string, limit int) ([]FileRecord, error) {
+// Pending implements pipeline.Registry.
+func (f *Coordinator) Pending(ctx context.Context, table string, limit int) ([]coord.FileRecord, error) {
 	out, err := readFiles(f.pendingQuery(table, limit).Documents(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("list pending files of %s: %w", table, err)
@@ -375,8 +378,8 @@ func (f *Firestore) Pending(ctx context.Context, table string, limit int) ([]Fil
 	return out, nil
 }
 
-// ListFiles implements Coordinator.
-func (f *Firestore) ListFiles(ctx context.Context, table string, state FileState) ([]FileRecord, error) {
+// ListFiles implements pipeline.Registry.
+func (f *Coordinator) ListFiles(ctx context.Context, table string, state coord.FileState) ([]coord.FileRecord, error) {
 	q := f.files.Where("table", "==", table)
 	if state != "" {
 		q = q.Where("state", "==", string(state))
@@ -389,12 +392,12 @@ func (f *Firestore) ListFiles(ctx context.Context, table string, state FileState
 }
 
 // batchRef names a batch record; zero-padding keeps them in seq order.
-func (f *Firestore) batchRef(table string, seq int64) *firestore.DocumentRef {
+func (f *Coordinator) batchRef(table string, seq int64) *firestore.DocumentRef {
 	return f.batches.Doc(fmt.Sprintf("%s__%020d", table, seq))
 }
 
 // filesTx reads the records of ids inside tx, in the order of ids.
-func (f *Firestore) filesTx(tx *firestore.Transaction, ids []string) ([]FileRecord, error) {
+func (f *Coordinator) filesTx(tx *firestore.Transaction, ids []string) ([]coord.FileRecord, error) {
 	refs := make([]*firestore.DocumentRef, len(ids))
 	for i, id := range ids {
 		refs[i] = f.files.Doc(id)
@@ -403,12 +406,12 @@ func (f *Firestore) filesTx(tx *firestore.Transaction, ids []string) ([]FileReco
 	if err != nil {
 		return nil, fmt.Errorf("read batch files: %w", err)
 	}
-	out := make([]FileRecord, 0, len(snaps))
+	out := make([]coord.FileRecord, 0, len(snaps))
 	for _, snap := range snaps {
 		if !snap.Exists() {
-			return nil, fmt.Errorf("batch file %s: %w", snap.Ref.ID, ErrNotFound)
+			return nil, fmt.Errorf("batch file %s: %w", snap.Ref.ID, coord.ErrNotFound)
 		}
-		var rec FileRecord
+		var rec coord.FileRecord
 		if err := snap.DataTo(&rec); err != nil {
 			return nil, fmt.Errorf("decode %s: %w", snap.Ref.Path, err)
 		}
@@ -417,64 +420,64 @@ func (f *Firestore) filesTx(tx *firestore.Transaction, ids []string) ([]FileReco
 	return out, nil
 }
 
-// NextBatch implements Coordinator.
-func (f *Firestore) NextBatch(ctx context.Context, l Lease, table string, lim BatchLimits) (Batch, error) {
-	if err := validateTable(table); err != nil {
-		return Batch{}, err
+// NextBatch implements pipeline.Batches.
+func (f *Coordinator) NextBatch(ctx context.Context, l coord.Lease, table string, lim coord.BatchLimits) (coord.Batch, error) {
+	if err := coord.ValidTable(table); err != nil {
+		return coord.Batch{}, err
 	}
-	var b Batch
+	var b coord.Batch
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		if err := f.checkLeaseTx(tx, l, table); err != nil {
 			return err
 		}
 		tref := f.tables.Doc(table)
-		var t tableDoc
+		var t coord.TableDoc
 		exists, err := getDoc(tx, tref, &t)
 		if err != nil {
 			return err
 		}
 		if !exists {
-			return ErrNoWork
+			return coord.ErrNoWork
 		}
 		if t.OpenBatchSeq != 0 {
 			files, err := f.filesTx(tx, t.OpenFiles)
 			if err != nil {
 				return err
 			}
-			b = Batch{Table: table, Seq: t.OpenBatchSeq, Files: files, Created: t.OpenCreated}
+			b = coord.Batch{Table: table, Seq: t.OpenBatchSeq, Files: files, Created: t.OpenCreated}
 			return nil
 		}
-		pending, err := readFiles(tx.Documents(f.pendingQuery(table, batchLimit(lim.Files))))
+		pending, err := readFiles(tx.Documents(f.pendingQuery(table, lim.MaxFiles())))
 		if err != nil {
 			return fmt.Errorf("list pending files: %w", err)
 		}
-		files := selectBatch(pending, lim)
+		files := coord.SelectBatch(pending, lim)
 		if len(files) == 0 {
-			return ErrNoWork
+			return coord.ErrNoWork
 		}
 		now := f.now()
-		b = t.openBatch(files, now)
+		b = t.OpenBatch(files, now)
 		t.Pending -= int64(len(files))
 		for _, rec := range b.Files {
 			if err := tx.Set(f.files.Doc(rec.ID), rec); err != nil {
 				return err
 			}
 		}
-		bd := batchDoc{Table: table, Seq: b.Seq, FileIDs: t.OpenFiles, State: batchOpen, Created: now, Files: int64(len(files))}
+		bd := coord.BatchDoc{Table: table, Seq: b.Seq, FileIDs: t.OpenFiles, State: coord.BatchOpen, Created: now, Files: int64(len(files))}
 		if err := tx.Set(f.batchRef(table, b.Seq), bd); err != nil {
 			return err
 		}
 		return tx.Set(tref, t)
 	})
 	if err != nil {
-		return Batch{}, fmt.Errorf("next batch of %s: %w", table, err)
+		return coord.Batch{}, fmt.Errorf("next batch of %s: %w", table, err)
 	}
 	return b, nil
 }
 
-// CompleteBatch implements Coordinator.
-func (f *Firestore) CompleteBatch(ctx context.Context, l Lease, b Batch, stats BatchStats) error {
-	if err := validateTable(b.Table); err != nil {
+// CompleteBatch implements pipeline.Batches.
+func (f *Coordinator) CompleteBatch(ctx context.Context, l coord.Lease, b coord.Batch, stats coord.BatchStats) error {
+	if err := coord.ValidTable(b.Table); err != nil {
 		return err
 	}
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -482,13 +485,13 @@ func (f *Firestore) CompleteBatch(ctx context.Context, l Lease, b Batch, stats B
 			return err
 		}
 		tref := f.tables.Doc(b.Table)
-		var t tableDoc
+		var t coord.TableDoc
 		exists, err := getDoc(tx, tref, &t)
 		if err != nil {
 			return err
 		}
 		if !exists || b.Seq <= 0 || b.Seq > t.LastBatchSeq {
-			return fmt.Errorf("batch %d: %w", b.Seq, ErrNotFound)
+			return fmt.Errorf("batch %d: %w", b.Seq, coord.ErrNotFound)
 		}
 		if t.OpenBatchSeq != b.Seq {
 			return nil // done already: a retried completion
@@ -497,7 +500,7 @@ func (f *Firestore) CompleteBatch(ctx context.Context, l Lease, b Batch, stats B
 		if err != nil {
 			return err
 		}
-		done := t.completeBatch(files, stats, f.now(), f.retention)
+		done := t.CompleteBatch(files, stats, f.now(), f.retention)
 		for _, rec := range files {
 			if err := tx.Set(f.files.Doc(rec.ID), rec); err != nil {
 				return err
@@ -514,38 +517,38 @@ func (f *Firestore) CompleteBatch(ctx context.Context, l Lease, b Batch, stats B
 	return nil
 }
 
-// Status implements Coordinator.
-func (f *Firestore) Status(ctx context.Context, table string) (TableStatus, error) {
-	if err := validateTable(table); err != nil {
-		return TableStatus{}, err
+// Status implements pipeline.Status.
+func (f *Coordinator) Status(ctx context.Context, table string) (coord.TableStatus, error) {
+	if err := coord.ValidTable(table); err != nil {
+		return coord.TableStatus{}, err
 	}
 	snaps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{f.tables.Doc(table), f.leases.Doc(table)})
 	if err != nil {
-		return TableStatus{}, fmt.Errorf("status of %s: %w", table, err)
+		return coord.TableStatus{}, fmt.Errorf("status of %s: %w", table, err)
 	}
 	if !snaps[0].Exists() {
-		return TableStatus{}, fmt.Errorf("status of %s: %w", table, ErrNotFound)
+		return coord.TableStatus{}, fmt.Errorf("status of %s: %w", table, coord.ErrNotFound)
 	}
 	return f.statusOf(snaps[0], snaps[1])
 }
 
 // statusOf decodes a table document and its lease document.
-func (f *Firestore) statusOf(tsnap, lsnap *firestore.DocumentSnapshot) (TableStatus, error) {
-	var t tableDoc
+func (f *Coordinator) statusOf(tsnap, lsnap *firestore.DocumentSnapshot) (coord.TableStatus, error) {
+	var t coord.TableDoc
 	if err := tsnap.DataTo(&t); err != nil {
-		return TableStatus{}, fmt.Errorf("decode %s: %w", tsnap.Ref.Path, err)
+		return coord.TableStatus{}, fmt.Errorf("decode %s: %w", tsnap.Ref.Path, err)
 	}
-	var ld leaseDoc
+	var ld coord.LeaseDoc
 	if lsnap.Exists() {
 		if err := lsnap.DataTo(&ld); err != nil {
-			return TableStatus{}, fmt.Errorf("decode %s: %w", lsnap.Ref.Path, err)
+			return coord.TableStatus{}, fmt.Errorf("decode %s: %w", lsnap.Ref.Path, err)
 		}
 	}
-	return withLease(t.status(), ld, f.now()), nil
+	return coord.WithLease(t.Status(), ld, f.now()), nil
 }
 
-// Tables implements Coordinator.
-func (f *Firestore) Tables(ctx context.Context) ([]TableStatus, error) {
+// Tables implements pipeline.Status.
+func (f *Coordinator) Tables(ctx context.Context) ([]coord.TableStatus, error) {
 	tsnaps, err := f.tables.OrderBy(firestore.DocumentID, firestore.Asc).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
@@ -561,7 +564,7 @@ func (f *Firestore) Tables(ctx context.Context) ([]TableStatus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list tables: read leases: %w", err)
 	}
-	out := make([]TableStatus, len(tsnaps))
+	out := make([]coord.TableStatus, len(tsnaps))
 	for i := range tsnaps {
 		if out[i], err = f.statusOf(tsnaps[i], lsnaps[i]); err != nil {
 			return nil, fmt.Errorf("list tables: %w", err)
@@ -570,15 +573,15 @@ func (f *Firestore) Tables(ctx context.Context) ([]TableStatus, error) {
 	return out, nil
 }
 
-// Expire implements Coordinator.
-func (f *Firestore) Expire(ctx context.Context, before time.Time) (int, error) {
+// Expire implements pipeline.Expirer.
+func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error) {
 	tables, err := f.tables.Documents(ctx).GetAll()
 	if err != nil {
 		return 0, fmt.Errorf("expire: list tables: %w", err)
 	}
 	lastSeq := map[string]int64{}
 	for _, s := range tables {
-		var t tableDoc
+		var t coord.TableDoc
 		if err := s.DataTo(&t); err != nil {
 			return 0, fmt.Errorf("expire: decode %s: %w", s.Ref.Path, err)
 		}
@@ -598,7 +601,7 @@ func (f *Firestore) Expire(ctx context.Context, before time.Time) (int, error) {
 		return 0, fmt.Errorf("expire: list done batches: %w", err)
 	}
 	for _, s := range batches {
-		var bd batchDoc
+		var bd coord.BatchDoc
 		if err := s.DataTo(&bd); err != nil {
 			return 0, fmt.Errorf("expire: decode %s: %w", s.Ref.Path, err)
 		}

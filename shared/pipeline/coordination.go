@@ -1,0 +1,121 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/coord"
+)
+
+// The use cases ask for coordination one small interface at a time, so that
+// a caller provides, and a test fakes, only what the use cases it runs
+// need: Stage uses the Registry; MergeTable the Leaser, Batches and
+// Registry; Maintain the Leaser, Status and Registry; MergeWakeUp adds the
+// Status to MergeTable's, and MaintainAll the Expirer to Maintain's. A
+// backend
+// (coord.Local, firestorecoord.Coordinator) provides them all, and one
+// conformance suite (coordtest) checks every one of them on each backend.
+// Package coord describes how they work together: exactly once, the lease,
+// no lost wake-ups.
+
+// Leaser is the per-table lease with a fencing token that serialises the
+// merges and the compactions of a table.
+type Leaser interface {
+	// Acquire takes the table's lease for ttl. It returns coord.ErrLeaseHeld
+	// when another holder has a live lease; an expired lease is taken over,
+	// and so is, by the local backend, the lease of a holder process that
+	// is gone from this host (see coord.Process). The same holder acquiring
+	// again gets a new token (its old Lease is lost).
+	Acquire(ctx context.Context, table, holder string, ttl time.Duration) (coord.Lease, error)
+	// Renew extends a held lease to now+ttl, or returns coord.ErrLeaseLost.
+	Renew(ctx context.Context, l coord.Lease, ttl time.Duration) (coord.Lease, error)
+	// Release gives the lease up. It returns coord.ErrLeaseLost, changing
+	// nothing, when the lease was taken over meanwhile.
+	Release(ctx context.Context, l coord.Lease) error
+	// CheckLease returns nil while the lease holds, coord.ErrLeaseLost
+	// otherwise.
+	CheckLease(ctx context.Context, l coord.Lease) error
+}
+
+// Registry is the staged-file registry: one record per source object.
+type Registry interface {
+	// RegisterFile records a staged file as pending. It is idempotent per
+	// file id: a file already known is returned unchanged with created
+	// false. A quarantined file is staged again (a replay after a fix),
+	// with a new arrival number, and created true. The backend sets ID,
+	// State, ArrivalSeq, StagedAt and clears BatchSeq, Reason and Record.
+	RegisterFile(ctx context.Context, f coord.FileRecord) (rec coord.FileRecord, created bool, err error)
+	// Quarantine records a permanently bad file with the reason (f.Record
+	// says where in the file). A staged or batched file leaves the work
+	// queue; a merged file cannot be quarantined (coord.ErrInvalidState).
+	Quarantine(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
+	// File returns the record of a file id, or coord.ErrNotFound.
+	File(ctx context.Context, id string) (coord.FileRecord, error)
+	// Pending returns staged files not yet in a batch, in arrival order, at
+	// most limit (all when limit <= 0).
+	Pending(ctx context.Context, table string, limit int) ([]coord.FileRecord, error)
+	// ListFiles returns a table's files in a state (all states when state
+	// is empty), in arrival order.
+	ListFiles(ctx context.Context, table string, state coord.FileState) ([]coord.FileRecord, error)
+}
+
+// Batches forms the merge batches of a table and closes them, fenced by
+// the table's lease.
+type Batches interface {
+	// NextBatch returns the table's open batch unchanged if there is one;
+	// otherwise it takes pending files in arrival order, stopping before
+	// the file that would pass any of lim's limits (but taking at least one
+	// file, so a file larger than a limit cannot block the table), gives
+	// them the next sequence number and records the batch. It returns
+	// coord.ErrNoWork when nothing is pending and coord.ErrLeaseLost when l
+	// does not hold.
+	NextBatch(ctx context.Context, l coord.Lease, table string, lim coord.BatchLimits) (coord.Batch, error)
+	// CompleteBatch marks the batch's files merged (except quarantined
+	// ones), closes the batch and updates the table status. Completing a
+	// batch that is already done is a no-op. It returns coord.ErrLeaseLost
+	// when l does not hold.
+	CompleteBatch(ctx context.Context, l coord.Lease, b coord.Batch, stats coord.BatchStats) error
+}
+
+// Status reads the coordination view of the tables.
+type Status interface {
+	// Tables returns the status of every table with registered files, by
+	// table id.
+	Tables(ctx context.Context) ([]coord.TableStatus, error)
+	// Status returns one table's status, or coord.ErrNotFound.
+	Status(ctx context.Context, table string) (coord.TableStatus, error)
+}
+
+// Expirer forgets what no longer needs remembering.
+type Expirer interface {
+	// Expire deletes records of files merged before the cutoff and done
+	// batches completed before it, except each table's latest batch. It
+	// returns how many records it deleted.
+	Expire(ctx context.Context, before time.Time) (int, error)
+}
+
+// Coordination is the coordination a Pipeline runs over. A use case uses
+// only some of it (see above), so a caller that runs only those may leave
+// the rest nil.
+type Coordination struct {
+	Registry Registry
+	Leaser   Leaser
+	Batches  Batches
+	Status   Status
+	Expirer  Expirer
+}
+
+// Coordinator is a backend that provides every part of the coordination,
+// as coord.Local and firestorecoord.Coordinator do.
+type Coordinator interface {
+	Leaser
+	Registry
+	Batches
+	Status
+	Expirer
+}
+
+// Coordinate returns the Coordination that c provides in full.
+func Coordinate(c Coordinator) Coordination {
+	return Coordination{Registry: c, Leaser: c, Batches: c, Status: c, Expirer: c}
+}
