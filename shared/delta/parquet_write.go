@@ -744,7 +744,7 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 			}
 			r, err := d.Rescale(dt.Scale)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrValueType, err)
+				return nil, fmt.Errorf("%w: %w", ErrValueType, err)
 			}
 			if new(big.Int).Abs(r.Unscaled).Cmp(limit) >= 0 {
 				return nil, fmt.Errorf("%w: %s overflows %v", ErrValueType, d, dt)
