@@ -102,18 +102,21 @@ type Result struct {
 // Apply applies one batch to the three tables exactly once: each table's
 // commit carries txn{AppID(table), seq}, and a table whose snapshot already
 // has seq skips its commit. The batch must be the same on a re-run (the
-// coordinator guarantees it).
+// coordinator guarantees it). Its errors say which table of the three and
+// what failed, not t.ID or seq: the caller, which chose them, names them
+// once (pipeline's "merge TABLE batch SEQ: ...").
 func Apply(ctx context.Context, t Tables, seq int64, b Batch, opts Options) (Result, error) {
 	return ApplyStep(ctx, t, Step{Seq: seq, Last: true}, b, opts)
 }
 
 // ApplyStep applies one step of a batch (see Step) to the three tables
-// exactly once. The step's events must be the same on a re-run.
+// exactly once. The step's events must be the same on a re-run. Its errors
+// name neither t.ID nor the batch, as Apply's.
 func ApplyStep(ctx context.Context, t Tables, step Step, b Batch, opts Options) (Result, error) {
 	seq := step.Seq
 	opts.defaults()
 	if err := ValidateSource(b.Source); err != nil {
-		return Result{}, fmt.Errorf("apply %s batch %d: %w", t.ID, seq, err)
+		return Result{}, err
 	}
 	// A logical conflict means another writer committed meanwhile: a
 	// compaction that rewrote files we read, or another holder applying
@@ -122,10 +125,7 @@ func ApplyStep(ctx context.Context, t Tables, step Step, b Batch, opts Options) 
 	for attempt := 0; ; attempt++ {
 		res, err := applyOnce(ctx, t, step, b, opts)
 		if err == nil || !errors.Is(err, delta.ErrConflict) || attempt >= opts.MaxConflictRetries {
-			if err != nil {
-				return res, fmt.Errorf("apply %s batch %d: %w", t.ID, seq, err)
-			}
-			return res, nil
+			return res, err
 		}
 		opts.Logger.InfoContext(ctx, "merge conflicted with a concurrent commit; planning again", "table", t.ID, "batch", seq, "attempt", attempt+1, "error", err)
 	}

@@ -24,7 +24,6 @@ func (e enc) null() enc          { return e.long(0) }
 func (e enc) some() enc          { return e.long(1) }
 func (e enc) boolean(b bool) enc { return append(e, map[bool]byte{false: 0, true: 1}[b]) }
 func (e enc) f32(f float32) enc  { return binary.LittleEndian.AppendUint32(e, math.Float32bits(f)) }
-func (e enc) f64(f float64) enc  { return binary.LittleEndian.AppendUint64(e, math.Float64bits(f)) }
 func (e enc) strs(ss ...string) enc {
 	if len(ss) > 0 {
 		e = e.long(int64(len(ss)))

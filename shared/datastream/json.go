@@ -460,13 +460,6 @@ func isNull(b json.RawMessage) bool {
 	return len(b) == 0 || string(b) == "null"
 }
 
-func jsonString(b json.RawMessage, dst *string) error {
-	if isNull(b) {
-		return nil
-	}
-	return json.Unmarshal(b, dst)
-}
-
 // jsonEnvelopeTime reads read_timestamp/source_timestamp: a lenient
 // timestamp string, or a bare number of milliseconds (the Avro form).
 func jsonEnvelopeTime(b json.RawMessage) (value.Micros, error) {

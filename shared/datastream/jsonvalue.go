@@ -63,9 +63,7 @@ func inferJSON(raw json.RawMessage) (value.Type, any, error) {
 }
 
 func isIntegerText(s string) bool {
-	if strings.HasPrefix(s, "-") {
-		s = s[1:]
-	}
+	s = strings.TrimPrefix(s, "-")
 	if s == "" {
 		return false
 	}

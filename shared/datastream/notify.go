@@ -73,7 +73,7 @@ type storageObject struct {
 func ParseStorageObjectData(data []byte) (SourceFile, error) {
 	var o storageObject
 	if err := json.Unmarshal(data, &o); err != nil {
-		return SourceFile{}, fmt.Errorf("%w: parse storage object data: %v", ErrBadNotification, err)
+		return SourceFile{}, fmt.Errorf("%w: parse storage object data: %w", ErrBadNotification, err)
 	}
 	f := SourceFile{Bucket: o.Bucket, Name: o.Name}
 	var err error
@@ -102,7 +102,7 @@ func ParsePubSubNotification(attrs map[string]string, data []byte) (SourceFile, 
 	if len(bytes.TrimSpace(data)) > 0 && attrs["payloadFormat"] != "NONE" {
 		var o storageObject
 		if err := json.Unmarshal(data, &o); err != nil {
-			return SourceFile{}, fmt.Errorf("%w: parse notification body: %v", ErrBadNotification, err)
+			return SourceFile{}, fmt.Errorf("%w: parse notification body: %w", ErrBadNotification, err)
 		}
 		if f.Bucket == "" {
 			f.Bucket = o.Bucket
@@ -142,11 +142,11 @@ func ParsePubSubPush(body []byte) (SourceFile, error) {
 		} `json:"message"`
 	}
 	if err := json.Unmarshal(body, &env); err != nil {
-		return SourceFile{}, fmt.Errorf("%w: parse Pub/Sub envelope: %v", ErrBadNotification, err)
+		return SourceFile{}, fmt.Errorf("%w: parse Pub/Sub envelope: %w", ErrBadNotification, err)
 	}
 	data, err := base64.StdEncoding.DecodeString(env.Message.Data)
 	if err != nil {
-		return SourceFile{}, fmt.Errorf("%w: message data is not base64: %v", ErrBadNotification, err)
+		return SourceFile{}, fmt.Errorf("%w: message data is not base64: %w", ErrBadNotification, err)
 	}
 	return ParsePubSubNotification(env.Message.Attributes, data)
 }
@@ -162,7 +162,7 @@ func int64Field(name string, raw json.RawMessage, required bool) (int64, error) 
 	s := string(raw)
 	if raw[0] == '"' {
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return 0, fmt.Errorf("%w: %s: %v", ErrBadNotification, name, err)
+			return 0, fmt.Errorf("%w: %s: %w", ErrBadNotification, name, err)
 		}
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)

@@ -2,6 +2,7 @@ package datastream
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"testing"
 )
@@ -78,6 +79,30 @@ func TestParseNotificationRefusesBadInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := ParseNotification(tt.ceType, []byte(tt.data)); !errors.Is(err, ErrBadNotification) {
 				t.Errorf("err = %v, want ErrBadNotification", err)
+			}
+		})
+	}
+}
+
+func TestBadNotificationsKeepTheParseErrorInTheChain(t *testing.T) {
+	var syntax *json.SyntaxError
+	var notBase64 base64.CorruptInputError
+	tests := []struct {
+		name   string
+		ceType string
+		data   string
+		cause  func(error) bool
+	}{
+		{"storage object data that is not JSON", StorageFinalizedType, `{`, func(err error) bool { return errors.As(err, &syntax) }},
+		{"a Pub/Sub envelope that is not JSON", PubSubPublishedType, `{"message":`, func(err error) bool { return errors.As(err, &syntax) }},
+		{"a Pub/Sub message whose data is not base64", PubSubPublishedType, `{"message":{"attributes":{"eventType":"OBJECT_FINALIZE"},"data":"%%%"}}`, func(err error) bool { return errors.As(err, &notBase64) }},
+		{"a Pub/Sub body that is not JSON", PubSubPublishedType, `{"message":{"attributes":{"eventType":"OBJECT_FINALIZE"},"data":"` + base64.StdEncoding.EncodeToString([]byte("{")) + `"}}`, func(err error) bool { return errors.As(err, &syntax) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseNotification(tt.ceType, []byte(tt.data))
+			if !errors.Is(err, ErrBadNotification) || !tt.cause(err) {
+				t.Errorf("err = %v, want ErrBadNotification wrapping the parse error", err)
 			}
 		})
 	}

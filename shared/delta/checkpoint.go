@@ -430,7 +430,7 @@ func readCheckpointFile(ctx context.Context, store objstore.Store, info objstore
 		err = decodeCheckpoint(b, fn)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorruptLog, info.Name, err)
+		return fmt.Errorf("%w: %s: %w", ErrCorruptLog, info.Name, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -239,6 +240,30 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 func TestDecodeCheckpointRejectsGarbage(t *testing.T) {
 	if err := decodeCheckpoint([]byte("PAR1 not really PAR1"), func(*Action) {}); err == nil {
 		t.Fatal("garbage decoded without an error")
+	}
+}
+
+func TestACorruptCheckpointIsACorruptLogThatKeepsItsCause(t *testing.T) {
+	var syntax *json.SyntaxError
+	for _, tc := range []struct {
+		name, file, content string
+		cause               func(error) bool
+	}{
+		{"a Parquet checkpoint that is not Parquet is corrupt Parquet too",
+			"_delta_log/00000000000000000003.checkpoint.parquet", "PAR1 not really PAR1",
+			func(err error) bool { return errors.Is(err, ErrCorruptParquet) }},
+		{"a JSON checkpoint line that is not JSON carries the syntax error",
+			"_delta_log/00000000000000000003.checkpoint.80a083e8-7026-4e79-81be-64bd76c43a11.json", `{"add":`,
+			func(err error) bool { return errors.As(err, &syntax) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newPQMemStore()
+			store.objects[tc.file] = []byte(tc.content)
+			err := readCheckpointFile(context.Background(), store, objstore.Info{Name: tc.file, Size: int64(len(tc.content))}, func(*Action) {})
+			if !errors.Is(err, ErrCorruptLog) || !tc.cause(err) || !strings.Contains(err.Error(), tc.file) {
+				t.Fatalf("err = %v, want ErrCorruptLog naming %s and keeping its cause", err, tc.file)
+			}
+		})
 	}
 }
 

@@ -100,7 +100,7 @@ func readSidecars(ctx context.Context, store objstore.Store, sidecars []Sidecar,
 			}
 		})
 		if err != nil {
-			return fmt.Errorf("%w: sidecar %s: %v", ErrCorruptLog, name, err)
+			return fmt.Errorf("%w: sidecar %s: %w", ErrCorruptLog, name, err)
 		}
 		return nil
 	})

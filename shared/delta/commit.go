@@ -207,7 +207,7 @@ func (t *Transaction) validate() error {
 	}
 	schema, err := value.ParseSchema(md.SchemaString)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidCommit, err)
+		return fmt.Errorf("%w: %w", ErrInvalidCommit, err)
 	}
 	if err := validatePartitionColumns(schema, md.PartitionColumns); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -222,16 +223,21 @@ func pqRowsJSON(t *testing.T, st value.StructType, rows [][]any) []string {
 
 // pqEqual compares values in the shared/value representation exactly:
 // same Go types, NaN equal to NaN, decimals equal in value and scale.
+// sameFloat is equality that tells -0 from +0 and holds for NaN == NaN.
+func sameFloat(x, y float64) bool {
+	return x == y && math.Signbit(x) == math.Signbit(y) || x != x && y != y
+}
+
 func pqEqual(a, b any) bool {
 	switch x := a.(type) {
 	case nil:
 		return b == nil
 	case float32:
 		y, ok := b.(float32)
-		return ok && (x == y || x != x && y != y)
+		return ok && sameFloat(float64(x), float64(y))
 	case float64:
 		y, ok := b.(float64)
-		return ok && (x == y || x != x && y != y)
+		return ok && sameFloat(x, y)
 	case []byte:
 		y, ok := b.([]byte)
 		return ok && bytes.Equal(x, y)

@@ -410,7 +410,7 @@ func parseCommit(version int64, b []byte) (*commitData, error) {
 		c.actions = append(c.actions, *a)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: commit %d %v", ErrCorruptLog, version, err)
+		return nil, fmt.Errorf("%w: commit %d %w", ErrCorruptLog, version, err)
 	}
 	return c, nil
 }
@@ -433,7 +433,7 @@ func parseActions(b []byte, fn func(line []byte, a *Action)) error {
 		}
 		var a Action
 		if err := json.Unmarshal(line, &a); err != nil {
-			return fmt.Errorf("line %d: %v", lineNo, err)
+			return fmt.Errorf("line %d: %w", lineNo, err)
 		}
 		fn(line, &a)
 	}

@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -354,8 +355,10 @@ func TestParseCommitToleratesUnknownActionsAndFields(t *testing.T) {
 		t.Fatalf("state = %+v, want the protocol and one file", st)
 	}
 	t.Run("a line that is not JSON is a corrupt log", func(t *testing.T) {
-		if _, err := parseCommit(4, []byte("{\"add\":\n")); !errors.Is(err, ErrCorruptLog) {
-			t.Fatalf("err = %v, want ErrCorruptLog", err)
+		_, err := parseCommit(4, []byte("{\"add\":\n"))
+		var syntax *json.SyntaxError
+		if !errors.Is(err, ErrCorruptLog) || !errors.As(err, &syntax) {
+			t.Fatalf("err = %v, want ErrCorruptLog wrapping the JSON syntax error", err)
 		}
 	})
 }

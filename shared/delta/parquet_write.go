@@ -111,7 +111,7 @@ type FileWriter struct {
 	leafVals [][]parquet.Value
 	batch    []parquet.Row
 	nbatch   int
-	pw       *parquet.Writer
+	pw       *parquet.GenericWriter[any]
 	pipe     *io.PipeWriter
 	done     chan writeResult
 	stats    *statsCollector
@@ -221,7 +221,9 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		}
 		w.done <- writeResult{info, err}
 	}()
-	w.pw = parquet.NewWriter(pipeW, schema,
+	// Rows go in as parquet.Row (WriteRows) or whole row groups, never as
+	// Go values, so the writer's type parameter is any.
+	w.pw = parquet.NewGenericWriter[any](pipeW, schema,
 		parquet.Compression(codec),
 		parquet.DataPageVersion(1),
 		// Page bounds go to the column index (the page index readers
@@ -366,7 +368,7 @@ func (w *FileWriter) writeRowGroup(rg parquet.RowGroup, leaves []leafSummary) er
 // writeRowGroupSafely appends rg to pw, turning a panic of parquet-go on
 // a corrupt page it reads (it re-encodes pages it cannot splice) into an
 // error.
-func writeRowGroupSafely(pw *parquet.Writer, rg parquet.RowGroup) (err error) {
+func writeRowGroupSafely(pw *parquet.GenericWriter[any], rg parquet.RowGroup) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = corruptParquet("%v", p)
@@ -742,7 +744,7 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 			}
 			r, err := d.Rescale(dt.Scale)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrValueType, err)
+				return nil, fmt.Errorf("%w: %w", ErrValueType, err)
 			}
 			if new(big.Int).Abs(r.Unscaled).Cmp(limit) >= 0 {
 				return nil, fmt.Errorf("%w: %s overflows %v", ErrValueType, d, dt)

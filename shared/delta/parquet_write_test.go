@@ -70,7 +70,7 @@ func pqAllTypesRows() [][]any {
 		{int64(3), int8(127), int16(32767), int32(math.MaxInt32), float32(math.NaN()), math.Inf(-1), false, "", []byte{}, value.Days(-719162), value.Micros(-62135596800000000), value.LocalMicros(-1),
 			pqDec("0.01"), pqDec("-0.000001"), pqDec("9999999999999999999999999999.9999999999"),
 			[]any{nil, nil}, []any{}, []any{}, []value.MapEntry{}, []any{}, []value.MapEntry{}},
-		{int64(4), int8(0), int16(0), int32(0), float32(-0.0), math.NaN(), true, strings.Repeat("日本", 40), []byte("x"), value.Days(20000), value.Micros(1_700_000_000_000_001), value.LocalMicros(0),
+		{int64(4), int8(0), int16(0), int32(0), float32(math.Copysign(0, -1)), math.NaN(), true, strings.Repeat("日本", 40), []byte("x"), value.Days(20000), value.Micros(1_700_000_000_000_001), value.LocalMicros(0),
 			pqDec("0.00"), pqDec("0.000000"), pqDec("0.0000000000"),
 			[]any{"z", []any{-90.0, 180.0}}, []any{nil}, []any{nil, []any{int32(-1)}}, []value.MapEntry{{Key: "", Value: int64(-5)}}, []any{[]any{"", nil}},
 			[]value.MapEntry{{Key: int32(0), Value: []value.MapEntry{}}}},

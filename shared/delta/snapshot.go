@@ -32,7 +32,7 @@ type Snapshot struct {
 func newSnapshot(t *Table, version, cpVersion, tsMs int64, st *state) (*Snapshot, error) {
 	schema, err := value.ParseSchema(st.metadata.SchemaString)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s version %d: %v", ErrCorruptLog, t.store.URL(), version, err)
+		return nil, fmt.Errorf("%w: %s version %d: %w", ErrCorruptLog, t.store.URL(), version, err)
 	}
 	return &Snapshot{table: t, version: version, checkpointVersion: cpVersion, timestampMs: tsMs, st: st, schema: schema}, nil
 }

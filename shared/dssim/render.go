@@ -301,10 +301,7 @@ func (ts *tableSim) renderAvro(events []event, schemaKey string) ([]byte, error)
 				mdRec[name] = avroUnion(kv[1])
 			}
 		}
-		var sk []any
-		for _, k := range sortKeys {
-			sk = append(sk, k)
-		}
+		sk := append([]any(nil), sortKeys...)
 		payload := map[string]any{}
 		for i, c := range ts.cols {
 			payload[c.name] = avroValue(c.typ, e.row[i])

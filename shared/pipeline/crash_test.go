@@ -105,6 +105,11 @@ func TestMergeCrashAtEveryStepConverges(t *testing.T) {
 			if !errors.Is(err, errCrash) {
 				t.Fatalf("the crash did not happen: %v (store hits %d)", err, lake.hits.Load())
 			}
+			// Each layer adds its own context once: the merge names the
+			// table and the batch, the engine what it was writing.
+			if msg := err.Error(); strings.Count(msg, "shop.customers") != 1 || strings.Count(msg, " batch ") != 1 {
+				t.Errorf("error %q names the table or the batch more than once", msg)
+			}
 			lake.armed.Store(false)
 			cc.armed.Store(false)
 			if st, _ := local.Status(ctx, "shop.customers"); st.OpenBatchSeq == 0 {
