@@ -2,7 +2,9 @@
 // MergeTable to apply staged files to a table's Delta tables, Maintain to
 // compact and clean up, and for the functions MergeWakeUp (a merge asked
 // for by a wake-up that can be delivered again) and MaintainAll (the
-// scheduled round over every table) — over the object-store and
+// scheduled round over every table), and for the CLI RunOnce (one pass of
+// an embedded run: stage, merge, maintain), Unmerged and Replay (stage
+// again after a fix, and merge) — over the object-store and
 // coordination interfaces, so the cloud functions, the CLI's embedded run
 // and the emulator run the same code.
 //
