@@ -29,9 +29,9 @@ func (s singleSource) Bucket(context.Context, string) (objstore.Store, error) { 
 // openStore opens the source, the lake or a table, which the caller closes;
 // a local one that must exist must be a directory.
 func openStore(ctx context.Context, url, what string, mustExist bool) (objstore.Store, error) {
-	if mustExist && !strings.Contains(url, "://") {
-		if st, err := os.Stat(url); err != nil || !st.IsDir() {
-			return nil, configError{fmt.Errorf("%s %s: not a directory", what, url)}
+	if mustExist {
+		if err := mustBeDir(url, what); err != nil {
+			return nil, err
 		}
 	}
 	s, err := objstore.Open(ctx, url)
@@ -39,6 +39,17 @@ func openStore(ctx context.Context, url, what string, mustExist bool) (objstore.
 		return nil, fmt.Errorf("open %s: %w", what, err)
 	}
 	return s, nil
+}
+
+// mustBeDir checks that a local store that must exist is a directory (a
+// bucket is not checked).
+func mustBeDir(url, what string) error {
+	if !strings.Contains(url, "://") {
+		if st, err := os.Stat(url); err != nil || !st.IsDir() {
+			return configError{fmt.Errorf("%s %s: not a directory", what, url)}
+		}
+	}
+	return nil
 }
 
 // localPipeline builds the embedded pipeline: local coordination in the
