@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"cloud.google.com/go/firestore"
@@ -14,8 +13,6 @@ import (
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
-	"github.com/dsdelta/dsdelta/shared/datastream"
-	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/objstore/gcsstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
@@ -86,92 +83,13 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	host, _ := os.Hostname()
 	p := &pipeline.Pipeline{Lake: lake, Sources: sources, Coordination: pipeline.Coordinate(c), Config: cfg, Holder: fmt.Sprintf("replay-%s-%d", host, os.Getpid())}
-
-	// The files to stage again: named ones, every one, or the quarantined.
-	full := func(name string) string {
-		if prefix != "" {
-			return prefix + "/" + name
-		}
-		return name
+	res, err := p.Replay(ctx, pipeline.ReplayOptions{Source: source, Bucket: bucket, Prefix: prefix, Files: pos, All: *all})
+	for _, f := range res.StillBad {
+		fmt.Fprintf(stdout, "still bad: %s: %s\n", f.File.Name, f.Quarantined)
 	}
-	var files []datastream.SourceFile
-	switch {
-	case len(pos) > 0:
-		for _, name := range pos {
-			info, err := source.Stat(ctx, name)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			files = append(files, datastream.SourceFile{Bucket: bucket, Name: full(info.Name), Generation: info.Generation, Size: info.Size})
-		}
-	case *all:
-		err := source.List(ctx, "", "", func(info objstore.Info) error {
-			if cfg.IsDataFile(info.Name) {
-				files = append(files, datastream.SourceFile{Bucket: bucket, Name: full(info.Name), Generation: info.Generation, Size: info.Size})
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	default:
-		tables, err := c.Tables(ctx)
-		if err != nil {
-			return err
-		}
-		for _, t := range tables {
-			if t.Quarantined == 0 {
-				continue
-			}
-			q, err := c.ListFiles(ctx, t.Table, coord.StateQuarantined)
-			if err != nil {
-				return err
-			}
-			for _, f := range q {
-				// Size counts staged bytes once a file was staged;
-				// SourceBytes is the source object's own size.
-				size := f.Size
-				if f.SourceBytes > 0 {
-					size = f.SourceBytes
-				}
-				files = append(files, datastream.SourceFile{Bucket: f.Bucket, Name: f.Name, Generation: f.Generation, Size: size})
-			}
-		}
+	if err != nil {
+		return err
 	}
-	if bucket == "" {
-		// Embedded runs name files relative to the source folder.
-		for i := range files {
-			files[i].Bucket = ""
-		}
-	}
-	touched := map[string]bool{}
-	var staged, again, skipped int
-	for _, f := range files {
-		res, err := p.Stage(ctx, f)
-		if err != nil {
-			return err
-		}
-		switch {
-		case res.Quarantined != "":
-			again++
-			fmt.Fprintf(stdout, "still bad: %s: %s\n", f.Name, res.Quarantined)
-		case res.Skipped != "" || res.Duplicate:
-			skipped++
-		default:
-			staged++
-			touched[res.Table] = true
-		}
-	}
-	ids := make([]string, 0, len(touched))
-	for id := range touched {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		if _, err := p.MergeTable(ctx, id); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(stdout, "%d files staged and merged, %d still quarantined, %d already staged or skipped\n", staged, again, skipped)
+	fmt.Fprintf(stdout, "%d files staged and merged, %d still quarantined, %d already staged or skipped\n", res.Staged, len(res.StillBad), res.Skipped)
 	return nil
 }

@@ -10,16 +10,12 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/datastream"
-	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
@@ -33,9 +29,9 @@ func (s singleSource) Bucket(context.Context, string) (objstore.Store, error) { 
 // openStore opens the source, the lake or a table, which the caller closes;
 // a local one that must exist must be a directory.
 func openStore(ctx context.Context, url, what string, mustExist bool) (objstore.Store, error) {
-	if mustExist && !strings.Contains(url, "://") {
-		if st, err := os.Stat(url); err != nil || !st.IsDir() {
-			return nil, configError{fmt.Errorf("%s %s: not a directory", what, url)}
+	if mustExist {
+		if err := mustBeDir(url, what); err != nil {
+			return nil, err
 		}
 	}
 	s, err := objstore.Open(ctx, url)
@@ -43,6 +39,17 @@ func openStore(ctx context.Context, url, what string, mustExist bool) (objstore.
 		return nil, fmt.Errorf("open %s: %w", what, err)
 	}
 	return s, nil
+}
+
+// mustBeDir checks that a local store that must exist is a directory (a
+// bucket is not checked).
+func mustBeDir(url, what string) error {
+	if !strings.Contains(url, "://") {
+		if st, err := os.Stat(url); err != nil || !st.IsDir() {
+			return configError{fmt.Errorf("%s %s: not a directory", what, url)}
+		}
+	}
+	return nil
 }
 
 // localPipeline builds the embedded pipeline: local coordination in the
@@ -103,7 +110,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	r := &runner{p: p, source: source, cfg: cfg, parallel: max(1, *parallel), stderr: stderr,
+	r := &runner{p: p, source: source, parallel: max(1, *parallel), stderr: stderr,
 		seen: map[string]bool{}, tables: map[string]*tableSummary{}, held: map[string]string{}, poll: time.Second}
 	switch {
 	case *watch:
@@ -144,7 +151,6 @@ type tableSummary struct {
 type runner struct {
 	p        *pipeline.Pipeline
 	source   objstore.Store
-	cfg      config.Config
 	parallel int
 	stderr   io.Writer
 	// wait makes a pass wait for tables whose lease another live process
@@ -152,7 +158,6 @@ type runner struct {
 	wait bool
 	poll time.Duration
 	busy string
-	mu   sync.Mutex
 	seen map[string]bool // name@generation already staged in this process
 	// held is, per table whose lease another process holds, the lease
 	// last announced ("lease held by host/pid until 13:02:11"), so that a
@@ -172,173 +177,65 @@ func (r *runner) table(id string) *tableSummary {
 }
 
 // pass stages every new file under the source, merges every table with
-// pending work and maintains the tables it touched.
+// pending work and maintains the tables it touched (pipeline.RunOnce), and
+// adds what it did to the summary.
 func (r *runner) pass(ctx context.Context) error {
-	var files []datastream.SourceFile
-	err := r.source.List(ctx, "", "", func(info objstore.Info) error {
-		key := fmt.Sprintf("%s@%d", info.Name, info.Generation)
-		if r.seen[key] || !r.cfg.IsDataFile(info.Name) {
-			return nil
-		}
-		files = append(files, datastream.SourceFile{Name: info.Name, Generation: info.Generation, Size: info.Size})
-		return nil
+	res, err := r.p.RunOnce(ctx, pipeline.RunOptions{
+		Source: r.source, Parallel: r.parallel,
+		Done:     func(f datastream.SourceFile) bool { return r.seen[seenKey(f.Name, f.Generation)] },
+		Progress: r.progress, Busy: r.announce, Wait: r.wait, Poll: r.poll,
 	})
-	if err != nil {
-		return fmt.Errorf("list %s: %w", r.source.URL(), err)
+	for _, f := range res.Files {
+		r.seen[seenKey(f.Name, f.Generation)] = true
 	}
-	start := time.Now()
-	var done int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(r.parallel)
-	for _, f := range files {
-		g.Go(func() error {
-			res, err := r.p.Stage(gctx, f)
-			if err != nil {
-				return err
-			}
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.seen[fmt.Sprintf("%s@%d", f.Name, f.Generation)] = true
-			done++
-			switch {
-			case res.Skipped != "":
-				r.skipped++
-			case res.Quarantined != "":
-				// Counted by finish, from the registry.
-			case !res.Duplicate:
-				t := r.table(res.Table)
-				t.stagedFiles++
-				t.stagedEvents += res.Events
-			}
-			if len(files) >= 50 && (done%50 == 0 || done == int64(len(files))) {
-				fmt.Fprintf(r.stderr, "staged %d/%d files (%.0f files/s)\n", done, len(files), float64(done)/time.Since(start).Seconds())
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	statuses, err := r.p.Status.Tables(ctx)
 	if err != nil {
 		return err
 	}
-	sort.Slice(statuses, func(i, j int) bool { return statuses[i].Table < statuses[j].Table })
-	var busy []string
-	for _, st := range statuses {
-		if st.Pending == 0 && st.OpenBatchSeq == 0 {
-			continue
-		}
-		merged, err := r.merge(ctx, st.Table)
-		if err != nil {
-			return err
-		}
-		if !merged {
-			busy = append(busy, st.Table)
-		}
+	r.skipped += res.Skipped
+	for _, id := range res.Merged {
+		delete(r.held, id)
 	}
-	if err := r.waitFor(ctx, busy); err != nil {
-		return err
-	}
-	// Versions as the tables hold them now (maintenance commits too).
-	statuses, err = r.p.Status.Tables(ctx)
-	if err != nil {
-		return err
-	}
-	for _, st := range statuses {
-		t := r.table(st.Table)
-		tabs, err := r.p.Tables(st.Table)
-		if err != nil {
-			continue // a quarantine record of a file whose table is unknown
+	for id, tr := range res.Tables {
+		t := r.table(id)
+		t.stagedFiles += tr.StagedFiles
+		t.stagedEvents += tr.StagedEvents
+		t.mergedFiles += tr.MergedFiles
+		t.mergedEvents += tr.MergedEvents
+		t.inserted += tr.Inserted
+		t.updated += tr.Updated
+		t.deleted += tr.Deleted
+		t.stale += tr.Stale
+		if tr.StateVersion >= 0 {
+			t.stateVersion = tr.StateVersion
 		}
-		if s, err := delta.Open(tabs.State).Snapshot(ctx); err == nil {
-			t.stateVersion = s.Version()
-		}
-		if s, err := delta.Open(tabs.History).Snapshot(ctx); err == nil {
-			t.historyVersion = s.Version()
+		if tr.HistoryVersion >= 0 {
+			t.historyVersion = tr.HistoryVersion
 		}
 	}
 	return nil
 }
 
-// merge merges a table's pending files and maintains it. It reports false
-// when another process holds the table's lease, so nothing was merged.
-func (r *runner) merge(ctx context.Context, table string) (bool, error) {
-	mr, err := r.p.MergeTable(ctx, table)
-	if err != nil {
-		return false, err
-	}
-	// A busy result may follow batches merged before the lease was lost.
-	t := r.table(table)
-	t.mergedFiles += int64(mr.Files)
-	t.mergedEvents += mr.Result.Events
-	t.inserted += mr.Result.Inserted
-	t.updated += mr.Result.Updated
-	t.deleted += mr.Result.Deleted + mr.Result.Buried
-	t.stale += mr.Result.Stale
-	if mr.Busy {
-		return false, nil
-	}
-	delete(r.held, table)
-	if _, err := r.p.Maintain(ctx, table); err != nil {
-		return false, err
-	}
-	return true, nil
-}
+// seenKey names a source object's generation among the files seen.
+func seenKey(name string, generation int64) string { return fmt.Sprintf("%s@%d", name, generation) }
 
-// waitFor announces the tables whose lease another process holds and, when
-// the run waits, merges each once its lease is free. The lease of a process
-// gone from this host is taken over by the merge itself, so what is waited
-// for is a live process, or one on another host until its lease expires.
-func (r *runner) waitFor(ctx context.Context, busy []string) error {
-	for len(busy) > 0 {
-		for _, table := range busy {
-			if err := r.announce(ctx, table); err != nil {
-				return err
-			}
-		}
-		if !r.wait {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(r.poll):
-		}
-		var still []string
-		for _, table := range busy {
-			merged, err := r.merge(ctx, table)
-			if err != nil {
-				return err
-			}
-			if !merged {
-				still = append(still, table)
-			}
-		}
-		busy = still
+// progress says on stderr how far a large staging is, every 50 files.
+func (r *runner) progress(pr pipeline.StageProgress) {
+	if pr.Total >= 50 && (pr.Done%50 == 0 || pr.Done == pr.Total) {
+		fmt.Fprintf(r.stderr, "staged %d/%d files (%.0f files/s)\n", pr.Done, pr.Total, float64(pr.Done)/pr.Elapsed.Seconds())
 	}
-	return nil
 }
 
 // announce says on stderr who holds a table's lease, once per holder.
-func (r *runner) announce(ctx context.Context, table string) error {
-	st, err := r.p.Status.Status(ctx, table)
-	if err != nil {
-		return fmt.Errorf("lease of %s: %w", table, err)
-	}
-	if st.LeaseHolder == "" {
-		return nil // released meanwhile: the next look merges
-	}
+func (r *runner) announce(st coord.TableStatus) {
 	who := st.LeaseProcess
 	if who == "" {
 		who = st.LeaseHolder
 	}
 	held := fmt.Sprintf("lease held by %s until %s", who, st.LeaseExpires.Local().Format(time.TimeOnly))
-	if prev, ok := r.held[table]; !ok || !strings.HasPrefix(prev, "lease held by "+who+" ") {
-		fmt.Fprintf(r.stderr, "%s: %s; %s\n", table, held, r.busy)
+	if prev, ok := r.held[st.Table]; !ok || !strings.HasPrefix(prev, "lease held by "+who+" ") {
+		fmt.Fprintf(r.stderr, "%s: %s; %s\n", st.Table, held, r.busy)
 	}
-	r.held[table] = held
-	return nil
+	r.held[st.Table] = held
 }
 
 // errIncomplete marks a run that finished with files it could see not
@@ -354,29 +251,18 @@ const pendingShown = 20
 // whose source this run saw: a quarantined file deleted from the source
 // since is only counted).
 func (r *runner) finish(ctx context.Context, w io.Writer) error {
-	statuses, err := r.p.Status.Tables(ctx)
+	unmerged, err := r.p.Unmerged(ctx)
 	if err != nil {
 		return err
 	}
 	var pending, quarantined, unseen int
-	for _, st := range statuses {
-		if st.Pending == 0 && st.OpenBatchSeq == 0 && st.Quarantined == 0 {
-			continue
-		}
-		files, err := r.p.Registry.ListFiles(ctx, st.Table, "")
-		if err != nil {
-			return err
-		}
-		t := r.table(st.Table)
-		t.pending, t.quarantined = nil, nil
-		for _, f := range files {
-			switch {
-			case f.State == coord.StateStaged || f.State == coord.StateBatched:
-				t.pending = append(t.pending, f)
-			case f.State != coord.StateQuarantined:
-			case r.seen[fmt.Sprintf("%s@%d", f.Name, f.Generation)]:
+	for _, u := range unmerged {
+		t := r.table(u.Table)
+		t.pending, t.quarantined = u.Pending, nil
+		for _, f := range u.Quarantined {
+			if r.seen[seenKey(f.Name, f.Generation)] {
 				t.quarantined = append(t.quarantined, f)
-			default:
+			} else {
 				unseen++
 			}
 		}

@@ -10,45 +10,40 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/delta"
-	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
 
 // stateTables resolves the three tables from the current-state table's URL:
-// its history and tombstones are the siblings "<url>_log" and
-// "<url>_tombstones". The caller closes their stores with closeStores.
+// its history and tombstones are its siblings (pipeline.TablesBeside). The
+// caller closes their stores with closeStores.
 func stateTables(ctx context.Context, url string) (tabs cdc.Tables, closeStores func(), err error) {
 	url = strings.TrimRight(url, "/")
-	var opened []objstore.Store
-	closeStores = func() {
-		for _, s := range opened {
-			_ = s.Close()
+	if err := mustBeDir(url, "table"); err != nil {
+		return cdc.Tables{}, nil, err
+	}
+	// The folder the table is in, and its name there.
+	dirURL, name := ".", url
+	if i := strings.LastIndex(url, "/"); i >= 0 {
+		dirURL, name = url[:i], url[i+1:]
+		if dirURL == "" || strings.HasSuffix(dirURL, "/") { // "/t", "file:///t", "gs://bucket"
+			dirURL = url[:i+1]
 		}
 	}
+	dir, err := openStore(ctx, dirURL, "table", false)
+	if err != nil {
+		return cdc.Tables{}, nil, err
+	}
+	closeDir := func() { _ = dir.Close() }
 	defer func() {
 		if err != nil {
-			closeStores()
+			closeDir()
 		}
 	}()
-	open := func(u string, mustExist bool) (objstore.Store, error) {
-		s, err := openStore(ctx, u, "table", mustExist)
-		if err == nil {
-			opened = append(opened, s)
-		}
-		return s, err
-	}
-	state, err := open(url, true)
-	if err != nil {
-		return cdc.Tables{}, nil, err
-	}
-	hist, err := open(url+pipeline.HistorySuffix, true)
-	if err != nil {
+	tabs = pipeline.TablesBeside(dir, name, "")
+	if err := mustBeDir(tabs.History.URL(), "table"); err != nil {
 		return cdc.Tables{}, nil, fmt.Errorf("history table beside %s: %w", url, err)
 	}
-	tomb, err := open(url+pipeline.TombstoneSuffix, false)
-	if err != nil {
-		return cdc.Tables{}, nil, err
-	}
+	state := tabs.State
 	snap, err := delta.Open(state).Snapshot(ctx)
 	if err != nil {
 		return cdc.Tables{}, nil, fmt.Errorf("%s: %w", url, err)
@@ -57,7 +52,8 @@ func stateTables(ctx context.Context, url string) (tabs cdc.Tables, closeStores 
 	if id == "" || snap.Configuration()[cdc.PropRole] != "state" {
 		return cdc.Tables{}, nil, fmt.Errorf("%s is not a dsdelta current-state table (no %s property)", url, cdc.PropTable)
 	}
-	return cdc.Tables{ID: id, State: state, History: hist, Tombstones: tomb}, closeStores, nil
+	tabs.ID = id
+	return tabs, closeDir, nil
 }
 
 func printVerify(w io.Writer, url string, r cdc.VerifyResult) {

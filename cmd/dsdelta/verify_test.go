@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,5 +37,29 @@ func TestVerifyAndRebuildInPassesOfFewKeys(t *testing.T) {
 	}
 	if _, errOut, code := cli(t, "rebuild", "-h"); code != 0 || !strings.Contains(errOut, "usage: dsdelta rebuild [flags] TABLE") || !strings.Contains(errOut, "passes over ranges of keys") {
 		t.Fatalf("rebuild -h: exit %d %s", code, errOut)
+	}
+}
+
+// TestVerifyOfNoDsdeltaTableSaysWhy: a TABLE that is not a folder, or has
+// no history beside it, is a usage error that names it.
+func TestVerifyOfNoDsdeltaTableSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	table := filepath.Join(dir, "shop", "customers")
+	if err := os.MkdirAll(table, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, table, want string }{
+		{"a missing folder", filepath.Join(dir, "nothere"), "not a directory"},
+		{"a folder with no history beside it", table, "history table beside"},
+		{"a folder given with a trailing slash", table + "/", "history table beside"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, cmd := range []string{"verify", "rebuild"} {
+				_, errOut, code := cli(t, cmd, tc.table)
+				if code != 2 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, strings.TrimSuffix(tc.table, "/")) {
+					t.Fatalf("%s %s: exit %d %q, want 2, naming it and %q", cmd, tc.table, code, errOut, tc.want)
+				}
+			}
+		})
 	}
 }

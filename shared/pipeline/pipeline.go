@@ -2,11 +2,14 @@
 // MergeTable to apply staged files to a table's Delta tables, Maintain to
 // compact and clean up, and for the functions MergeWakeUp (a merge asked
 // for by a wake-up that can be delivered again) and MaintainAll (the
-// scheduled round over every table) — over the object-store and
+// scheduled round over every table), and for the CLI RunOnce (one pass of
+// an embedded run: stage, merge, maintain), Unmerged and Replay (stage
+// again after a fix, and merge) — over the object-store and
 // coordination interfaces, so the cloud functions, the CLI's embedded run
 // and the emulator run the same code.
 //
-// Lake layout (the only place table ids become paths):
+// Lake layout (TablesIn is the only place table ids become paths, and
+// TablesBeside the only place a table's siblings are named):
 //
 //	<lake>/<db>/<table>              current state (Delta)
 //	<lake>/<db>/<table>_log          history (Delta, partitioned by source date)
@@ -135,13 +138,21 @@ func TablesIn(lake objstore.Store, id string) (cdc.Tables, error) {
 	if err != nil {
 		return cdc.Tables{}, err
 	}
-	base := tid.Database + "/" + tid.Table
+	return TablesBeside(lake, tid.Database+"/"+tid.Table, tid.String()), nil
+}
+
+// TablesBeside returns the three Delta tables of the current-state table
+// at name in dir, whose history and tombstones are its siblings (name_log
+// and name_tombstones); id is the table id they hold. TablesIn places a
+// table id's tables in a lake with it, and a command given the folder of a
+// current-state table finds the other two with it.
+func TablesBeside(dir objstore.Store, name, id string) cdc.Tables {
 	return cdc.Tables{
-		ID:         tid.String(),
-		State:      objstore.Sub(lake, base),
-		History:    objstore.Sub(lake, base+HistorySuffix),
-		Tombstones: objstore.Sub(lake, base+TombstoneSuffix),
-	}, nil
+		ID:         id,
+		State:      objstore.Sub(dir, name),
+		History:    objstore.Sub(dir, name+HistorySuffix),
+		Tombstones: objstore.Sub(dir, name+TombstoneSuffix),
+	}
 }
 
 // stagingDir is where a table's staged files live in the lake.

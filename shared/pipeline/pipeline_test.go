@@ -259,3 +259,25 @@ func TestTablePathsAreValidated(t *testing.T) {
 		t.Fatalf("%v %v", tabs, err)
 	}
 }
+
+func TestTablesBesideNamesTheSiblingsOfTheCurrentStateTable(t *testing.T) {
+	dir := objstore.Sub(objstore.NewMemory(), "lake/shop")
+	tabs := TablesBeside(dir, "customers", "shop.customers")
+	for what, got := range map[string]string{"state": tabs.State.URL(), "history": tabs.History.URL(), "tombstones": tabs.Tombstones.URL()} {
+		want := map[string]string{"state": "lake/shop/customers", "history": "lake/shop/customers_log", "tombstones": "lake/shop/customers_tombstones"}[what]
+		if !strings.HasSuffix(got, want) {
+			t.Errorf("%s = %s, want it to end in %s", what, got, want)
+		}
+	}
+	if tabs.ID != "shop.customers" {
+		t.Errorf("ID = %q", tabs.ID)
+	}
+	// TablesIn places a table id's tables the same way, in the folder of
+	// its database.
+	lake := objstore.NewMemory()
+	in, err := TablesIn(lake, "shop.customers")
+	beside := TablesBeside(objstore.Sub(lake, "shop"), "customers", "shop.customers")
+	if err != nil || in.State.URL() != beside.State.URL() || in.History.URL() != beside.History.URL() || in.Tombstones.URL() != beside.Tombstones.URL() {
+		t.Errorf("TablesIn = %+v, %v; want the tables TablesBeside names in the database's folder: %+v", in, err, beside)
+	}
+}
