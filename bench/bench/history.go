@@ -25,6 +25,7 @@ var pastRuns = []pastRun{
 	{"837a6a4", "touched row groups re-encoded column by column on all cores, row groups capped at 122,880 rows, standard-level Snappy; JSON lines decoded in parallel in file order, 6.6 allocations per event instead of 34", "1.77", "0.72", "1.68", "128", "337", "NA", "NA", "NA"},
 	{"d2bbbce", "decode row for dsdelta dropping each event once decoded (information); no code change: the spread from the run above is run-to-run noise", "1.70", "0.68", "1.45", "126", "326", "NA", "NA", "NA"},
 	{"8ec780f", "JSON: events kept in blocks the decoding goroutines fill in place (no growing slice, no copy), payload values boxed from slabs (1 allocation per event instead of 6.6), the validating scan marks strings that need no unescaping, per-file caches in event building, 472-byte events; Avro: blocks decoded in parallel, 0.3 allocations per event; local writes start disk writeback every 8 MiB so the fsync before publishing a large file waits for the last chunk only; maintenance holds a table's lease for compaction only", "0.94", "0.69", "1.45", "133", "344", "NA", "NA", "NA"},
+	{"eefe5d9", "backfill scenario added; staging in parts and merging in steps of at most batch_max_events (100k) events, batch limits by events and source bytes; history dedupe pruned by source time; a step's history and state written on two cores, its staged parts read on all cores; repeated strings shared by the row reader; GCS as an objstore driver", "0.79", "0.60", "2.18", "98", "252", "4.34", "34975", "438"},
 }
 
 // historyMarkdown renders the earlier runs and this one as one table.
@@ -60,4 +61,4 @@ func (r *report) historyMarkdown(change string) string {
 // thisChange names what the code measured by this run changed since the
 // last entry of pastRuns; move it there with the run's figures when
 // RESULTS.md is committed.
-const thisChange = "backfill scenario added; staging in parts and merging in steps of at most batch_max_events (100k) events, batch limits by events and source bytes; history dedupe pruned by source time; a step's history and state written on two cores, its staged parts read on all cores; repeated strings shared by the row reader; GCS as an objstore driver"
+const thisChange = "no change since the last committed run"
