@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
 
 func cli(t *testing.T, args ...string) (string, string, int) {
@@ -196,6 +197,13 @@ func TestRunExitCodes(t *testing.T) {
 			out, errOut, code := cli(t, "run", "--source", src, "--lake", lake)
 			if code != 3 || !strings.Contains(out, "quarantined: "+name) {
 				t.Fatalf("run = %d, want 3 naming %s\n%s\n%s", code, name, out, errOut)
+			}
+			// No table can be read from it: it is one row, under the one label.
+			if row := summaryRow(t, out, pipeline.UnknownTable); row["quarantined"] != "1" {
+				t.Fatalf("row of %s = %v, want the file quarantined\n%s", pipeline.UnknownTable, row, out)
+			}
+			if n := strings.Count(out, "unknown"); n != strings.Count(pipeline.UnknownTable, "unknown") {
+				t.Fatalf("the summary names an unknown table in more than one row:\n%s", out)
 			}
 		}
 	})

@@ -53,10 +53,10 @@ func TestRunOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The bad file names no table it could be read from.
-		if len(u) != 1 || u[0].Table != "_unknown._unknown" || len(u[0].Pending) != 0 || len(u[0].Quarantined) != 1 || !strings.Contains(u[0].Quarantined[0].Name, "/c_") {
+		if len(u) != 1 || u[0].Table != UnknownTable || len(u[0].Pending) != 0 || len(u[0].Quarantined) != 1 || !strings.Contains(u[0].Quarantined[0].Name, "/c_") {
 			t.Fatalf("Unmerged = %+v, want the bad file quarantined and nothing pending", u)
 		}
-		if tr := res.Tables["_unknown._unknown"]; tr == nil || *tr != (TableRun{StateVersion: -1, HistoryVersion: -1}) {
+		if tr := res.Tables[UnknownTable]; tr == nil || *tr != (TableRun{StateVersion: -1, HistoryVersion: -1}) {
 			t.Errorf("the unknown table = %+v, want a row with nothing done and no versions", tr)
 		}
 	})

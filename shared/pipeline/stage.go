@@ -171,9 +171,14 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 	return res, nil
 }
 
+// UnknownTable is the table id under which a file is quarantined when no
+// table could be read from it (every caller shows it by this one label).
+const UnknownTable = "_unknown._unknown"
+
+// tableOrUnknown is the table id t, or UnknownTable when it is empty.
 func tableOrUnknown(t string) string {
 	if t == "" {
-		return "_unknown._unknown"
+		return UnknownTable
 	}
 	return t
 }
