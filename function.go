@@ -1,6 +1,3 @@
-// Package dsdelta registers dsdelta's three Cloud Functions (gen2) entry
-// points for source deploys: OnFile (object finalized), Merge (wake-up)
-// and Compact (scheduled). Each is a thin adapter over shared/pipeline.
 package dsdelta
 
 import (

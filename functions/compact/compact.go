@@ -1,8 +1,3 @@
-// Package compact is the scheduled maintenance function: it runs
-// pipeline.MaintainAll, which maintains every table whose lease is free
-// (compaction, checkpoints, vacuum, log cleanup, tombstone and staging
-// expiry), re-wakes tables that have pending files or an open batch (a
-// safety net for lost wake-ups) and expires old registry records.
 package compact
 
 import (
@@ -21,13 +16,14 @@ type Services interface {
 	MaintainAll(ctx context.Context) (pipeline.MaintainAllResult, error)
 }
 
-// Handler handles compaction ticks.
+// Handler handles the ticks of the maintenance schedule: each runs one
+// round of pipeline.MaintainAll, of which compaction is one part.
 type Handler struct {
 	// Services returns the instance's services, built on first use.
 	Services func(context.Context) (Services, error)
 }
 
-// Handle is the CloudEvent entry point.
+// Handle is the CloudEvent entry point: one maintenance round.
 func (h Handler) Handle(ctx context.Context, e event.Event) error {
 	svc, err := h.Services(ctx)
 	if err != nil {

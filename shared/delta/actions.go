@@ -1,13 +1,3 @@
-// Package delta reads and writes Delta Lake tables on an objstore.Store:
-// log replay (JSON commits, classic, multi-part and V2 checkpoints with
-// sidecars, _last_checkpoint), snapshots at the latest version, a version or a
-// timestamp, optimistic commits with Delta's conflict rules, checkpoints,
-// history, vacuum and expired-log cleanup, compaction (OPTIMIZE, clustered
-// by a k-way merge of sorted files), and Parquet data files with
-// statistics, deletion vectors and column mapping on read.
-//
-// Protocol logic (replay, conflict checks, stats) works on values; the
-// object-store calls stay at the edges.
 package delta
 
 // Action is one line of a commit file: exactly one field is set. Unknown

@@ -1,20 +1,3 @@
-// Package pipeline holds dsdelta's use cases — Stage a Datastream file,
-// MergeTable to apply staged files to a table's Delta tables, Maintain to
-// compact and clean up, and for the functions MergeWakeUp (a merge asked
-// for by a wake-up that can be delivered again) and MaintainAll (the
-// scheduled round over every table), and for the CLI RunOnce (one pass of
-// an embedded run: stage, merge, maintain), Unmerged and Replay (stage
-// again after a fix, and merge) — over the object-store and
-// coordination interfaces, so the cloud functions, the CLI's embedded run
-// and the emulator run the same code.
-//
-// Lake layout (TablesIn is the only place table ids become paths, and
-// TablesBeside the only place a table's siblings are named):
-//
-//	<lake>/<db>/<table>              current state (Delta)
-//	<lake>/<db>/<table>_log          history (Delta, partitioned by source date)
-//	<lake>/<db>/<table>_tombstones   deleted keys (Delta)
-//	<lake>/_staging/<db.table>/<id>.parquet|.json   staged files
 package pipeline
 
 import (

@@ -1,8 +1,3 @@
-// Package backfillbench holds what the backfill benchmark shares between
-// the driver and the child process that runs dsdelta: the Datastream
-// backfill files of one MySQL table with random string keys, and the
-// child's measured end-to-end run (stage every file, then merge). It does
-// not import DuckDB, so the child links only what dsdelta links.
 package backfillbench
 
 import (

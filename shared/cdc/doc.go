@@ -1,0 +1,18 @@
+// Package cdc is the apply engine: it turns batches of normalised change
+// events into a history table (every event, append-only), a current-state
+// table (one row per primary key, the change with the greatest ordering key
+// wins) and a tombstone table (deleted keys and the position of their
+// delete), all Delta tables, exactly once per batch.
+//
+// The rule per key (DESIGN.md §3), given the latest event e of a batch, the
+// stored row r and the stored tombstone t:
+//
+//	apply e  iff  (no r or e.order > r.order) and (no t or e.order >= t.order)
+//
+// The ">=" against tombstones is what makes the three per-table commits of a
+// batch independent: after a crash between them, a re-run sees the
+// tombstones this very batch recorded and still applies its deletes, while a
+// genuinely older event (strictly smaller order) stays ignored. Distinct
+// events of one key never share an order (the order includes the change
+// type's rank), so ">=" only ever matches a re-delivery of the same delete.
+package cdc
