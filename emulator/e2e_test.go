@@ -348,7 +348,7 @@ func waitQuiet(t *testing.T, ctx context.Context, co *firestorecoord.Coordinator
 func checkAll(t *testing.T, ctx context.Context, lake *pipeline.Pipeline, refs map[string]*dssim.Table) {
 	t.Helper()
 	for id, ref := range refs {
-		tabs, err := lake.Tables(id)
+		tabs, err := lake.TableSet(id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -411,7 +411,7 @@ func pick(row []any, pos []int) []any {
 
 // checkState compares the current-state table with the reference rows,
 // source columns by key.
-func checkState(t *testing.T, ctx context.Context, tabs cdc.Tables, ref *dssim.Table) {
+func checkState(t *testing.T, ctx context.Context, tabs cdc.TableSet, ref *dssim.Table) {
 	t.Helper()
 	schema, rows := readTable(t, ctx, tabs.State)
 	var names []string
@@ -470,7 +470,7 @@ func sameValue(format dssim.Format, got, want any) bool {
 }
 
 // checkHistory checks that the history holds each distinct event once.
-func checkHistory(t *testing.T, ctx context.Context, tabs cdc.Tables, ref *dssim.Table) {
+func checkHistory(t *testing.T, ctx context.Context, tabs cdc.TableSet, ref *dssim.Table) {
 	t.Helper()
 	schema, rows := readTable(t, ctx, tabs.History)
 	keyPos := columns(t, schema, ref.Key)

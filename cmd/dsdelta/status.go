@@ -32,7 +32,7 @@ type statusOutput struct {
 
 // tableStatuses is what status reads of a coordination backend.
 type tableStatuses interface {
-	Tables(ctx context.Context) ([]coord.TableStatus, error)
+	Statuses(ctx context.Context) ([]coord.TableStatus, error)
 }
 
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -73,7 +73,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return fmt.Errorf("%w: give --project (a deployment) or --lake (an embedded run)", errUsage)
 	}
-	tables, err := c.Tables(ctx)
+	tables, err := c.Statuses(ctx)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// commits too), not only the last batch's.
 	if lake != nil {
 		for i, t := range tables {
-			tabs, err := pipeline.TablesIn(lake, t.Table)
+			tabs, err := pipeline.TableSetIn(lake, t.Table)
 			if err != nil {
 				continue // a quarantine record whose table is unknown
 			}

@@ -13,13 +13,14 @@ import (
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
 
-// stateTables resolves the three tables from the current-state table's URL:
-// its history and tombstones are its siblings (pipeline.TablesBeside). The
-// caller closes their stores with closeStores.
-func stateTables(ctx context.Context, url string) (tabs cdc.Tables, closeStores func(), err error) {
+// tableSetAt resolves the table set (the three tables) from the
+// current-state table's URL: its history and tombstones are its siblings
+// (pipeline.TableSetBeside). The caller closes their stores with
+// closeStores.
+func tableSetAt(ctx context.Context, url string) (tabs cdc.TableSet, closeStores func(), err error) {
 	url = strings.TrimRight(url, "/")
 	if err := mustBeDir(url, "table"); err != nil {
-		return cdc.Tables{}, nil, err
+		return cdc.TableSet{}, nil, err
 	}
 	// The folder the table is in, and its name there.
 	dirURL, name := ".", url
@@ -31,7 +32,7 @@ func stateTables(ctx context.Context, url string) (tabs cdc.Tables, closeStores 
 	}
 	dir, err := openStore(ctx, dirURL, "table", false)
 	if err != nil {
-		return cdc.Tables{}, nil, err
+		return cdc.TableSet{}, nil, err
 	}
 	closeDir := func() { _ = dir.Close() }
 	defer func() {
@@ -39,18 +40,18 @@ func stateTables(ctx context.Context, url string) (tabs cdc.Tables, closeStores 
 			closeDir()
 		}
 	}()
-	tabs = pipeline.TablesBeside(dir, name, "")
+	tabs = pipeline.TableSetBeside(dir, name, "")
 	if err := mustBeDir(tabs.History.URL(), "table"); err != nil {
-		return cdc.Tables{}, nil, fmt.Errorf("history table beside %s: %w", url, err)
+		return cdc.TableSet{}, nil, fmt.Errorf("history table beside %s: %w", url, err)
 	}
 	state := tabs.State
 	snap, err := delta.Open(state).Snapshot(ctx)
 	if err != nil {
-		return cdc.Tables{}, nil, fmt.Errorf("%s: %w", url, err)
+		return cdc.TableSet{}, nil, fmt.Errorf("%s: %w", url, err)
 	}
 	id := snap.Configuration()[cdc.PropTable]
 	if id == "" || snap.Configuration()[cdc.PropRole] != "state" {
-		return cdc.Tables{}, nil, fmt.Errorf("%s is not a dsdelta current-state table (no %s property)", url, cdc.PropTable)
+		return cdc.TableSet{}, nil, fmt.Errorf("%s is not a dsdelta current-state table (no %s property)", url, cdc.PropTable)
 	}
 	tabs.ID = id
 	return tabs, closeDir, nil
@@ -98,7 +99,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	tabs, closeStores, err := stateTables(ctx, url)
+	tabs, closeStores, err := tableSetAt(ctx, url)
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func cmdRebuild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	tabs, closeStores, err := stateTables(ctx, url)
+	tabs, closeStores, err := tableSetAt(ctx, url)
 	if err != nil {
 		return err
 	}

@@ -53,9 +53,9 @@ func BenchmarkApplyClustered(b *testing.B) {
 	}
 }
 
-func memTablesB() Tables {
+func memTablesB() TableSet {
 	root := objstore.NewMemory()
-	return Tables{ID: "db.t", State: objstore.Sub(root, "db/t"), History: objstore.Sub(root, "db/t_log"), Tombstones: objstore.Sub(root, "db/t_tombstones")}
+	return TableSet{ID: "db.t", State: objstore.Sub(root, "db/t"), History: objstore.Sub(root, "db/t_log"), Tombstones: objstore.Sub(root, "db/t_tombstones")}
 }
 
 func toChangeB(b *testing.B, ev datastream.Event) Change {
@@ -67,7 +67,7 @@ func toChangeB(b *testing.B, ev datastream.Event) Change {
 }
 
 // cloneTables copies the three tables into fresh memory stores.
-func cloneTables(b testing.TB, ctx context.Context, t Tables) Tables {
+func cloneTables(b testing.TB, ctx context.Context, t TableSet) TableSet {
 	out := memTablesB()
 	for _, pair := range [][2]objstore.Store{{t.State, out.State}, {t.History, out.History}, {t.Tombstones, out.Tombstones}} {
 		err := pair[0].List(ctx, "", "", func(info objstore.Info) error {

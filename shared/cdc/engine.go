@@ -21,9 +21,9 @@ import (
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
-// Tables are the three Delta tables of one source table, each a store
+// TableSet is the three Delta tables of one source table, each a store
 // rooted at the table directory.
-type Tables struct {
+type TableSet struct {
 	ID         string // "<db>.<table>"
 	State      objstore.Store
 	History    objstore.Store
@@ -105,14 +105,14 @@ type Result struct {
 // coordinator guarantees it). Its errors say which table of the three and
 // what failed, not t.ID or seq: the caller, which chose them, names them
 // once (pipeline's "merge TABLE batch SEQ: ...").
-func Apply(ctx context.Context, t Tables, seq int64, b Batch, opts Options) (Result, error) {
+func Apply(ctx context.Context, t TableSet, seq int64, b Batch, opts Options) (Result, error) {
 	return ApplyStep(ctx, t, Step{Seq: seq, Last: true}, b, opts)
 }
 
 // ApplyStep applies one step of a batch (see Step) to the three tables
 // exactly once. The step's events must be the same on a re-run. Its errors
 // name neither t.ID nor the batch, as Apply's.
-func ApplyStep(ctx context.Context, t Tables, step Step, b Batch, opts Options) (Result, error) {
+func ApplyStep(ctx context.Context, t TableSet, step Step, b Batch, opts Options) (Result, error) {
 	seq := step.Seq
 	opts.defaults()
 	if err := ValidateSource(b.Source); err != nil {
@@ -137,7 +137,7 @@ func ApplyStep(ctx context.Context, t Tables, step Step, b Batch, opts Options) 
 // side needs the history's schema after the batch, known before the
 // history's rows are written, and waits for the history's commit before
 // its own.
-func applyOnce(ctx context.Context, t Tables, step Step, b Batch, opts Options) (Result, error) {
+func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options) (Result, error) {
 	res := Result{Events: int64(len(b.Changes)), HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
 	if len(b.Key) == 0 { // history-only table
 		_, _, _, err := applyHistory(ctx, t, step, b, opts, &res, nil)
@@ -194,7 +194,7 @@ func awaitHistory(ctx context.Context, committed <-chan struct{}) error {
 }
 
 // openTombstones opens (or creates) a table's tombstone table.
-func openTombstones(ctx context.Context, t Tables, schema value.StructType, key []string) (*delta.Snapshot, error) {
+func openTombstones(ctx context.Context, t TableSet, schema value.StructType, key []string) (*delta.Snapshot, error) {
 	return openOrCreate(ctx, t.Tombstones, t.ID, "tombstones", delta.CreateOptions{
 		Schema: schema, Name: t.ID + "_tombstones", Configuration: map[string]string{PropKey: strings.Join(key, ",")},
 		Description: "dsdelta tombstones of " + t.ID + ": deleted keys and the position of their delete",
@@ -319,7 +319,7 @@ func mergeEvolve(snap *delta.Snapshot, incoming value.StructType, full func(valu
 //
 // planned, when set, is told the history's source schema after the batch
 // (and its order) as soon as they are known, before any row is written.
-func applyHistory(ctx context.Context, t Tables, step Step, b Batch, opts Options, res *Result, planned func(value.StructType, []byte)) (*delta.Snapshot, value.StructType, []byte, error) {
+func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Options, res *Result, planned func(value.StructType, []byte)) (*delta.Snapshot, value.StructType, []byte, error) {
 	order := BatchOrder(b)
 	co := delta.CreateOptions{
 		Schema: HistorySchema(b.Source), PartitionColumns: []string{ColSourceDate},
@@ -534,7 +534,7 @@ func sumSize(adds []delta.Add) int64 {
 // to each key, pure), execute (the tombstone and the state commits). source
 // is the history's source schema after the batch and order (overwrite
 // mode) the order of the change that set it: the state table follows both.
-func applyState(ctx context.Context, t Tables, step Step, b Batch, source value.StructType, order []byte, opts Options, res *Result, historyCommitted <-chan struct{}) error {
+func applyState(ctx context.Context, t TableSet, step Step, b Batch, source value.StructType, order []byte, opts Options, res *Result, historyCommitted <-chan struct{}) error {
 	st, err := openState(ctx, t, step, b, source, order, opts)
 	if err != nil {
 		return err

@@ -63,7 +63,7 @@ func TestKeysThatCannotExistAreInsertedWithoutReadingTheTable(t *testing.T) {
 	ctx := context.Background()
 	base := memTables()
 	state, hist, tomb := &fileReads{Store: base.State}, &fileReads{Store: base.History}, &fileReads{Store: base.Tombstones}
-	tabs := Tables{ID: base.ID, State: state, History: hist, Tombstones: tomb}
+	tabs := TableSet{ID: base.ID, State: state, History: hist, Tombstones: tomb}
 	batch := func(from, to int64, firstOrder uint64) Batch {
 		b := Batch{Source: testSource, Key: []string{"id", "region"}}
 		for id := from; id < to; id++ {

@@ -49,13 +49,13 @@ func toChange(t *testing.T, ev datastream.Event) Change {
 	return c
 }
 
-func memTables() Tables {
+func memTables() TableSet {
 	root := objstore.NewMemory()
-	return Tables{ID: "db.t", State: objstore.Sub(root, "db/t"), History: objstore.Sub(root, "db/t_log"), Tombstones: objstore.Sub(root, "db/t_tombstones")}
+	return TableSet{ID: "db.t", State: objstore.Sub(root, "db/t"), History: objstore.Sub(root, "db/t_log"), Tombstones: objstore.Sub(root, "db/t_tombstones")}
 }
 
 // readState returns the current-state table as key text → row.
-func readState(t *testing.T, ctx context.Context, tabs Tables) map[string][]any {
+func readState(t *testing.T, ctx context.Context, tabs TableSet) map[string][]any {
 	t.Helper()
 	snap, err := delta.Open(tabs.State).Snapshot(ctx)
 	if err != nil {
@@ -334,12 +334,12 @@ func TestSchemaEvolutionMergeMode(t *testing.T) {
 func TestPathCollisionIsRefused(t *testing.T) {
 	ctx := context.Background()
 	root := objstore.NewMemory()
-	orders := Tables{ID: "db.orders", State: objstore.Sub(root, "db/orders"), History: objstore.Sub(root, "db/orders_log"), Tombstones: objstore.Sub(root, "db/orders_tombstones")}
+	orders := TableSet{ID: "db.orders", State: objstore.Sub(root, "db/orders"), History: objstore.Sub(root, "db/orders_log"), Tombstones: objstore.Sub(root, "db/orders_tombstones")}
 	b := Batch{Source: testSource, Key: []string{"id", "region"}, Changes: []Change{toChange(t, genEvent(1, 1, "eu", false, 1))}}
 	if _, err := Apply(ctx, orders, 1, b, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	ordersLog := Tables{ID: "db.orders_log", State: objstore.Sub(root, "db/orders_log"), History: objstore.Sub(root, "db/orders_log_log"), Tombstones: objstore.Sub(root, "db/orders_log_tombstones")}
+	ordersLog := TableSet{ID: "db.orders_log", State: objstore.Sub(root, "db/orders_log"), History: objstore.Sub(root, "db/orders_log_log"), Tombstones: objstore.Sub(root, "db/orders_log_tombstones")}
 	_, err := Apply(ctx, ordersLog, 1, b, Options{})
 	if !errorsIs(err, ErrPathCollision) {
 		t.Fatalf("err = %v, want ErrPathCollision", err)
@@ -450,7 +450,7 @@ func TestMergeCopiesUntouchedRowGroups(t *testing.T) {
 type modelRun struct {
 	t     *testing.T
 	ctx   context.Context
-	tabs  Tables
+	tabs  TableSet
 	opts  Options
 	key   []string
 	model map[string]datastream.Event

@@ -28,7 +28,7 @@ type expected struct {
 // inMemoryReplay replays a history table into the state it implies: per
 // key, the event with the greatest order wins; a delete leaves a tombstone.
 // It holds one entry per key in memory.
-func inMemoryReplay(ctx context.Context, t Tables, key []string, now time.Time) (*expected, error) {
+func inMemoryReplay(ctx context.Context, t TableSet, key []string, now time.Time) (*expected, error) {
 	snap, err := delta.Open(t.History).Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", t.ID, err)
@@ -77,7 +77,7 @@ func inMemoryReplay(ctx context.Context, t Tables, key []string, now time.Time) 
 
 // inMemoryVerify rebuilds the expected current state from the history
 // table and compares it with the current-state table row for row.
-func inMemoryVerify(ctx context.Context, t Tables) (VerifyResult, error) {
+func inMemoryVerify(ctx context.Context, t TableSet) (VerifyResult, error) {
 	var res VerifyResult
 	snap, err := delta.Open(t.State).Snapshot(ctx)
 	if err != nil {
@@ -155,7 +155,7 @@ func inMemoryVerify(ctx context.Context, t Tables) (VerifyResult, error) {
 // inMemoryRebuild recreates the current-state and tombstone tables from history
 // in one commit each (removing every file, adding the replayed rows), and
 // carries the batch txn versions over so exactly-once bookkeeping survives.
-func inMemoryRebuild(ctx context.Context, t Tables, targetFileBytes int64) (VerifyResult, error) {
+func inMemoryRebuild(ctx context.Context, t TableSet, targetFileBytes int64) (VerifyResult, error) {
 	var res VerifyResult
 	if targetFileBytes <= 0 {
 		targetFileBytes = 128 << 20

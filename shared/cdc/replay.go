@@ -81,7 +81,7 @@ const (
 // replayRun is one Verify or Rebuild of one table.
 type replayRun struct {
 	Replay
-	t        Tables
+	t        TableSet
 	id       string
 	hsnap    *delta.Snapshot
 	source   value.StructType
@@ -95,7 +95,7 @@ type replayRun struct {
 	buf      []byte
 }
 
-func newReplayRun(r Replay, t Tables, hsnap *delta.Snapshot, key []string, keepRows bool) (*replayRun, error) {
+func newReplayRun(r Replay, t TableSet, hsnap *delta.Snapshot, key []string, keepRows bool) (*replayRun, error) {
 	r.defaults()
 	hs := hsnap.Schema()
 	source := SourceSchema(hs)

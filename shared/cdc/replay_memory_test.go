@@ -55,7 +55,7 @@ func bigTableEvent(n, keys int64) (datastream.Event, int64) {
 
 // writeBigTables writes the three tables of keys backfilled rows and
 // changes later events directly, as merges would have left them.
-func writeBigTables(t *testing.T, ctx context.Context, tabs Tables, keys, changes int64) {
+func writeBigTables(t *testing.T, ctx context.Context, tabs TableSet, keys, changes int64) {
 	t.Helper()
 	key := []string{"id"}
 	create := func(store objstore.Store, role string, co delta.CreateOptions) *delta.Snapshot {
@@ -170,7 +170,7 @@ func TestReplayMemoryIsBoundedByTheBoundsNotTheTable(t *testing.T) {
 		}
 		return s
 	}
-	tabs := Tables{ID: "db.big", State: open("big"), History: open("big_log"), Tombstones: open("big_tombstones")}
+	tabs := TableSet{ID: "db.big", State: open("big"), History: open("big_log"), Tombstones: open("big_tombstones")}
 	const keys, changes = 300_000, 30_000
 	writeBigTables(t, ctx, tabs, keys, changes)
 	// What holding the state table's rows takes, measured: the former

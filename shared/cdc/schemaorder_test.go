@@ -81,7 +81,7 @@ func rowJSON(t *testing.T, st value.StructType, row []any) string {
 
 // stateByKey is the state table's source columns as canonical JSON by the
 // JSON of (id, region).
-func stateByKey(t *testing.T, ctx context.Context, tabs Tables) map[string]string {
+func stateByKey(t *testing.T, ctx context.Context, tabs TableSet) map[string]string {
 	t.Helper()
 	_, src, rows := tableRows(t, ctx, tabs.State)
 	keySchema := value.StructType{Fields: src.Fields[:2]}

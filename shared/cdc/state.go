@@ -16,7 +16,7 @@ import (
 // their snapshots as the step found them, the schemas the step writes, and
 // whether each already holds the step.
 type stateStep struct {
-	t    Tables
+	t    TableSet
 	step Step
 	b    Batch
 	opts Options
@@ -40,7 +40,7 @@ type stateStep struct {
 
 // openState opens (or creates) the state and tombstone tables for a step
 // and evolves the state's schema to the history's.
-func openState(ctx context.Context, t Tables, step Step, b Batch, source value.StructType, order []byte, opts Options) (*stateStep, error) {
+func openState(ctx context.Context, t TableSet, step Step, b Batch, source value.StructType, order []byte, opts Options) (*stateStep, error) {
 	keyIdx, err := KeyIndexes(source, b.Key)
 	if err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ type VerifyResult struct {
 func (r VerifyResult) OK() bool { return r.Total == 0 }
 
 // start opens the state and history tables of a verify or rebuild.
-func (r Replay) start(ctx context.Context, t Tables, keepRows bool) (*delta.Snapshot, *replayRun, error) {
+func (r Replay) start(ctx context.Context, t TableSet, keepRows bool) (*delta.Snapshot, *replayRun, error) {
 	snap, err := delta.Open(t.State).Snapshot(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("state of %s: %w", t.ID, err)
@@ -64,7 +64,7 @@ const maxListed = 100
 // Verify rebuilds the expected current state from the history table and
 // compares it with the current-state table row for row, with the default
 // bounds of Replay.
-func Verify(ctx context.Context, t Tables) (VerifyResult, error) {
+func Verify(ctx context.Context, t TableSet) (VerifyResult, error) {
 	return Replay{}.Verify(ctx, t)
 }
 
@@ -75,7 +75,7 @@ func Verify(ctx context.Context, t Tables) (VerifyResult, error) {
 // the one a comparison of the whole tables in memory gives: mismatches are
 // listed in the order of the state table's files and rows, then the keys
 // missing from it in the order of their text.
-func (r Replay) Verify(ctx context.Context, t Tables) (VerifyResult, error) {
+func (r Replay) Verify(ctx context.Context, t TableSet) (VerifyResult, error) {
 	var res VerifyResult
 	snap, rr, err := r.start(ctx, t, false)
 	if err != nil {
@@ -360,7 +360,7 @@ func (v *verifier) explain(ctx context.Context) error {
 // in one commit each (removing every file, adding the replayed rows), and
 // carries the batch txn versions over so exactly-once bookkeeping survives;
 // then it verifies the result. It uses the default bounds of Replay.
-func Rebuild(ctx context.Context, t Tables, targetFileBytes int64) (VerifyResult, error) {
+func Rebuild(ctx context.Context, t TableSet, targetFileBytes int64) (VerifyResult, error) {
 	return Replay{TargetFileBytes: targetFileBytes}.Rebuild(ctx, t)
 }
 
@@ -372,7 +372,7 @@ func Rebuild(ctx context.Context, t Tables, targetFileBytes int64) (VerifyResult
 // txn versions over so exactly-once bookkeeping survives. A rebuild that
 // fails midway leaves only unreferenced files, which vacuum removes. The
 // result is Verify's of the rebuilt tables.
-func (r Replay) Rebuild(ctx context.Context, t Tables) (VerifyResult, error) {
+func (r Replay) Rebuild(ctx context.Context, t TableSet) (VerifyResult, error) {
 	var res VerifyResult
 	snap, rr, err := r.start(ctx, t, true)
 	if err != nil {

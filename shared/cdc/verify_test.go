@@ -71,7 +71,7 @@ func scenarioEvent(n uint64, class, rank byte, id int64, region string, del bool
 // the table: kind 1 adds a column midway (schema mode merge), kind 2
 // changes the schema midway in mode overwrite (late batches of the old
 // schema included), kind 3 partitions the state table by region.
-func buildScenario(t *testing.T, seed uint64) Tables {
+func buildScenario(t *testing.T, seed uint64) TableSet {
 	t.Helper()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 42))
@@ -161,12 +161,12 @@ func readRows(t *testing.T, ctx context.Context, store objstore.Store) (*delta.S
 	return snap, rows
 }
 
-func stateRows(t *testing.T, ctx context.Context, tabs Tables) (*delta.Snapshot, [][]any) {
+func stateRows(t *testing.T, ctx context.Context, tabs TableSet) (*delta.Snapshot, [][]any) {
 	t.Helper()
 	return readRows(t, ctx, tabs.State)
 }
 
-func tombstoneRows(t *testing.T, ctx context.Context, tabs Tables) [][]any {
+func tombstoneRows(t *testing.T, ctx context.Context, tabs TableSet) [][]any {
 	t.Helper()
 	_, rows := readRows(t, ctx, tabs.Tombstones)
 	return rows
@@ -174,7 +174,7 @@ func tombstoneRows(t *testing.T, ctx context.Context, tabs Tables) [][]any {
 
 // rewriteState replaces the state table's content with rows, spread in
 // their order over a few files, as drift behind the engine's back would.
-func rewriteState(t *testing.T, ctx context.Context, tabs Tables, snap *delta.Snapshot, rows [][]any, rng *rand.Rand) {
+func rewriteState(t *testing.T, ctx context.Context, tabs TableSet, snap *delta.Snapshot, rows [][]any, rng *rand.Rand) {
 	t.Helper()
 	var adds []delta.Add
 	for len(rows) > 0 {
@@ -365,7 +365,7 @@ func TestRebuildInPassesEqualsTheInMemoryRebuild(t *testing.T) {
 			if err != nil || !want.OK() {
 				t.Fatalf("in-memory rebuild: %v %+v", err, want)
 			}
-			var single []Tables
+			var single []TableSet
 			for _, r := range []Replay{{MaxKeys: 1 << 20}, {MaxKeys: 3}, {MaxKeys: 1 << 20, MaxBytes: 600}} {
 				tabs := cloneTables(t, ctx, base)
 				h := &passCounter{}

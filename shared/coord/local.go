@@ -777,8 +777,8 @@ func (l *Local) Status(ctx context.Context, table string) (TableStatus, error) {
 	return s, nil
 }
 
-// Tables implements pipeline.Status.
-func (l *Local) Tables(ctx context.Context) ([]TableStatus, error) {
+// Statuses implements pipeline.Status.
+func (l *Local) Statuses(ctx context.Context) ([]TableStatus, error) {
 	tables, err := l.tableIDs(ctx)
 	if err != nil {
 		return nil, err

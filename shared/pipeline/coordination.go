@@ -79,9 +79,9 @@ type Batches interface {
 
 // Status reads the coordination view of the tables.
 type Status interface {
-	// Tables returns the status of every table with registered files, by
+	// Statuses returns the status of every table with registered files, by
 	// table id.
-	Tables(ctx context.Context) ([]coord.TableStatus, error)
+	Statuses(ctx context.Context) ([]coord.TableStatus, error)
 	// Status returns one table's status, or coord.ErrNotFound.
 	Status(ctx context.Context, table string) (coord.TableStatus, error)
 }

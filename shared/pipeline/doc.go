@@ -8,8 +8,8 @@
 // coordination interfaces, so the cloud functions, the CLI's embedded run
 // and the emulator run the same code.
 //
-// Lake layout (TablesIn is the only place table ids become paths, and
-// TablesBeside the only place a table's siblings are named):
+// Lake layout (TableSetIn is the only place table ids become paths, and
+// TableSetBeside the only place a table's siblings are named):
 //
 //	<lake>/<db>/<table>              current state (Delta)
 //	<lake>/<db>/<table>_log          history (Delta, partitioned by source date)

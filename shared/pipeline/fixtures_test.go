@@ -132,7 +132,7 @@ func runFixtureDir(t *testing.T, dir string, summary io.Writer) {
 	if err != nil {
 		t.Fatalf("%s: %v", dir, err)
 	}
-	tables, err := c.Tables(ctx)
+	tables, err := c.Statuses(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func runFixtureDir(t *testing.T, dir string, summary io.Writer) {
 		if _, err := p.MergeTable(ctx, st.Table); err != nil {
 			t.Fatalf("%s: merge %s: %v", dir, st.Table, err)
 		}
-		tabs, _ := p.Tables(st.Table)
+		tabs, _ := p.TableSet(st.Table)
 		snap, err := delta.Open(tabs.State).Snapshot(ctx)
 		if errors.Is(err, delta.ErrNotATable) {
 			fmt.Fprintf(summary, "%s: history only\n", st.Table)

@@ -44,7 +44,7 @@ type MaintainResult struct {
 // those of batches already merged, which nothing reads again.
 func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, error) {
 	res := MaintainResult{Table: table}
-	tabs, err := p.Tables(table)
+	tabs, err := p.TableSet(table)
 	if err != nil {
 		return res, err
 	}
@@ -85,7 +85,7 @@ func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, 
 
 // maintainUnderLease compacts the state and history tables and expires
 // tombstones: the steps that replace files a merge reads and rewrites.
-func (p *Pipeline) maintainUnderLease(ctx context.Context, table string, tabs cdc.Tables, lease coord.Lease, res *MaintainResult) error {
+func (p *Pipeline) maintainUnderLease(ctx context.Context, table string, tabs cdc.TableSet, lease coord.Lease, res *MaintainResult) error {
 	tc := p.Config.Table(table)
 	target := tc.TargetFileBytes
 	// One instant for every step, as the removes they commit are stamped.
@@ -113,7 +113,7 @@ func (p *Pipeline) maintainUnderLease(ctx context.Context, table string, tabs cd
 // maintainAfterLease writes checkpoints, vacuums, cleans up the logs and
 // deletes the staged files of merged batches (see Maintain for why these
 // need no lease).
-func (p *Pipeline) maintainAfterLease(ctx context.Context, table string, tabs cdc.Tables, res *MaintainResult) error {
+func (p *Pipeline) maintainAfterLease(ctx context.Context, table string, tabs cdc.TableSet, res *MaintainResult) error {
 	for _, store := range []objstore.Store{tabs.State, tabs.History, tabs.Tombstones} {
 		tab := delta.Open(store)
 		snap, err := tab.Snapshot(ctx)

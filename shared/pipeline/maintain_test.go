@@ -31,7 +31,7 @@ func TestMaintainCompactsClustersAndExpires(t *testing.T) {
 	if _, err := p.MergeTable(ctx, "shop.customers"); err != nil {
 		t.Fatal(err)
 	}
-	tabs, _ := p.Tables("shop.customers")
+	tabs, _ := p.TableSet("shop.customers")
 	before, err := delta.Open(tabs.State).Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ type MaintainAllResult struct {
 // Maintain uses.
 func (p *Pipeline) MaintainAll(ctx context.Context) (MaintainAllResult, error) {
 	var out MaintainAllResult
-	tables, err := p.Status.Tables(ctx)
+	tables, err := p.Status.Statuses(ctx)
 	if err != nil {
 		return out, fmt.Errorf("list tables: %w", err)
 	}

@@ -24,8 +24,8 @@ type withTable struct {
 	extra string
 }
 
-func (s withTable) Tables(ctx context.Context) ([]coord.TableStatus, error) {
-	out, err := s.base.Tables(ctx)
+func (s withTable) Statuses(ctx context.Context) ([]coord.TableStatus, error) {
+	out, err := s.base.Statuses(ctx)
 	return append(out, coord.TableStatus{Table: s.extra}), err
 }
 

@@ -62,7 +62,7 @@ func addResult(s *cdc.Result, b cdc.Result) {
 // releasing, it looks for files staged meanwhile so no wake-up is lost.
 func (p *Pipeline) MergeTable(ctx context.Context, table string) (MergeResult, error) {
 	res := MergeResult{Table: table}
-	tabs, err := p.Tables(table)
+	tabs, err := p.TableSet(table)
 	if err != nil {
 		return res, err
 	}
@@ -97,7 +97,7 @@ func (p *Pipeline) MergeTable(ctx context.Context, table string) (MergeResult, e
 
 // mergeUnderLease runs batches under one lease; more reports pending work
 // found after the release.
-func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.Tables, start time.Time, res *MergeResult) (more bool, err error) {
+func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.TableSet, start time.Time, res *MergeResult) (more bool, err error) {
 	ttl := p.leaseTTL()
 	lease, err := p.Leaser.Acquire(ctx, tabs.ID, p.holder(), ttl)
 	if err != nil {
@@ -237,7 +237,7 @@ func (bp batchPart) source() value.StructType { return bp.file.srcs[bp.part] }
 // quarantined and left out; the decision only depends on column types,
 // which merge mode never changes, so a re-run of the batch leaves out the
 // same files.
-func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batch) (res cdc.Result, quarantined, nsteps int, err error) {
+func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Batch) (res cdc.Result, quarantined, nsteps int, err error) {
 	none := cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
 	files, quarantined, err := p.batchFiles(ctx, tabs, b)
 	if err != nil || len(files) == 0 {
@@ -270,7 +270,7 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.Tables, b coord.Batc
 // batchFiles reads the manifests of the batch's files that are not
 // quarantined and, in schema mode merge, quarantines the files with a part
 // whose schema conflicts with the table's and the batch's earlier files'.
-func (p *Pipeline) batchFiles(ctx context.Context, tabs cdc.Tables, b coord.Batch) ([]*batchFile, int, error) {
+func (p *Pipeline) batchFiles(ctx context.Context, tabs cdc.TableSet, b coord.Batch) ([]*batchFile, int, error) {
 	source, err := p.tableSource(ctx, tabs)
 	if err != nil {
 		return nil, 0, err
@@ -318,7 +318,7 @@ next:
 
 // tableSource is the current-state table's source schema (empty before the
 // table exists).
-func (p *Pipeline) tableSource(ctx context.Context, tabs cdc.Tables) (value.StructType, error) {
+func (p *Pipeline) tableSource(ctx context.Context, tabs cdc.TableSet) (value.StructType, error) {
 	snap, err := delta.Open(tabs.State).Snapshot(ctx)
 	if errors.Is(err, delta.ErrNotATable) {
 		return value.StructType{}, nil
@@ -331,7 +331,7 @@ func (p *Pipeline) tableSource(ctx context.Context, tabs cdc.Tables) (value.Stru
 
 // quarantineInBatch quarantines a file of an open batch whose content
 // cannot join the table.
-func (p *Pipeline) quarantineInBatch(ctx context.Context, tabs cdc.Tables, b coord.Batch, rec coord.FileRecord, cause error) error {
+func (p *Pipeline) quarantineInBatch(ctx context.Context, tabs cdc.TableSet, b coord.Batch, rec coord.FileRecord, cause error) error {
 	reason := fmt.Sprintf("%s: %v (table %s)", rec.Name, cause, tabs.ID)
 	if _, err := p.Registry.Quarantine(ctx, rec, reason); err != nil {
 		return err
@@ -343,7 +343,7 @@ func (p *Pipeline) quarantineInBatch(ctx context.Context, tabs cdc.Tables, b coo
 // applyStep reads a step's staged parts and applies them as one cdc step.
 // A part whose values do not fit the step's schema quarantines its file,
 // and the file's other parts are left out from then on (bad).
-func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.Tables, b coord.Batch, step cdc.Step, parts []batchPart, bad map[*batchFile]bool) (cdc.Result, error) {
+func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Batch, step cdc.Step, parts []batchPart, bad map[*batchFile]bool) (cdc.Result, error) {
 	none := cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
 	current, err := p.tableSource(ctx, tabs)
 	if err != nil {

@@ -110,27 +110,27 @@ const (
 	TombstoneSuffix = "_tombstones"
 )
 
-// Tables maps a table id to its three Delta tables in the lake.
-func (p *Pipeline) Tables(id string) (cdc.Tables, error) { return TablesIn(p.Lake, id) }
+// TableSet maps a table id to its three Delta tables in the lake.
+func (p *Pipeline) TableSet(id string) (cdc.TableSet, error) { return TableSetIn(p.Lake, id) }
 
-// TablesIn maps a table id to its three Delta tables in a lake. It is the
+// TableSetIn maps a table id to its three Delta tables in a lake. It is the
 // only function that turns an id into paths; the id is validated so no part
 // can escape the lake.
-func TablesIn(lake objstore.Store, id string) (cdc.Tables, error) {
+func TableSetIn(lake objstore.Store, id string) (cdc.TableSet, error) {
 	tid, err := datastream.ParseTableID(id)
 	if err != nil {
-		return cdc.Tables{}, err
+		return cdc.TableSet{}, err
 	}
-	return TablesBeside(lake, tid.Database+"/"+tid.Table, tid.String()), nil
+	return TableSetBeside(lake, tid.Database+"/"+tid.Table, tid.String()), nil
 }
 
-// TablesBeside returns the three Delta tables of the current-state table
+// TableSetBeside returns the three Delta tables of the current-state table
 // at name in dir, whose history and tombstones are its siblings (name_log
-// and name_tombstones); id is the table id they hold. TablesIn places a
+// and name_tombstones); id is the table id they hold. TableSetIn places a
 // table id's tables in a lake with it, and a command given the folder of a
 // current-state table finds the other two with it.
-func TablesBeside(dir objstore.Store, name, id string) cdc.Tables {
-	return cdc.Tables{
+func TableSetBeside(dir objstore.Store, name, id string) cdc.TableSet {
+	return cdc.TableSet{
 		ID:         id,
 		State:      objstore.Sub(dir, name),
 		History:    objstore.Sub(dir, name+HistorySuffix),

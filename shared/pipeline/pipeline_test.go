@@ -73,7 +73,7 @@ func sourceJSON(t *testing.T, schema value.StructType, row []any, cols []string)
 func checkTables(t *testing.T, ctx context.Context, p *Pipeline, ref map[string]*dssim.Table) {
 	t.Helper()
 	for id, want := range ref {
-		tabs, err := p.Tables(id)
+		tabs, err := p.TableSet(id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,19 +250,19 @@ func TestBadFilesAreQuarantinedAndOthersGoOn(t *testing.T) {
 func TestTablePathsAreValidated(t *testing.T) {
 	p := newPipeline(t, objstore.NewMemory(), config.Config{})
 	for _, bad := range []string{"../x.y", "a/b.c", "a.b/../../c", "nodot", "a.b.c", ""} {
-		if _, err := p.Tables(bad); err == nil {
-			t.Errorf("Tables(%q) accepted", bad)
+		if _, err := p.TableSet(bad); err == nil {
+			t.Errorf("TableSet(%q) accepted", bad)
 		}
 	}
-	tabs, err := p.Tables("shop.customers")
+	tabs, err := p.TableSet("shop.customers")
 	if err != nil || !strings.HasSuffix(tabs.History.URL(), "shop/customers_log") {
 		t.Fatalf("%v %v", tabs, err)
 	}
 }
 
-func TestTablesBesideNamesTheSiblingsOfTheCurrentStateTable(t *testing.T) {
+func TestTableSetBesideNamesTheSiblingsOfTheCurrentStateTable(t *testing.T) {
 	dir := objstore.Sub(objstore.NewMemory(), "lake/shop")
-	tabs := TablesBeside(dir, "customers", "shop.customers")
+	tabs := TableSetBeside(dir, "customers", "shop.customers")
 	for what, got := range map[string]string{"state": tabs.State.URL(), "history": tabs.History.URL(), "tombstones": tabs.Tombstones.URL()} {
 		want := map[string]string{"state": "lake/shop/customers", "history": "lake/shop/customers_log", "tombstones": "lake/shop/customers_tombstones"}[what]
 		if !strings.HasSuffix(got, want) {
@@ -272,12 +272,12 @@ func TestTablesBesideNamesTheSiblingsOfTheCurrentStateTable(t *testing.T) {
 	if tabs.ID != "shop.customers" {
 		t.Errorf("ID = %q", tabs.ID)
 	}
-	// TablesIn places a table id's tables the same way, in the folder of
+	// TableSetIn places a table id's tables the same way, in the folder of
 	// its database.
 	lake := objstore.NewMemory()
-	in, err := TablesIn(lake, "shop.customers")
-	beside := TablesBeside(objstore.Sub(lake, "shop"), "customers", "shop.customers")
+	in, err := TableSetIn(lake, "shop.customers")
+	beside := TableSetBeside(objstore.Sub(lake, "shop"), "customers", "shop.customers")
 	if err != nil || in.State.URL() != beside.State.URL() || in.History.URL() != beside.History.URL() || in.Tombstones.URL() != beside.Tombstones.URL() {
-		t.Errorf("TablesIn = %+v, %v; want the tables TablesBeside names in the database's folder: %+v", in, err, beside)
+		t.Errorf("TableSetIn = %+v, %v; want the tables TableSetBeside names in the database's folder: %+v", in, err, beside)
 	}
 }

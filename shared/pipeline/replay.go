@@ -111,7 +111,7 @@ func (p *Pipeline) replayFiles(ctx context.Context, o ReplayOptions) ([]datastre
 			return nil, err
 		}
 	default:
-		tables, err := p.Status.Tables(ctx)
+		tables, err := p.Status.Statuses(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -88,7 +88,7 @@ func (p *Pipeline) RunOnce(ctx context.Context, o RunOptions) (RunResult, error)
 	if err := p.stageAll(ctx, o, &res); err != nil {
 		return res, err
 	}
-	statuses, err := p.Status.Tables(ctx)
+	statuses, err := p.Status.Statuses(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -110,13 +110,13 @@ func (p *Pipeline) RunOnce(ctx context.Context, o RunOptions) (RunResult, error)
 		return res, err
 	}
 	// Versions as the tables hold them now (maintenance commits too).
-	statuses, err = p.Status.Tables(ctx)
+	statuses, err = p.Status.Statuses(ctx)
 	if err != nil {
 		return res, err
 	}
 	for _, st := range statuses {
 		t := res.table(st.Table)
-		tabs, err := p.Tables(st.Table)
+		tabs, err := p.TableSet(st.Table)
 		if err != nil {
 			continue // a quarantine record of a file whose table is unknown
 		}
@@ -255,7 +255,7 @@ type Unmerged struct {
 // Unmerged returns, by table id, the files of every table that has some
 // not merged, in arrival order.
 func (p *Pipeline) Unmerged(ctx context.Context) ([]Unmerged, error) {
-	statuses, err := p.Status.Tables(ctx)
+	statuses, err := p.Status.Statuses(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -96,7 +96,7 @@ func checkConverged(t *testing.T, ctx context.Context, p *Pipeline) {
 			t.Errorf("row %s = %s, want %s", k, rows[k], w)
 		}
 	}
-	tabs, err := p.Tables("shop.t")
+	tabs, err := p.TableSet("shop.t")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -490,7 +490,7 @@ func stagedPartPath(part stagedPart) string {
 // table's columns without the metadata columns), which types the JSON files
 // staged for it; it is empty while the table does not exist.
 func (p *Pipeline) sourceSchema(ctx context.Context, table string) (value.StructType, error) {
-	tabs, err := p.Tables(table)
+	tabs, err := p.TableSet(table)
 	if err != nil {
 		return value.StructType{}, permanentError{fmt.Errorf("table %s: %w", table, err)}
 	}

@@ -30,7 +30,7 @@ func jsonlFile(name string, pos int, payloads ...string) dssim.File {
 // canonical JSON of the key columns, that of each row's source columns.
 func stateRows(t *testing.T, ctx context.Context, p *Pipeline, table string, key ...string) (value.StructType, map[string]string) {
 	t.Helper()
-	tabs, err := p.Tables(table)
+	tabs, err := p.TableSet(table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestJSONNumbersWidenAcrossFiles(t *testing.T) {
 					t.Errorf("row %s: got %s want %s", k, rows[k], w)
 				}
 			}
-			tabs, _ := p.Tables("shop.t")
+			tabs, _ := p.TableSet("shop.t")
 			if vr, err := cdc.Verify(ctx, tabs); err != nil || !vr.OK() {
 				t.Fatalf("verify after widening: %v %+v", err, vr)
 			}
@@ -346,7 +346,7 @@ func TestSchemaModeOverwrite(t *testing.T) {
 	if rows[`{"id":1}`] != `{"id":1,"a":"5","c":null}` || rows[`{"id":2}`] != `{"id":2,"a":"text","c":7}` {
 		t.Fatalf("rows %v", rows)
 	}
-	tabs, _ := p.Tables("shop.t")
+	tabs, _ := p.TableSet("shop.t")
 	if vr, err := cdc.Verify(ctx, tabs); err != nil || !vr.OK() {
 		t.Fatalf("verify: %v %+v", err, vr)
 	}

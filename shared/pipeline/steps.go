@@ -48,7 +48,7 @@ func stepPlanPath(table string, seq int64) string {
 // commits are those of a batch without steps. A split into several steps
 // is written to the lake before the first step commits, and an attempt
 // that finds a plan for the batch follows it.
-func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.Tables, b coord.Batch, files []*batchFile) ([][]batchPart, error) {
+func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Batch, files []*batchFile) ([][]batchPart, error) {
 	ids := make([]string, len(b.Files))
 	for i, f := range b.Files {
 		ids[i] = f.ID

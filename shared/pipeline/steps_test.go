@@ -338,7 +338,7 @@ func TestATruncatedGzipInABackfillQuarantinesThatFileAlone(t *testing.T) {
 			want += bytes.Count(gunzip(t, f.Data), []byte("\n"))
 		}
 	}
-	tabs, err := p.Tables("shop.customers")
+	tabs, err := p.TableSet("shop.customers")
 	if err != nil {
 		t.Fatal(err)
 	}

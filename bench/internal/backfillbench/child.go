@@ -167,7 +167,7 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 	if r.StagedBytes, err = stagedBytes(o.Lake); err != nil {
 		return r, err
 	}
-	tabs, err := p.Tables(TableID)
+	tabs, err := p.TableSet(TableID)
 	if err != nil {
 		return r, err
 	}

@@ -43,7 +43,7 @@ func RunChild(ctx context.Context, dir string, rows int64, mode, cpuProfile, hea
 	if err != nil {
 		return err
 	}
-	tabs, err := TableDirs{Root: dir}.Tables()
+	tabs, err := TableDirs{Root: dir}.TableSet()
 	if err != nil {
 		return err
 	}

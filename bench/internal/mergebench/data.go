@@ -102,8 +102,10 @@ func (d TableDirs) State() string      { return filepath.Join(d.Root, "state") }
 func (d TableDirs) History() string    { return filepath.Join(d.Root, "history") }
 func (d TableDirs) Tombstones() string { return filepath.Join(d.Root, "tombstones") }
 
-func (d TableDirs) Tables() (cdc.Tables, error) {
-	t := cdc.Tables{ID: tableID}
+// TableSet opens the three directories, made if missing, as the tables of
+// the benchmark table.
+func (d TableDirs) TableSet() (cdc.TableSet, error) {
+	t := cdc.TableSet{ID: tableID}
 	for _, x := range []struct {
 		dst *objstore.Store
 		dir string

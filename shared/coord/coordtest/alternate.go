@@ -68,8 +68,8 @@ func (a *alternate) CompleteBatch(ctx context.Context, l coord.Lease, b coord.Ba
 	return a.pick().CompleteBatch(ctx, l, b, stats)
 }
 
-func (a *alternate) Tables(ctx context.Context) ([]coord.TableStatus, error) {
-	return a.pick().Tables(ctx)
+func (a *alternate) Statuses(ctx context.Context) ([]coord.TableStatus, error) {
+	return a.pick().Statuses(ctx)
 }
 
 func (a *alternate) Status(ctx context.Context, table string) (coord.TableStatus, error) {

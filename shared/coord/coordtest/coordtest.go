@@ -58,7 +58,7 @@ type Coordinator interface {
 	NextBatch(ctx context.Context, l coord.Lease, table string, lim coord.BatchLimits) (coord.Batch, error)
 	CompleteBatch(ctx context.Context, l coord.Lease, b coord.Batch, stats coord.BatchStats) error
 
-	Tables(ctx context.Context) ([]coord.TableStatus, error)
+	Statuses(ctx context.Context) ([]coord.TableStatus, error)
 	Status(ctx context.Context, table string) (coord.TableStatus, error)
 
 	Expire(ctx context.Context, before time.Time) (int, error)
@@ -879,12 +879,12 @@ func testStatus(t *testing.T, newCoordinator NewFunc) {
 			t.Fatalf("Quarantine: %v", err)
 		}
 		e.acquire("db.lease-only", "m")
-		got, err := e.c.Tables(e.ctx)
+		got, err := e.c.Statuses(e.ctx)
 		if err != nil {
-			t.Fatalf("Tables: %v", err)
+			t.Fatalf("Statuses: %v", err)
 		}
 		if len(got) != 2 || got[0].Table != "db.a" || got[1].Table != "db.b" {
-			t.Fatalf("Tables = %+v, want db.a and db.b", got)
+			t.Fatalf("Statuses = %+v, want db.a and db.b", got)
 		}
 		if got[0].Quarantined != 1 || got[0].Pending != 0 || got[1].Pending != 2 || got[1].Quarantined != 0 {
 			t.Fatalf("counts = a:%d/%d b:%d/%d (pending/quarantined), want a:0/1 b:2/0",

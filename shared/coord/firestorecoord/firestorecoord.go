@@ -547,8 +547,8 @@ func (f *Coordinator) statusOf(tsnap, lsnap *firestore.DocumentSnapshot) (coord.
 	return coord.WithLease(t.Status(), ld, f.now()), nil
 }
 
-// Tables implements pipeline.Status.
-func (f *Coordinator) Tables(ctx context.Context) ([]coord.TableStatus, error) {
+// Statuses implements pipeline.Status.
+func (f *Coordinator) Statuses(ctx context.Context) ([]coord.TableStatus, error) {
 	tsnaps, err := f.tables.OrderBy(firestore.DocumentID, firestore.Asc).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
