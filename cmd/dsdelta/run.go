@@ -167,11 +167,11 @@ type runner struct {
 	skipped int
 }
 
-func (r *runner) table(id string) *tableSummary {
-	t := r.tables[id]
+func (r *runner) table(tableID string) *tableSummary {
+	t := r.tables[tableID]
 	if t == nil {
 		t = &tableSummary{stateVersion: -1, historyVersion: -1}
-		r.tables[id] = t
+		r.tables[tableID] = t
 	}
 	return t
 }

@@ -19,7 +19,7 @@ import (
 // provides it, and tests fake it.
 type Services interface {
 	// MergeWakeUp is pipeline.Pipeline.MergeWakeUp.
-	MergeWakeUp(ctx context.Context, table string) (pipeline.MergeResult, error)
+	MergeWakeUp(ctx context.Context, tableID string) (pipeline.MergeResult, error)
 	// Log is the instance's logger.
 	Log() *slog.Logger
 }

@@ -117,16 +117,16 @@ var errConflict = errors.New("concurrent update")
 // this is seconds of continuous contention.
 const maxAttempts = 2000
 
-func (l *Local) tableName(table string) string { return l.root + "/tables/" + table + ".json" }
-func (l *Local) fileName(table, id string) string {
-	return l.root + "/files/" + table + "/" + id + ".json"
+func (l *Local) tableName(tableID string) string { return l.root + "/tables/" + tableID + ".json" }
+func (l *Local) fileName(tableID, id string) string {
+	return l.root + "/files/" + tableID + "/" + id + ".json"
 }
-func (l *Local) markerPrefix(table string) string { return l.root + "/pending/" + table + "/" }
-func (l *Local) markerName(table string, arrival int64, id string) string {
-	return fmt.Sprintf("%s%020d_%s", l.markerPrefix(table), arrival, id)
+func (l *Local) markerPrefix(tableID string) string { return l.root + "/pending/" + tableID + "/" }
+func (l *Local) markerName(tableID string, arrival int64, id string) string {
+	return fmt.Sprintf("%s%020d_%s", l.markerPrefix(tableID), arrival, id)
 }
-func (l *Local) batchName(table string, seq int64) string {
-	return fmt.Sprintf("%s/batches/%s/%020d.json", l.root, table, seq)
+func (l *Local) batchName(tableID string, seq int64) string {
+	return fmt.Sprintf("%s/batches/%s/%020d.json", l.root, tableID, seq)
 }
 
 // read decodes the object name into dst and returns its generation, or 0
@@ -247,10 +247,10 @@ func retry(ctx context.Context, fn func() error) error {
 // updateTable applies fn to the table document and writes it back by
 // compare-and-swap, retrying on conflicts. fn must not write anything itself
 // (it may run several times); returning an error stops without writing.
-func (l *Local) updateTable(ctx context.Context, table string, fn func(t *TableDoc, exists bool) error) error {
-	name := l.tableName(table)
+func (l *Local) updateTable(ctx context.Context, tableID string, fn func(t *TableDoc, exists bool) error) error {
+	name := l.tableName(tableID)
 	return retry(ctx, func() error {
-		t := TableDoc{Table: table}
+		t := TableDoc{Table: tableID}
 		gen, err := l.read(ctx, name, &t)
 		if err != nil {
 			return err
@@ -263,15 +263,15 @@ func (l *Local) updateTable(ctx context.Context, table string, fn func(t *TableD
 }
 
 // readTable reads a table document; exists is false when there is none.
-func (l *Local) readTable(ctx context.Context, table string) (t TableDoc, gen int64, err error) {
-	t.Table = table
-	gen, err = l.read(ctx, l.tableName(table), &t)
+func (l *Local) readTable(ctx context.Context, tableID string) (t TableDoc, gen int64, err error) {
+	t.Table = tableID
+	gen, err = l.read(ctx, l.tableName(tableID), &t)
 	return t, gen, err
 }
 
 // Acquire implements pipeline.Leaser.
-func (l *Local) Acquire(ctx context.Context, table, holder string, ttl time.Duration) (Lease, error) {
-	if err := ValidTable(table); err != nil {
+func (l *Local) Acquire(ctx context.Context, tableID, holder string, ttl time.Duration) (Lease, error) {
+	if err := ValidTableID(tableID); err != nil {
 		return Lease{}, err
 	}
 	if err := ValidAcquire(holder, ttl); err != nil {
@@ -279,13 +279,13 @@ func (l *Local) Acquire(ctx context.Context, table, holder string, ttl time.Dura
 	}
 	var out Lease
 	var gone LeaseDoc // the lease taken over from a gone process, if any
-	err := l.updateTable(ctx, table, func(t *TableDoc, _ bool) error {
+	err := l.updateTable(ctx, tableID, func(t *TableDoc, _ bool) error {
 		cur, now := t.Lease, l.now()
 		gone = LeaseDoc{}
 		if cur.Live(now) && cur.Holder != holder && cur.Process != nil && cur.Process.goneFrom(l.proc, probeProcess) {
 			gone, cur = cur, LeaseDoc{Token: cur.Token}
 		}
-		next, lease, err := cur.Acquire(table, holder, ttl, now)
+		next, lease, err := cur.Acquire(tableID, holder, ttl, now)
 		if err != nil {
 			return err
 		}
@@ -294,10 +294,10 @@ func (l *Local) Acquire(ctx context.Context, table, holder string, ttl time.Dura
 		return nil
 	})
 	if err != nil {
-		return Lease{}, fmt.Errorf("acquire lease on %s for %s: %w", table, holder, err)
+		return Lease{}, fmt.Errorf("acquire lease on %s for %s: %w", tableID, holder, err)
 	}
 	if gone.Process != nil {
-		l.log.Warn("took over the lease of a process that is gone", "table", table,
+		l.log.Warn("took over the lease of a process that is gone", "table", tableID,
 			"holder", gone.Holder, "process", gone.Process.String(), "token", gone.Token,
 			"expires", gone.Expires, "new_holder", holder, "new_token", out.Token)
 	}
@@ -309,7 +309,7 @@ func (l *Local) Renew(ctx context.Context, lease Lease, ttl time.Duration) (Leas
 	if err := ValidTTL(ttl); err != nil {
 		return Lease{}, err
 	}
-	if err := ValidTable(lease.Table); err != nil {
+	if err := ValidTableID(lease.Table); err != nil {
 		return Lease{}, err
 	}
 	var out Lease
@@ -326,7 +326,7 @@ func (l *Local) Renew(ctx context.Context, lease Lease, ttl time.Duration) (Leas
 
 // Release implements pipeline.Leaser.
 func (l *Local) Release(ctx context.Context, lease Lease) error {
-	if err := ValidTable(lease.Table); err != nil {
+	if err := ValidTableID(lease.Table); err != nil {
 		return err
 	}
 	err := l.updateTable(ctx, lease.Table, func(t *TableDoc, _ bool) error {
@@ -342,7 +342,7 @@ func (l *Local) Release(ctx context.Context, lease Lease) error {
 
 // CheckLease implements pipeline.Leaser.
 func (l *Local) CheckLease(ctx context.Context, lease Lease) error {
-	if err := ValidTable(lease.Table); err != nil {
+	if err := ValidTableID(lease.Table); err != nil {
 		return err
 	}
 	t, _, err := l.readTable(ctx, lease.Table)
@@ -353,9 +353,9 @@ func (l *Local) CheckLease(ctx context.Context, lease Lease) error {
 }
 
 // reserveArrival hands out the table's next arrival number.
-func (l *Local) reserveArrival(ctx context.Context, table string) (int64, error) {
+func (l *Local) reserveArrival(ctx context.Context, tableID string) (int64, error) {
 	var seq int64
-	err := l.updateTable(ctx, table, func(t *TableDoc, _ bool) error {
+	err := l.updateTable(ctx, tableID, func(t *TableDoc, _ bool) error {
 		t.LastArrivalSeq++
 		seq = t.LastArrivalSeq
 		return nil
@@ -531,40 +531,40 @@ func (l *Local) pending(ctx context.Context, t *TableDoc, limit int) ([]FileReco
 }
 
 // Pending implements pipeline.Registry.
-func (l *Local) Pending(ctx context.Context, table string, limit int) ([]FileRecord, error) {
-	if err := ValidTable(table); err != nil {
+func (l *Local) Pending(ctx context.Context, tableID string, limit int) ([]FileRecord, error) {
+	if err := ValidTableID(tableID); err != nil {
 		return nil, err
 	}
-	t, _, err := l.readTable(ctx, table)
+	t, _, err := l.readTable(ctx, tableID)
 	if err != nil {
-		return nil, fmt.Errorf("list pending files of %s: %w", table, err)
+		return nil, fmt.Errorf("list pending files of %s: %w", tableID, err)
 	}
 	out, err := l.pending(ctx, &t, limit)
 	if err != nil {
-		return nil, fmt.Errorf("list pending files of %s: %w", table, err)
+		return nil, fmt.Errorf("list pending files of %s: %w", tableID, err)
 	}
 	return out, nil
 }
 
 // ListFiles implements pipeline.Registry.
-func (l *Local) ListFiles(ctx context.Context, table string, state FileState) ([]FileRecord, error) {
-	if err := ValidTable(table); err != nil {
+func (l *Local) ListFiles(ctx context.Context, tableID string, state FileState) ([]FileRecord, error) {
+	if err := ValidTableID(tableID); err != nil {
 		return nil, err
 	}
-	prefix := l.root + "/files/" + table + "/"
+	prefix := l.root + "/files/" + tableID + "/"
 	var names []string
 	if err := l.store.List(ctx, prefix, "", func(info objstore.Info) error {
 		names = append(names, info.Name)
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("list files of %s: %w", table, err)
+		return nil, fmt.Errorf("list files of %s: %w", tableID, err)
 	}
 	var out []FileRecord
 	for _, name := range names {
 		var rec FileRecord
 		gen, err := l.read(ctx, name, &rec)
 		if err != nil {
-			return nil, fmt.Errorf("list files of %s: %w", table, err)
+			return nil, fmt.Errorf("list files of %s: %w", tableID, err)
 		}
 		if gen != 0 && (state == "" || rec.State == state) {
 			out = append(out, rec)
@@ -619,18 +619,18 @@ func (l *Local) openFiles(ctx context.Context, t *TableDoc) ([]FileRecord, error
 }
 
 // NextBatch implements pipeline.Batches.
-func (l *Local) NextBatch(ctx context.Context, lease Lease, table string, lim BatchLimits) (Batch, error) {
-	if err := ValidTable(table); err != nil {
+func (l *Local) NextBatch(ctx context.Context, lease Lease, tableID string, lim BatchLimits) (Batch, error) {
+	if err := ValidTableID(tableID); err != nil {
 		return Batch{}, err
 	}
 	var b Batch
 	err := retry(ctx, func() error {
-		t, gen, err := l.readTable(ctx, table)
+		t, gen, err := l.readTable(ctx, tableID)
 		if err != nil {
 			return err
 		}
-		if lease.Table != table {
-			return fmt.Errorf("lease on %s used for %s: %w", lease.Table, table, ErrLeaseLost)
+		if lease.Table != tableID {
+			return fmt.Errorf("lease on %s used for %s: %w", lease.Table, tableID, ErrLeaseLost)
 		}
 		if err := t.Lease.Check(lease, l.now()); err != nil {
 			return err
@@ -646,12 +646,12 @@ func (l *Local) NextBatch(ctx context.Context, lease Lease, table string, lim Ba
 			}
 			now := l.now()
 			t.OpenBatch(files, now)
-			if err := l.write(ctx, l.tableName(table), &t, gen); err != nil {
+			if err := l.write(ctx, l.tableName(tableID), &t, gen); err != nil {
 				return err // lost a race: look again, lease check included
 			}
 			// The batch is committed; its record is for inspection.
-			bd := BatchDoc{Table: table, Seq: t.OpenBatchSeq, FileIDs: t.OpenFiles, State: BatchOpen, Created: now, Files: int64(len(files))}
-			if err := l.put(ctx, l.batchName(table, t.OpenBatchSeq), bd); err != nil {
+			bd := BatchDoc{Table: tableID, Seq: t.OpenBatchSeq, FileIDs: t.OpenFiles, State: BatchOpen, Created: now, Files: int64(len(files))}
+			if err := l.put(ctx, l.batchName(tableID, t.OpenBatchSeq), bd); err != nil {
 				return err
 			}
 		}
@@ -659,18 +659,18 @@ func (l *Local) NextBatch(ctx context.Context, lease Lease, table string, lim Ba
 		if err != nil {
 			return err
 		}
-		b = Batch{Table: table, Seq: t.OpenBatchSeq, Files: files, Created: t.OpenCreated}
+		b = Batch{Table: tableID, Seq: t.OpenBatchSeq, Files: files, Created: t.OpenCreated}
 		return nil
 	})
 	if err != nil {
-		return Batch{}, fmt.Errorf("next batch of %s: %w", table, err)
+		return Batch{}, fmt.Errorf("next batch of %s: %w", tableID, err)
 	}
 	return b, nil
 }
 
 // CompleteBatch implements pipeline.Batches.
 func (l *Local) CompleteBatch(ctx context.Context, lease Lease, b Batch, stats BatchStats) error {
-	if err := ValidTable(b.Table); err != nil {
+	if err := ValidTableID(b.Table); err != nil {
 		return err
 	}
 	err := retry(ctx, func() error {
@@ -715,8 +715,8 @@ func (l *Local) CompleteBatch(ctx context.Context, lease Lease, b Batch, stats B
 
 // markMerged marks one file of batch seq merged, unless it was quarantined,
 // and returns its record.
-func (l *Local) markMerged(ctx context.Context, table, id string, seq int64, now time.Time) (FileRecord, error) {
-	name := l.fileName(table, id)
+func (l *Local) markMerged(ctx context.Context, tableID, id string, seq int64, now time.Time) (FileRecord, error) {
+	name := l.fileName(tableID, id)
 	var rec FileRecord
 	err := retry(ctx, func() error {
 		gen, err := l.read(ctx, name, &rec)
@@ -740,15 +740,15 @@ func (l *Local) markMerged(ctx context.Context, table, id string, seq int64, now
 
 // status returns a table's status with counts from its records, or
 // ErrNotFound for a table without files.
-func (l *Local) status(ctx context.Context, table string) (TableStatus, error) {
-	t, gen, err := l.readTable(ctx, table)
+func (l *Local) status(ctx context.Context, tableID string) (TableStatus, error) {
+	t, gen, err := l.readTable(ctx, tableID)
 	if err != nil {
 		return TableStatus{}, err
 	}
 	if gen == 0 || t.LastArrivalSeq == 0 {
 		return TableStatus{}, ErrNotFound
 	}
-	files, err := l.ListFiles(ctx, table, "")
+	files, err := l.ListFiles(ctx, tableID, "")
 	if err != nil {
 		return TableStatus{}, err
 	}
@@ -766,13 +766,13 @@ func (l *Local) status(ctx context.Context, table string) (TableStatus, error) {
 }
 
 // Status implements pipeline.Status.
-func (l *Local) Status(ctx context.Context, table string) (TableStatus, error) {
-	if err := ValidTable(table); err != nil {
+func (l *Local) Status(ctx context.Context, tableID string) (TableStatus, error) {
+	if err := ValidTableID(tableID); err != nil {
 		return TableStatus{}, err
 	}
-	s, err := l.status(ctx, table)
+	s, err := l.status(ctx, tableID)
 	if err != nil {
-		return TableStatus{}, fmt.Errorf("status of %s: %w", table, err)
+		return TableStatus{}, fmt.Errorf("status of %s: %w", tableID, err)
 	}
 	return s, nil
 }
@@ -815,14 +815,14 @@ func (l *Local) Expire(ctx context.Context, before time.Time) (int, error) {
 	return n, nil
 }
 
-func (l *Local) expireTable(ctx context.Context, table string, before time.Time) (int, error) {
-	t, _, err := l.readTable(ctx, table)
+func (l *Local) expireTable(ctx context.Context, tableID string, before time.Time) (int, error) {
+	t, _, err := l.readTable(ctx, tableID)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	var batches []string
-	if err := l.store.List(ctx, l.root+"/batches/"+table+"/", "", func(info objstore.Info) error {
+	if err := l.store.List(ctx, l.root+"/batches/"+tableID+"/", "", func(info objstore.Info) error {
 		batches = append(batches, info.Name)
 		return nil
 	}); err != nil {
@@ -842,7 +842,7 @@ func (l *Local) expireTable(ctx context.Context, table string, before time.Time)
 		}
 		n++
 	}
-	files, err := l.ListFiles(ctx, table, StateMerged)
+	files, err := l.ListFiles(ctx, tableID, StateMerged)
 	if err != nil {
 		return n, err
 	}
@@ -851,12 +851,12 @@ func (l *Local) expireTable(ctx context.Context, table string, before time.Time)
 		if !f.DoneAt.Before(before) {
 			continue
 		}
-		if err := l.remove(ctx, l.fileName(table, f.ID)); err != nil {
+		if err := l.remove(ctx, l.fileName(tableID, f.ID)); err != nil {
 			return n, err
 		}
 		n++
 	}
-	prefix := l.markerPrefix(table)
+	prefix := l.markerPrefix(tableID)
 	var orphans []string
 	if err := l.store.List(ctx, prefix, "", func(info objstore.Info) error {
 		if info.Updated.Before(before) {
@@ -871,7 +871,7 @@ func (l *Local) expireTable(ctx context.Context, table string, before time.Time)
 	for _, name := range orphans {
 		seqText, id, _ := strings.Cut(strings.TrimPrefix(name, prefix), "_")
 		var rec FileRecord
-		gen, err := l.read(ctx, l.fileName(table, id), &rec)
+		gen, err := l.read(ctx, l.fileName(tableID, id), &rec)
 		if err != nil {
 			return n, err
 		}

@@ -29,13 +29,13 @@ func (d LeaseDoc) Live(now time.Time) bool {
 }
 
 // Acquire returns the lease document after holder takes the lease.
-func (d LeaseDoc) Acquire(table, holder string, ttl time.Duration, now time.Time) (LeaseDoc, Lease, error) {
+func (d LeaseDoc) Acquire(tableID, holder string, ttl time.Duration, now time.Time) (LeaseDoc, Lease, error) {
 	if d.Live(now) && d.Holder != holder {
 		return d, Lease{}, fmt.Errorf("held by %s%s until %s: %w",
 			d.Holder, d.process(), d.Expires.UTC().Format(time.RFC3339Nano), ErrLeaseHeld)
 	}
 	next := LeaseDoc{Holder: holder, Token: d.Token + 1, Expires: now.Add(ttl)}
-	return next, Lease{Table: table, Holder: holder, Token: next.Token, Expires: next.Expires}, nil
+	return next, Lease{Table: tableID, Holder: holder, Token: next.Token, Expires: next.Expires}, nil
 }
 
 // process describes the holder's process for messages: " (process
@@ -313,18 +313,18 @@ func QuarantineRecord(cur FileRecord, exists bool, f FileRecord, reason string, 
 	return rec, nil
 }
 
-// ValidTable rejects table ids that cannot name a document or object.
-func ValidTable(table string) error {
-	if table == "" || table == "." || table == ".." || strings.ContainsAny(table, "/\\\x00\r\n") ||
-		(strings.HasPrefix(table, "__") && strings.HasSuffix(table, "__")) {
-		return fmt.Errorf("invalid table id %q", table)
+// ValidTableID rejects table ids that cannot name a document or object.
+func ValidTableID(tableID string) error {
+	if tableID == "" || tableID == "." || tableID == ".." || strings.ContainsAny(tableID, "/\\\x00\r\n") ||
+		(strings.HasPrefix(tableID, "__") && strings.HasSuffix(tableID, "__")) {
+		return fmt.Errorf("invalid table id %q", tableID)
 	}
 	return nil
 }
 
 // ValidFile checks what RegisterFile and Quarantine need.
 func ValidFile(f FileRecord) error {
-	if err := ValidTable(f.Table); err != nil {
+	if err := ValidTableID(f.Table); err != nil {
 		return err
 	}
 	if f.Name == "" {
@@ -336,7 +336,7 @@ func ValidFile(f FileRecord) error {
 // ValidLease rejects leases no coordinator can have handed out, so that
 // they fail before naming a document.
 func ValidLease(l Lease) error {
-	if err := ValidTable(l.Table); err != nil {
+	if err := ValidTableID(l.Table); err != nil {
 		return fmt.Errorf("lease: %w", err)
 	}
 	return nil

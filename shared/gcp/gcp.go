@@ -241,9 +241,9 @@ type WakeMessage struct {
 
 type pubsubWaker struct{ p *pubsub.Publisher }
 
-func (w pubsubWaker) Wake(ctx context.Context, table string) error {
-	b, _ := json.Marshal(WakeMessage{Table: table})
-	_, err := w.p.Publish(ctx, &pubsub.Message{Data: b, Attributes: map[string]string{"table": table}}).Get(ctx)
+func (w pubsubWaker) Wake(ctx context.Context, tableID string) error {
+	b, _ := json.Marshal(WakeMessage{Table: tableID})
+	_, err := w.p.Publish(ctx, &pubsub.Message{Data: b, Attributes: map[string]string{"table": tableID}}).Get(ctx)
 	return err
 }
 

@@ -26,7 +26,7 @@ type Leaser interface {
 	// and so is, by the local backend, the lease of a holder process that
 	// is gone from this host (see coord.Process). The same holder acquiring
 	// again gets a new token (its old Lease is lost).
-	Acquire(ctx context.Context, table, holder string, ttl time.Duration) (coord.Lease, error)
+	Acquire(ctx context.Context, tableID, holder string, ttl time.Duration) (coord.Lease, error)
 	// Renew extends a held lease to now+ttl, or returns coord.ErrLeaseLost.
 	Renew(ctx context.Context, l coord.Lease, ttl time.Duration) (coord.Lease, error)
 	// Release gives the lease up. It returns coord.ErrLeaseLost, changing
@@ -53,10 +53,10 @@ type Registry interface {
 	File(ctx context.Context, id string) (coord.FileRecord, error)
 	// Pending returns staged files not yet in a batch, in arrival order, at
 	// most limit (all when limit <= 0).
-	Pending(ctx context.Context, table string, limit int) ([]coord.FileRecord, error)
+	Pending(ctx context.Context, tableID string, limit int) ([]coord.FileRecord, error)
 	// ListFiles returns a table's files in a state (all states when state
 	// is empty), in arrival order.
-	ListFiles(ctx context.Context, table string, state coord.FileState) ([]coord.FileRecord, error)
+	ListFiles(ctx context.Context, tableID string, state coord.FileState) ([]coord.FileRecord, error)
 }
 
 // Batches forms the merge batches of a table and closes them, fenced by
@@ -69,7 +69,7 @@ type Batches interface {
 	// them the next sequence number and records the batch. It returns
 	// coord.ErrNoWork when nothing is pending and coord.ErrLeaseLost when l
 	// does not hold.
-	NextBatch(ctx context.Context, l coord.Lease, table string, lim coord.BatchLimits) (coord.Batch, error)
+	NextBatch(ctx context.Context, l coord.Lease, tableID string, lim coord.BatchLimits) (coord.Batch, error)
 	// CompleteBatch marks the batch's files merged (except quarantined
 	// ones), closes the batch and updates the table status. Completing a
 	// batch that is already done is a no-op. It returns coord.ErrLeaseLost
@@ -83,7 +83,7 @@ type Status interface {
 	// table id.
 	Statuses(ctx context.Context) ([]coord.TableStatus, error)
 	// Status returns one table's status, or coord.ErrNotFound.
-	Status(ctx context.Context, table string) (coord.TableStatus, error)
+	Status(ctx context.Context, tableID string) (coord.TableStatus, error)
 }
 
 // Expirer forgets what no longer needs remembering.

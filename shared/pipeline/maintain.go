@@ -42,24 +42,24 @@ type MaintainResult struct {
 // files are fresh), log cleanup removes only entries older than the
 // retention and covered by a checkpoint, and the staged files deleted are
 // those of batches already merged, which nothing reads again.
-func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, error) {
-	res := MaintainResult{Table: table}
-	tabs, err := p.TableSet(table)
+func (p *Pipeline) Maintain(ctx context.Context, tableID string) (MaintainResult, error) {
+	res := MaintainResult{Table: tableID}
+	tabs, err := p.TableSet(tableID)
 	if err != nil {
 		return res, err
 	}
 	start := time.Now()
-	lease, err := p.Leaser.Acquire(ctx, table, p.holder(), p.leaseTTL())
+	lease, err := p.Leaser.Acquire(ctx, tableID, p.holder(), p.leaseTTL())
 	if errors.Is(err, coord.ErrLeaseHeld) {
 		res.Busy = true
 		return res, nil
 	}
 	if err != nil {
-		return res, fmt.Errorf("maintain %s: %w", table, err)
+		return res, fmt.Errorf("maintain %s: %w", tableID, err)
 	}
-	err = p.maintainUnderLease(ctx, table, tabs, lease, &res)
+	err = p.maintainUnderLease(ctx, tableID, tabs, lease, &res)
 	if rerr := p.Leaser.Release(context.WithoutCancel(ctx), lease); rerr != nil && !errors.Is(rerr, coord.ErrLeaseLost) {
-		p.log().Warn("release after maintenance failed", "table", table, "error", rerr)
+		p.log().Warn("release after maintenance failed", "table", tableID, "error", rerr)
 	}
 	leaseHeld := time.Since(start)
 	if err != nil {
@@ -68,25 +68,25 @@ func (p *Pipeline) Maintain(ctx context.Context, table string) (MaintainResult, 
 	// Files staged while the lease was held had their wake-ups turned
 	// away: wake the merge now rather than after the steps below.
 	if p.Waker != nil {
-		if st, err := p.Status.Status(ctx, table); err == nil && (st.Pending > 0 || st.OpenBatchSeq != 0) {
-			if err := p.Waker.Wake(ctx, table); err != nil {
-				return res, fmt.Errorf("maintain %s: wake: %w", table, err)
+		if st, err := p.Status.Status(ctx, tableID); err == nil && (st.Pending > 0 || st.OpenBatchSeq != 0) {
+			if err := p.Waker.Wake(ctx, tableID); err != nil {
+				return res, fmt.Errorf("maintain %s: wake: %w", tableID, err)
 			}
 			res.Woke = true
 		}
 	}
-	if err := p.maintainAfterLease(ctx, table, tabs, &res); err != nil {
+	if err := p.maintainAfterLease(ctx, tableID, tabs, &res); err != nil {
 		return res, err
 	}
-	p.log().Info("table maintained", "event", "maintained", "table", table, "compacted", res.CompactedFiles, "vacuumed", res.VacuumedFiles, "tombstones_expired", res.ExpiredTombstones,
+	p.log().Info("table maintained", "event", "maintained", "table", tableID, "compacted", res.CompactedFiles, "vacuumed", res.VacuumedFiles, "tombstones_expired", res.ExpiredTombstones,
 		"lease_ms", leaseHeld.Milliseconds(), "duration_ms", time.Since(start).Milliseconds())
 	return res, nil
 }
 
 // maintainUnderLease compacts the state and history tables and expires
 // tombstones: the steps that replace files a merge reads and rewrites.
-func (p *Pipeline) maintainUnderLease(ctx context.Context, table string, tabs cdc.TableSet, lease coord.Lease, res *MaintainResult) error {
-	tc := p.Config.Table(table)
+func (p *Pipeline) maintainUnderLease(ctx context.Context, tableID string, tabs cdc.TableSet, lease coord.Lease, res *MaintainResult) error {
+	tc := p.Config.Table(tableID)
 	target := tc.TargetFileBytes
 	// One instant for every step, as the removes they commit are stamped.
 	now := p.now()
@@ -94,18 +94,18 @@ func (p *Pipeline) maintainUnderLease(ctx context.Context, table string, tabs cd
 	for _, store := range []objstore.Store{tabs.State, tabs.History} {
 		r, err := compact(ctx, store, target, clock)
 		if err != nil {
-			return fmt.Errorf("maintain %s: compact %s: %w", table, store.URL(), err)
+			return fmt.Errorf("maintain %s: compact %s: %w", tableID, store.URL(), err)
 		}
 		res.CompactedFiles += r.FilesRemoved
 		res.CompactedInto += r.FilesAdded
 	}
 	expired, err := cdc.ExpireTombstones(ctx, tabs.Tombstones, cdc.ExpireOptions{Retention: time.Duration(tc.TombstoneRetention), TargetFileBytes: target, Now: clock})
 	if err != nil {
-		return fmt.Errorf("maintain %s: expire tombstones: %w", table, err)
+		return fmt.Errorf("maintain %s: expire tombstones: %w", tableID, err)
 	}
 	res.ExpiredTombstones = expired.Expired
 	if err := p.Leaser.CheckLease(ctx, lease); err != nil {
-		return fmt.Errorf("maintain %s: %w", table, err)
+		return fmt.Errorf("maintain %s: %w", tableID, err)
 	}
 	return nil
 }
@@ -113,7 +113,7 @@ func (p *Pipeline) maintainUnderLease(ctx context.Context, table string, tabs cd
 // maintainAfterLease writes checkpoints, vacuums, cleans up the logs and
 // deletes the staged files of merged batches (see Maintain for why these
 // need no lease).
-func (p *Pipeline) maintainAfterLease(ctx context.Context, table string, tabs cdc.TableSet, res *MaintainResult) error {
+func (p *Pipeline) maintainAfterLease(ctx context.Context, tableID string, tabs cdc.TableSet, res *MaintainResult) error {
 	for _, store := range []objstore.Store{tabs.State, tabs.History, tabs.Tombstones} {
 		tab := delta.Open(store)
 		snap, err := tab.Snapshot(ctx)
@@ -125,22 +125,22 @@ func (p *Pipeline) maintainAfterLease(ctx context.Context, table string, tabs cd
 		}
 		if snap.CheckpointVersion() < snap.Version() {
 			if err := snap.WriteCheckpoint(ctx); err != nil {
-				return fmt.Errorf("maintain %s: checkpoint %s: %w", table, store.URL(), err)
+				return fmt.Errorf("maintain %s: checkpoint %s: %w", tableID, store.URL(), err)
 			}
 			res.Checkpoints++
 		}
 		vr, err := tab.Vacuum(ctx, delta.VacuumOptions{Now: p.Now})
 		if err != nil {
-			return fmt.Errorf("maintain %s: vacuum %s: %w", table, store.URL(), err)
+			return fmt.Errorf("maintain %s: vacuum %s: %w", tableID, store.URL(), err)
 		}
 		res.VacuumedFiles += len(vr.Files)
 		cr, err := tab.CleanupLog(ctx, delta.CleanupOptions{Now: p.Now})
 		if err != nil {
-			return fmt.Errorf("maintain %s: log cleanup %s: %w", table, store.URL(), err)
+			return fmt.Errorf("maintain %s: log cleanup %s: %w", tableID, store.URL(), err)
 		}
 		res.LogFilesDeleted += len(cr.Deleted)
 	}
-	merged, err := p.Registry.ListFiles(ctx, table, coord.StateMerged)
+	merged, err := p.Registry.ListFiles(ctx, tableID, coord.StateMerged)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func (p *Pipeline) maintainAfterLease(ctx context.Context, table string, tabs cd
 			case err == nil:
 				res.StagedFilesDeleted++
 			case !errors.Is(err, objstore.ErrNotExist):
-				return fmt.Errorf("maintain %s: delete staged %s: %w", table, name, err)
+				return fmt.Errorf("maintain %s: delete staged %s: %w", tableID, name, err)
 			}
 		}
 	}

@@ -60,14 +60,14 @@ func addResult(s *cdc.Result, b cdc.Result) {
 // until none is pending or the budget runs out. The lease is renewed while
 // work runs; losing it cancels the work before its next commit. After
 // releasing, it looks for files staged meanwhile so no wake-up is lost.
-func (p *Pipeline) MergeTable(ctx context.Context, table string) (MergeResult, error) {
-	res := MergeResult{Table: table}
-	tabs, err := p.TableSet(table)
+func (p *Pipeline) MergeTable(ctx context.Context, tableID string) (MergeResult, error) {
+	res := MergeResult{Table: tableID}
+	tabs, err := p.TableSet(tableID)
 	if err != nil {
 		return res, err
 	}
 	start := p.now()
-	log := p.log().With("table", table)
+	log := p.log().With("table", tableID)
 	for {
 		more, err := p.mergeUnderLease(ctx, tabs, start, &res)
 		if errors.Is(err, coord.ErrLeaseHeld) {
@@ -86,8 +86,8 @@ func (p *Pipeline) MergeTable(ctx context.Context, table string) (MergeResult, e
 		if p.MergeBudget > 0 && p.now().Sub(start) > p.MergeBudget/2 {
 			res.Remaining = true
 			if p.Waker != nil {
-				if err := p.Waker.Wake(ctx, table); err != nil {
-					return res, fmt.Errorf("merge %s: re-wake: %w", table, err)
+				if err := p.Waker.Wake(ctx, tableID); err != nil {
+					return res, fmt.Errorf("merge %s: re-wake: %w", tableID, err)
 				}
 			}
 			return res, nil

@@ -26,7 +26,7 @@ type Sources interface {
 // Waker is told that a table has staged work (Pub/Sub in the cloud, a
 // channel or nothing locally).
 type Waker interface {
-	Wake(ctx context.Context, table string) error
+	Wake(ctx context.Context, tableID string) error
 }
 
 // Pipeline is the set of services the use cases run over.
@@ -111,13 +111,13 @@ const (
 )
 
 // TableSet maps a table id to its three Delta tables in the lake.
-func (p *Pipeline) TableSet(id string) (cdc.TableSet, error) { return TableSetIn(p.Lake, id) }
+func (p *Pipeline) TableSet(tableID string) (cdc.TableSet, error) { return TableSetIn(p.Lake, tableID) }
 
 // TableSetIn maps a table id to its three Delta tables in a lake. It is the
 // only function that turns an id into paths; the id is validated so no part
 // can escape the lake.
-func TableSetIn(lake objstore.Store, id string) (cdc.TableSet, error) {
-	tid, err := datastream.ParseTableID(id)
+func TableSetIn(lake objstore.Store, tableID string) (cdc.TableSet, error) {
+	tid, err := datastream.ParseTableID(tableID)
 	if err != nil {
 		return cdc.TableSet{}, err
 	}
@@ -126,12 +126,12 @@ func TableSetIn(lake objstore.Store, id string) (cdc.TableSet, error) {
 
 // TableSetBeside returns the three Delta tables of the current-state table
 // at name in dir, whose history and tombstones are its siblings (name_log
-// and name_tombstones); id is the table id they hold. TableSetIn places a
-// table id's tables in a lake with it, and a command given the folder of a
-// current-state table finds the other two with it.
-func TableSetBeside(dir objstore.Store, name, id string) cdc.TableSet {
+// and name_tombstones); tableID is the table id they hold. TableSetIn
+// places a table id's table set in a lake with it, and a command given the
+// folder of a current-state table finds the other two with it.
+func TableSetBeside(dir objstore.Store, name, tableID string) cdc.TableSet {
 	return cdc.TableSet{
-		ID:         id,
+		ID:         tableID,
 		State:      objstore.Sub(dir, name),
 		History:    objstore.Sub(dir, name+HistorySuffix),
 		Tombstones: objstore.Sub(dir, name+TombstoneSuffix),
@@ -139,7 +139,7 @@ func TableSetBeside(dir objstore.Store, name, id string) cdc.TableSet {
 }
 
 // stagingDir is where a table's staged files live in the lake.
-func stagingDir(table string) string { return "_staging/" + table }
+func stagingDir(tableID string) string { return "_staging/" + tableID }
 
 // ErrPermanent marks a failure that retrying cannot fix (the file was
 // quarantined); functions acknowledge such events instead of retrying.

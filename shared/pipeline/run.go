@@ -70,11 +70,11 @@ type RunResult struct {
 	Merged, Busy []string
 }
 
-func (r *RunResult) table(id string) *TableRun {
-	t := r.Tables[id]
+func (r *RunResult) table(tableID string) *TableRun {
+	t := r.Tables[tableID]
 	if t == nil {
 		t = &TableRun{StateVersion: -1, HistoryVersion: -1}
-		r.Tables[id] = t
+		r.Tables[tableID] = t
 	}
 	return t
 }
@@ -179,13 +179,13 @@ func (p *Pipeline) stageAll(ctx context.Context, o RunOptions, res *RunResult) e
 // runMerge merges a table's pending files and maintains it. It reports
 // false when another process holds the table's lease, so nothing was
 // merged.
-func (p *Pipeline) runMerge(ctx context.Context, table string, res *RunResult) (bool, error) {
-	mr, err := p.MergeTable(ctx, table)
+func (p *Pipeline) runMerge(ctx context.Context, tableID string, res *RunResult) (bool, error) {
+	mr, err := p.MergeTable(ctx, tableID)
 	if err != nil {
 		return false, err
 	}
 	// A busy result may follow batches merged before the lease was lost.
-	t := res.table(table)
+	t := res.table(tableID)
 	t.MergedFiles += int64(mr.Files)
 	t.MergedEvents += mr.Result.Events
 	t.Inserted += mr.Result.Inserted
@@ -195,8 +195,8 @@ func (p *Pipeline) runMerge(ctx context.Context, table string, res *RunResult) (
 	if mr.Busy {
 		return false, nil
 	}
-	res.Merged = append(res.Merged, table)
-	if _, err := p.Maintain(ctx, table); err != nil {
+	res.Merged = append(res.Merged, tableID)
+	if _, err := p.Maintain(ctx, tableID); err != nil {
 		return false, err
 	}
 	return true, nil

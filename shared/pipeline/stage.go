@@ -176,11 +176,11 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 const UnknownTable = "_unknown._unknown"
 
 // tableOrUnknown is the table id t, or UnknownTable when it is empty.
-func tableOrUnknown(t string) string {
-	if t == "" {
+func tableOrUnknown(tableID string) string {
+	if tableID == "" {
 		return UnknownTable
 	}
-	return t
+	return tableID
 }
 
 // permanentError wraps a cause that retrying cannot fix.
@@ -489,17 +489,17 @@ func stagedPartPath(part stagedPart) string {
 // sourceSchema is the table's current source schema (the current-state
 // table's columns without the metadata columns), which types the JSON files
 // staged for it; it is empty while the table does not exist.
-func (p *Pipeline) sourceSchema(ctx context.Context, table string) (value.StructType, error) {
-	tabs, err := p.TableSet(table)
+func (p *Pipeline) sourceSchema(ctx context.Context, tableID string) (value.StructType, error) {
+	tabs, err := p.TableSet(tableID)
 	if err != nil {
-		return value.StructType{}, permanentError{fmt.Errorf("table %s: %w", table, err)}
+		return value.StructType{}, permanentError{fmt.Errorf("table %s: %w", tableID, err)}
 	}
 	snap, err := delta.Open(tabs.State).Snapshot(ctx)
 	if errors.Is(err, delta.ErrNotATable) {
 		return value.StructType{}, nil
 	}
 	if err != nil {
-		return value.StructType{}, fmt.Errorf("read the schema of table %s: %w", table, err)
+		return value.StructType{}, fmt.Errorf("read the schema of table %s: %w", tableID, err)
 	}
 	return cdc.SourceSchema(snap.Schema()), nil
 }

@@ -35,8 +35,8 @@ type partRef struct {
 const stepMemoryBytes = 2 * partMemoryBytes
 
 // stepPlanPath is where the plan of a table's batch is kept.
-func stepPlanPath(table string, seq int64) string {
-	return stagingDir(table) + "/_steps/" + strconv.FormatInt(seq, 10) + ".json"
+func stepPlanPath(tableID string, seq int64) string {
+	return stagingDir(tableID) + "/_steps/" + strconv.FormatInt(seq, 10) + ".json"
 }
 
 // planSteps splits a batch's staged parts into steps of at most the
@@ -154,8 +154,8 @@ func (plan stepPlan) resolve(byID map[string]*batchFile) ([][]batchPart, error) 
 }
 
 // dropStepPlan deletes a completed batch's plan, if it had one.
-func (p *Pipeline) dropStepPlan(ctx context.Context, table string, seq int64) {
-	if err := p.Lake.Delete(ctx, stepPlanPath(table, seq)); err != nil && !errors.Is(err, objstore.ErrNotExist) {
-		p.log().Warn("could not delete a completed batch's step plan", "table", table, "batch", seq, "error", err)
+func (p *Pipeline) dropStepPlan(ctx context.Context, tableID string, seq int64) {
+	if err := p.Lake.Delete(ctx, stepPlanPath(tableID, seq)); err != nil && !errors.Is(err, objstore.ErrNotExist) {
+		p.log().Warn("could not delete a completed batch's step plan", "table", tableID, "batch", seq, "error", err)
 	}
 }

@@ -20,15 +20,15 @@ var ErrLeaseStale = errors.New("lease not renewed lately")
 // notification; so when the lease looks abandoned while files are pending
 // or a batch is open, MergeWakeUp returns ErrLeaseStale to have the
 // wake-up delivered again. Uses the Status beside what MergeTable uses.
-func (p *Pipeline) MergeWakeUp(ctx context.Context, table string) (MergeResult, error) {
-	res, err := p.MergeTable(ctx, table)
+func (p *Pipeline) MergeWakeUp(ctx context.Context, tableID string) (MergeResult, error) {
+	res, err := p.MergeTable(ctx, tableID)
 	if err != nil || !res.Busy {
 		return res, err
 	}
-	st, err := p.Status.Status(ctx, table)
+	st, err := p.Status.Status(ctx, tableID)
 	if err == nil && staleLease(st.LeaseExpires, p.now(), p.leaseTTL()) && (st.Pending > 0 || st.OpenBatchSeq > 0) {
 		return res, fmt.Errorf("merge %s: lease held by %s, expires %s: %w; retry after it expires",
-			table, st.LeaseHolder, st.LeaseExpires.Format(time.RFC3339), ErrLeaseStale)
+			tableID, st.LeaseHolder, st.LeaseExpires.Format(time.RFC3339), ErrLeaseStale)
 	}
 	return res, nil
 }

@@ -24,8 +24,8 @@ func (a *alternate) pick() Coordinator {
 	return a.cs[(a.next.Add(1)-1)%uint64(len(a.cs))]
 }
 
-func (a *alternate) Acquire(ctx context.Context, table, holder string, ttl time.Duration) (coord.Lease, error) {
-	return a.pick().Acquire(ctx, table, holder, ttl)
+func (a *alternate) Acquire(ctx context.Context, tableID, holder string, ttl time.Duration) (coord.Lease, error) {
+	return a.pick().Acquire(ctx, tableID, holder, ttl)
 }
 
 func (a *alternate) Renew(ctx context.Context, l coord.Lease, ttl time.Duration) (coord.Lease, error) {
@@ -52,16 +52,16 @@ func (a *alternate) File(ctx context.Context, id string) (coord.FileRecord, erro
 	return a.pick().File(ctx, id)
 }
 
-func (a *alternate) Pending(ctx context.Context, table string, limit int) ([]coord.FileRecord, error) {
-	return a.pick().Pending(ctx, table, limit)
+func (a *alternate) Pending(ctx context.Context, tableID string, limit int) ([]coord.FileRecord, error) {
+	return a.pick().Pending(ctx, tableID, limit)
 }
 
-func (a *alternate) ListFiles(ctx context.Context, table string, state coord.FileState) ([]coord.FileRecord, error) {
-	return a.pick().ListFiles(ctx, table, state)
+func (a *alternate) ListFiles(ctx context.Context, tableID string, state coord.FileState) ([]coord.FileRecord, error) {
+	return a.pick().ListFiles(ctx, tableID, state)
 }
 
-func (a *alternate) NextBatch(ctx context.Context, l coord.Lease, table string, lim coord.BatchLimits) (coord.Batch, error) {
-	return a.pick().NextBatch(ctx, l, table, lim)
+func (a *alternate) NextBatch(ctx context.Context, l coord.Lease, tableID string, lim coord.BatchLimits) (coord.Batch, error) {
+	return a.pick().NextBatch(ctx, l, tableID, lim)
 }
 
 func (a *alternate) CompleteBatch(ctx context.Context, l coord.Lease, b coord.Batch, stats coord.BatchStats) error {
@@ -72,8 +72,8 @@ func (a *alternate) Statuses(ctx context.Context) ([]coord.TableStatus, error) {
 	return a.pick().Statuses(ctx)
 }
 
-func (a *alternate) Status(ctx context.Context, table string) (coord.TableStatus, error) {
-	return a.pick().Status(ctx, table)
+func (a *alternate) Status(ctx context.Context, tableID string) (coord.TableStatus, error) {
+	return a.pick().Status(ctx, tableID)
 }
 
 func (a *alternate) Expire(ctx context.Context, before time.Time) (int, error) {

@@ -44,7 +44,7 @@ func (c *Clock) Advance(d time.Duration) {
 // Status and Expirer document them). The suite is a consumer of its own and
 // does not import pipeline, which backends never see.
 type Coordinator interface {
-	Acquire(ctx context.Context, table, holder string, ttl time.Duration) (coord.Lease, error)
+	Acquire(ctx context.Context, tableID, holder string, ttl time.Duration) (coord.Lease, error)
 	Renew(ctx context.Context, l coord.Lease, ttl time.Duration) (coord.Lease, error)
 	Release(ctx context.Context, l coord.Lease) error
 	CheckLease(ctx context.Context, l coord.Lease) error
@@ -52,14 +52,14 @@ type Coordinator interface {
 	RegisterFile(ctx context.Context, f coord.FileRecord) (rec coord.FileRecord, created bool, err error)
 	Quarantine(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
 	File(ctx context.Context, id string) (coord.FileRecord, error)
-	Pending(ctx context.Context, table string, limit int) ([]coord.FileRecord, error)
-	ListFiles(ctx context.Context, table string, state coord.FileState) ([]coord.FileRecord, error)
+	Pending(ctx context.Context, tableID string, limit int) ([]coord.FileRecord, error)
+	ListFiles(ctx context.Context, tableID string, state coord.FileState) ([]coord.FileRecord, error)
 
-	NextBatch(ctx context.Context, l coord.Lease, table string, lim coord.BatchLimits) (coord.Batch, error)
+	NextBatch(ctx context.Context, l coord.Lease, tableID string, lim coord.BatchLimits) (coord.Batch, error)
 	CompleteBatch(ctx context.Context, l coord.Lease, b coord.Batch, stats coord.BatchStats) error
 
 	Statuses(ctx context.Context) ([]coord.TableStatus, error)
-	Status(ctx context.Context, table string) (coord.TableStatus, error)
+	Status(ctx context.Context, tableID string) (coord.TableStatus, error)
 
 	Expire(ctx context.Context, before time.Time) (int, error)
 }
@@ -95,25 +95,25 @@ func newEnv(t *testing.T, newCoordinator NewFunc) *env {
 	return &env{t: t, ctx: context.Background(), c: newCoordinator(t, clock.Now), clock: clock}
 }
 
-func (e *env) acquire(table, holder string) coord.Lease {
+func (e *env) acquire(tableID, holder string) coord.Lease {
 	e.t.Helper()
-	l, err := e.c.Acquire(e.ctx, table, holder, ttl)
+	l, err := e.c.Acquire(e.ctx, tableID, holder, ttl)
 	if err != nil {
-		e.t.Fatalf("Acquire(%s, %s): %v", table, holder, err)
+		e.t.Fatalf("Acquire(%s, %s): %v", tableID, holder, err)
 	}
 	return l
 }
 
 // file returns a record of a source file of table; n makes it distinct.
-func file(table string, n int, size int64) coord.FileRecord {
+func file(tableID string, n int, size int64) coord.FileRecord {
 	base := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
 	return coord.FileRecord{
-		Table:         table,
+		Table:         tableID,
 		Bucket:        "source",
-		Name:          fmt.Sprintf("prefix/%s/2026/02/01/00/00/file-%04d.jsonl", table, n),
+		Name:          fmt.Sprintf("prefix/%s/2026/02/01/00/00/file-%04d.jsonl", tableID, n),
 		Generation:    int64(1000 + n),
 		Size:          size,
-		StagedPath:    fmt.Sprintf("_staging/%s/%04d.parquet", table, n),
+		StagedPath:    fmt.Sprintf("_staging/%s/%04d.parquet", tableID, n),
 		Events:        int64(10 * n),
 		MinSourceTime: base.Add(time.Duration(n) * time.Minute),
 		MaxSourceTime: base.Add(time.Duration(n)*time.Minute + 30*time.Second),
@@ -133,29 +133,29 @@ func (e *env) register(f coord.FileRecord) coord.FileRecord {
 }
 
 // registerN registers files 1..n of table, each of size bytes.
-func (e *env) registerN(table string, n int, size int64) []coord.FileRecord {
+func (e *env) registerN(tableID string, n int, size int64) []coord.FileRecord {
 	e.t.Helper()
 	out := make([]coord.FileRecord, n)
 	for i := range n {
-		out[i] = e.register(file(table, i+1, size))
+		out[i] = e.register(file(tableID, i+1, size))
 	}
 	return out
 }
 
-func (e *env) status(table string) coord.TableStatus {
+func (e *env) status(tableID string) coord.TableStatus {
 	e.t.Helper()
-	s, err := e.c.Status(e.ctx, table)
+	s, err := e.c.Status(e.ctx, tableID)
 	if err != nil {
-		e.t.Fatalf("Status(%s): %v", table, err)
+		e.t.Fatalf("Status(%s): %v", tableID, err)
 	}
 	return s
 }
 
-func (e *env) nextBatch(l coord.Lease, table string, lim coord.BatchLimits) coord.Batch {
+func (e *env) nextBatch(l coord.Lease, tableID string, lim coord.BatchLimits) coord.Batch {
 	e.t.Helper()
-	b, err := e.c.NextBatch(e.ctx, l, table, lim)
+	b, err := e.c.NextBatch(e.ctx, l, tableID, lim)
 	if err != nil {
-		e.t.Fatalf("NextBatch(%s): %v", table, err)
+		e.t.Fatalf("NextBatch(%s): %v", tableID, err)
 	}
 	return b
 }
@@ -353,7 +353,7 @@ func testLease(t *testing.T, newCoordinator NewFunc) {
 // AcquireAtOnce has each of cs acquire table's lease at the same time, as
 // holder "w<i>", and returns the leases won and how many got ErrLeaseHeld;
 // any other error is returned.
-func AcquireAtOnce(ctx context.Context, table string, ttl time.Duration, cs ...Coordinator) (won []coord.Lease, held int, err error) {
+func AcquireAtOnce(ctx context.Context, tableID string, ttl time.Duration, cs ...Coordinator) (won []coord.Lease, held int, err error) {
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
@@ -361,7 +361,7 @@ func AcquireAtOnce(ctx context.Context, table string, ttl time.Duration, cs ...C
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := c.Acquire(ctx, table, fmt.Sprintf("w%d", i), ttl)
+			l, err := c.Acquire(ctx, tableID, fmt.Sprintf("w%d", i), ttl)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

@@ -121,8 +121,8 @@ func getDoc(tx *firestore.Transaction, ref *firestore.DocumentRef, dst any) (boo
 }
 
 // Acquire implements pipeline.Leaser.
-func (f *Coordinator) Acquire(ctx context.Context, table, holder string, ttl time.Duration) (coord.Lease, error) {
-	if err := coord.ValidTable(table); err != nil {
+func (f *Coordinator) Acquire(ctx context.Context, tableID, holder string, ttl time.Duration) (coord.Lease, error) {
+	if err := coord.ValidTableID(tableID); err != nil {
 		return coord.Lease{}, err
 	}
 	if err := coord.ValidAcquire(holder, ttl); err != nil {
@@ -130,12 +130,12 @@ func (f *Coordinator) Acquire(ctx context.Context, table, holder string, ttl tim
 	}
 	var l coord.Lease
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		ref := f.leases.Doc(table)
+		ref := f.leases.Doc(tableID)
 		var cur coord.LeaseDoc
 		if _, err := getDoc(tx, ref, &cur); err != nil {
 			return err
 		}
-		next, lease, err := cur.Acquire(table, holder, ttl, f.now())
+		next, lease, err := cur.Acquire(tableID, holder, ttl, f.now())
 		if err != nil {
 			return err
 		}
@@ -143,7 +143,7 @@ func (f *Coordinator) Acquire(ctx context.Context, table, holder string, ttl tim
 		return tx.Set(ref, next)
 	})
 	if err != nil {
-		return coord.Lease{}, fmt.Errorf("acquire lease on %s for %s: %w", table, holder, err)
+		return coord.Lease{}, fmt.Errorf("acquire lease on %s for %s: %w", tableID, holder, err)
 	}
 	return l, nil
 }
@@ -219,12 +219,12 @@ func (f *Coordinator) CheckLease(ctx context.Context, l coord.Lease) error {
 }
 
 // checkLeaseTx checks l inside tx, so that the writes of tx are fenced.
-func (f *Coordinator) checkLeaseTx(tx *firestore.Transaction, l coord.Lease, table string) error {
-	if l.Table != table {
-		return fmt.Errorf("lease on %s used for %s: %w", l.Table, table, coord.ErrLeaseLost)
+func (f *Coordinator) checkLeaseTx(tx *firestore.Transaction, l coord.Lease, tableID string) error {
+	if l.Table != tableID {
+		return fmt.Errorf("lease on %s used for %s: %w", l.Table, tableID, coord.ErrLeaseLost)
 	}
 	var cur coord.LeaseDoc
-	if _, err := getDoc(tx, f.leases.Doc(table), &cur); err != nil {
+	if _, err := getDoc(tx, f.leases.Doc(tableID), &cur); err != nil {
 		return err
 	}
 	return cur.Check(l, f.now())
@@ -341,8 +341,8 @@ func (f *Coordinator) File(ctx context.Context, id string) (coord.FileRecord, er
 }
 
 // pendingQuery selects a table's staged files in arrival order.
-func (f *Coordinator) pendingQuery(table string, limit int) firestore.Query {
-	q := f.files.Where("table", "==", table).Where("state", "==", string(coord.StateStaged)).OrderBy("arrivalSeq", firestore.Asc)
+func (f *Coordinator) pendingQuery(tableID string, limit int) firestore.Query {
+	q := f.files.Where("table", "==", tableID).Where("state", "==", string(coord.StateStaged)).OrderBy("arrivalSeq", firestore.Asc)
 	if limit > 0 {
 		q = q.Limit(limit)
 	}
@@ -370,30 +370,30 @@ func readFiles(it *firestore.DocumentIterator) ([]coord.FileRecord, error) {
 }
 
 // Pending implements pipeline.Registry.
-func (f *Coordinator) Pending(ctx context.Context, table string, limit int) ([]coord.FileRecord, error) {
-	out, err := readFiles(f.pendingQuery(table, limit).Documents(ctx))
+func (f *Coordinator) Pending(ctx context.Context, tableID string, limit int) ([]coord.FileRecord, error) {
+	out, err := readFiles(f.pendingQuery(tableID, limit).Documents(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("list pending files of %s: %w", table, err)
+		return nil, fmt.Errorf("list pending files of %s: %w", tableID, err)
 	}
 	return out, nil
 }
 
 // ListFiles implements pipeline.Registry.
-func (f *Coordinator) ListFiles(ctx context.Context, table string, state coord.FileState) ([]coord.FileRecord, error) {
-	q := f.files.Where("table", "==", table)
+func (f *Coordinator) ListFiles(ctx context.Context, tableID string, state coord.FileState) ([]coord.FileRecord, error) {
+	q := f.files.Where("table", "==", tableID)
 	if state != "" {
 		q = q.Where("state", "==", string(state))
 	}
 	out, err := readFiles(q.OrderBy("arrivalSeq", firestore.Asc).Documents(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("list files of %s: %w", table, err)
+		return nil, fmt.Errorf("list files of %s: %w", tableID, err)
 	}
 	return out, nil
 }
 
 // batchRef names a batch record; zero-padding keeps them in seq order.
-func (f *Coordinator) batchRef(table string, seq int64) *firestore.DocumentRef {
-	return f.batches.Doc(fmt.Sprintf("%s__%020d", table, seq))
+func (f *Coordinator) batchRef(tableID string, seq int64) *firestore.DocumentRef {
+	return f.batches.Doc(fmt.Sprintf("%s__%020d", tableID, seq))
 }
 
 // filesTx reads the records of ids inside tx, in the order of ids.
@@ -421,16 +421,16 @@ func (f *Coordinator) filesTx(tx *firestore.Transaction, ids []string) ([]coord.
 }
 
 // NextBatch implements pipeline.Batches.
-func (f *Coordinator) NextBatch(ctx context.Context, l coord.Lease, table string, lim coord.BatchLimits) (coord.Batch, error) {
-	if err := coord.ValidTable(table); err != nil {
+func (f *Coordinator) NextBatch(ctx context.Context, l coord.Lease, tableID string, lim coord.BatchLimits) (coord.Batch, error) {
+	if err := coord.ValidTableID(tableID); err != nil {
 		return coord.Batch{}, err
 	}
 	var b coord.Batch
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		if err := f.checkLeaseTx(tx, l, table); err != nil {
+		if err := f.checkLeaseTx(tx, l, tableID); err != nil {
 			return err
 		}
-		tref := f.tables.Doc(table)
+		tref := f.tables.Doc(tableID)
 		var t coord.TableDoc
 		exists, err := getDoc(tx, tref, &t)
 		if err != nil {
@@ -444,10 +444,10 @@ func (f *Coordinator) NextBatch(ctx context.Context, l coord.Lease, table string
 			if err != nil {
 				return err
 			}
-			b = coord.Batch{Table: table, Seq: t.OpenBatchSeq, Files: files, Created: t.OpenCreated}
+			b = coord.Batch{Table: tableID, Seq: t.OpenBatchSeq, Files: files, Created: t.OpenCreated}
 			return nil
 		}
-		pending, err := readFiles(tx.Documents(f.pendingQuery(table, lim.MaxFiles())))
+		pending, err := readFiles(tx.Documents(f.pendingQuery(tableID, lim.MaxFiles())))
 		if err != nil {
 			return fmt.Errorf("list pending files: %w", err)
 		}
@@ -463,21 +463,21 @@ func (f *Coordinator) NextBatch(ctx context.Context, l coord.Lease, table string
 				return err
 			}
 		}
-		bd := coord.BatchDoc{Table: table, Seq: b.Seq, FileIDs: t.OpenFiles, State: coord.BatchOpen, Created: now, Files: int64(len(files))}
-		if err := tx.Set(f.batchRef(table, b.Seq), bd); err != nil {
+		bd := coord.BatchDoc{Table: tableID, Seq: b.Seq, FileIDs: t.OpenFiles, State: coord.BatchOpen, Created: now, Files: int64(len(files))}
+		if err := tx.Set(f.batchRef(tableID, b.Seq), bd); err != nil {
 			return err
 		}
 		return tx.Set(tref, t)
 	})
 	if err != nil {
-		return coord.Batch{}, fmt.Errorf("next batch of %s: %w", table, err)
+		return coord.Batch{}, fmt.Errorf("next batch of %s: %w", tableID, err)
 	}
 	return b, nil
 }
 
 // CompleteBatch implements pipeline.Batches.
 func (f *Coordinator) CompleteBatch(ctx context.Context, l coord.Lease, b coord.Batch, stats coord.BatchStats) error {
-	if err := coord.ValidTable(b.Table); err != nil {
+	if err := coord.ValidTableID(b.Table); err != nil {
 		return err
 	}
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -518,16 +518,16 @@ func (f *Coordinator) CompleteBatch(ctx context.Context, l coord.Lease, b coord.
 }
 
 // Status implements pipeline.Status.
-func (f *Coordinator) Status(ctx context.Context, table string) (coord.TableStatus, error) {
-	if err := coord.ValidTable(table); err != nil {
+func (f *Coordinator) Status(ctx context.Context, tableID string) (coord.TableStatus, error) {
+	if err := coord.ValidTableID(tableID); err != nil {
 		return coord.TableStatus{}, err
 	}
-	snaps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{f.tables.Doc(table), f.leases.Doc(table)})
+	snaps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{f.tables.Doc(tableID), f.leases.Doc(tableID)})
 	if err != nil {
-		return coord.TableStatus{}, fmt.Errorf("status of %s: %w", table, err)
+		return coord.TableStatus{}, fmt.Errorf("status of %s: %w", tableID, err)
 	}
 	if !snaps[0].Exists() {
-		return coord.TableStatus{}, fmt.Errorf("status of %s: %w", table, coord.ErrNotFound)
+		return coord.TableStatus{}, fmt.Errorf("status of %s: %w", tableID, coord.ErrNotFound)
 	}
 	return f.statusOf(snaps[0], snaps[1])
 }
