@@ -144,22 +144,22 @@ func TestABackfillMergesWithinAFunctionsMemory(t *testing.T) {
 
 // waitStaged waits until n files of table are staged and none is
 // quarantined.
-func waitStaged(t *testing.T, ctx context.Context, co *firestorecoord.Coordinator, table string, n int, timeout time.Duration) {
+func waitStaged(t *testing.T, ctx context.Context, co *firestorecoord.Coordinator, tableID string, n int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		st, err := co.Status(ctx, table)
+		st, err := co.Status(ctx, tableID)
 		if err != nil && !errors.Is(err, coord.ErrNotFound) {
-			t.Fatalf("status of %s: %v", table, err)
+			t.Fatalf("status of %s: %v", tableID, err)
 		}
 		if st.Quarantined > 0 {
-			t.Fatalf("%s: %d files quarantined", table, st.Quarantined)
+			t.Fatalf("%s: %d files quarantined", tableID, st.Quarantined)
 		}
 		if st.Pending == int64(n) {
 			return
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: %d of %d files staged after %s", table, st.Pending, n, timeout)
+			t.Fatalf("%s: %d of %d files staged after %s", tableID, st.Pending, n, timeout)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

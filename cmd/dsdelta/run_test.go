@@ -95,7 +95,7 @@ func simulated(t *testing.T) (src, lake string) {
 
 // summaryRow returns a table's row of run's summary by column name. Cells
 // are separated by two spaces or more; names have single spaces.
-func summaryRow(t *testing.T, out, table string) map[string]string {
+func summaryRow(t *testing.T, out, tableID string) map[string]string {
 	t.Helper()
 	split := regexp.MustCompile(`\s{2,}`)
 	var header []string
@@ -103,7 +103,7 @@ func summaryRow(t *testing.T, out, table string) map[string]string {
 		cells := split.Split(strings.TrimSpace(line), -1)
 		if cells[0] == "table" {
 			header = cells
-		} else if header != nil && cells[0] == table {
+		} else if header != nil && cells[0] == tableID {
 			row := map[string]string{}
 			for i, name := range header {
 				if i < len(cells) {
@@ -113,13 +113,13 @@ func summaryRow(t *testing.T, out, table string) map[string]string {
 			return row
 		}
 	}
-	t.Fatalf("no row of %s in the summary:\n%s", table, out)
+	t.Fatalf("no row of %s in the summary:\n%s", tableID, out)
 	return nil
 }
 
 // holdLease takes a table's lease in the lake for another holder, as a
 // process given by proc would (a zero proc is this process).
-func holdLease(t *testing.T, lake, table string, proc coord.Process) (*coord.Local, coord.Lease) {
+func holdLease(t *testing.T, lake, tableID string, proc coord.Process) (*coord.Local, coord.Lease) {
 	t.Helper()
 	store, err := objstore.NewLocal(lake)
 	if err != nil {
@@ -129,7 +129,7 @@ func holdLease(t *testing.T, lake, table string, proc coord.Process) (*coord.Loc
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := c.Acquire(context.Background(), table, "other-run/1", time.Hour)
+	l, err := c.Acquire(context.Background(), tableID, "other-run/1", time.Hour)
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}

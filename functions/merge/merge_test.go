@@ -63,8 +63,8 @@ type fakeServices struct {
 	merged []string
 }
 
-func (f *fakeServices) MergeWakeUp(_ context.Context, table string) (pipeline.MergeResult, error) {
-	f.merged = append(f.merged, table)
+func (f *fakeServices) MergeWakeUp(_ context.Context, tableID string) (pipeline.MergeResult, error) {
+	f.merged = append(f.merged, tableID)
 	return f.res, f.err
 }
 

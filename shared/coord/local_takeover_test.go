@@ -21,10 +21,10 @@ const gonePID = 1 << 30
 
 // editLease rewrites the lease in a table's coordination document as
 // another process would have written it; edit changes the recorded process.
-func editLease(t *testing.T, store objstore.Store, table string, edit func(t *testing.T, process map[string]any)) {
+func editLease(t *testing.T, store objstore.Store, tableID string, edit func(t *testing.T, process map[string]any)) {
 	t.Helper()
 	ctx := context.Background()
-	name := "_dsdelta/coord/tables/" + table + ".json"
+	name := "_dsdelta/coord/tables/" + tableID + ".json"
 	r, err := store.NewReader(ctx, name, 0, -1)
 	if err != nil {
 		t.Fatalf("read %s: %v", name, err)
@@ -40,7 +40,7 @@ func editLease(t *testing.T, store objstore.Store, table string, edit func(t *te
 	lease, _ := doc["lease"].(map[string]any)
 	process, _ := lease["process"].(map[string]any)
 	if process == nil {
-		t.Fatalf("the lease of %s records no holder process: %v", table, doc["lease"])
+		t.Fatalf("the lease of %s records no holder process: %v", tableID, doc["lease"])
 	}
 	edit(t, process)
 	data, err := json.Marshal(doc)

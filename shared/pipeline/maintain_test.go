@@ -103,9 +103,9 @@ type leaseProbe struct {
 	woken, leaseFree int
 }
 
-func (w *leaseProbe) Wake(ctx context.Context, table string) error {
+func (w *leaseProbe) Wake(ctx context.Context, tableID string) error {
 	w.woken++
-	l, err := w.c.Acquire(ctx, table, "probe", time.Minute)
+	l, err := w.c.Acquire(ctx, tableID, "probe", time.Minute)
 	if err != nil {
 		return nil // the lease is still held: leaseFree stays short
 	}

@@ -13,8 +13,8 @@ import (
 // wakes records the tables woken.
 type wakes struct{ tables []string }
 
-func (w *wakes) Wake(_ context.Context, table string) error {
-	w.tables = append(w.tables, table)
+func (w *wakes) Wake(_ context.Context, tableID string) error {
+	w.tables = append(w.tables, tableID)
 	return nil
 }
 
@@ -29,8 +29,8 @@ func (s withTable) Statuses(ctx context.Context) ([]coord.TableStatus, error) {
 	return append(out, coord.TableStatus{Table: s.extra}), err
 }
 
-func (s withTable) Status(ctx context.Context, table string) (coord.TableStatus, error) {
-	return s.base.Status(ctx, table)
+func (s withTable) Status(ctx context.Context, tableID string) (coord.TableStatus, error) {
+	return s.base.Status(ctx, tableID)
 }
 
 func TestMaintainAll(t *testing.T) {

@@ -28,15 +28,15 @@ func jsonlFile(name string, pos int, payloads ...string) dssim.File {
 
 // stateRows reads the current-state table: its source schema and, by the
 // canonical JSON of the key columns, that of each row's source columns.
-func stateRows(t *testing.T, ctx context.Context, p *Pipeline, table string, key ...string) (value.StructType, map[string]string) {
+func stateRows(t *testing.T, ctx context.Context, p *Pipeline, tableID string, key ...string) (value.StructType, map[string]string) {
 	t.Helper()
-	tabs, err := p.TableSet(table)
+	tabs, err := p.TableSet(tableID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	snap, err := delta.Open(tabs.State).Snapshot(ctx)
 	if err != nil {
-		t.Fatalf("%s: %v", table, err)
+		t.Fatalf("%s: %v", tableID, err)
 	}
 	var cols []string
 	var src value.StructType
@@ -60,7 +60,7 @@ func stateRows(t *testing.T, ctx context.Context, p *Pipeline, table string, key
 }
 
 // stageAll stages files in order and merges the table after each file.
-func stageAll(t *testing.T, ctx context.Context, p *Pipeline, source objstore.Store, table string, files ...dssim.File) []StageResult {
+func stageAll(t *testing.T, ctx context.Context, p *Pipeline, source objstore.Store, tableID string, files ...dssim.File) []StageResult {
 	t.Helper()
 	var out []StageResult
 	for _, n := range write(t, ctx, source, files) {
@@ -69,8 +69,8 @@ func stageAll(t *testing.T, ctx context.Context, p *Pipeline, source objstore.St
 			t.Fatalf("stage %s: %v", n.Name, err)
 		}
 		out = append(out, res)
-		if _, err := p.MergeTable(ctx, table); err != nil {
-			t.Fatalf("merge %s: %v", table, err)
+		if _, err := p.MergeTable(ctx, tableID); err != nil {
+			t.Fatalf("merge %s: %v", tableID, err)
 		}
 	}
 	return out
