@@ -8,6 +8,19 @@
 // coordination interfaces, so the cloud functions, the CLI's embedded run
 // and the emulator run the same code.
 //
+// "Table" has one sense per name:
+//
+//   - a table id ("<db>.<table>", datastream.TableID; parameters tableID)
+//     names a source table, and is the key of everything below;
+//   - a table set (cdc.TableSet, from Pipeline.TableSet or TableSetIn) is
+//     the three Delta tables of one source table;
+//   - a Delta table (delta.Table) is one of those three;
+//   - a table status (coord.TableStatus, from Status.Status) is the
+//     coordination view of one table id, and Status.Statuses lists them
+//     all.
+//
+// A file no table id can be read from is quarantined under UnknownTable.
+//
 // Lake layout (TableSetIn is the only place table ids become paths, and
 // TableSetBeside the only place a table's siblings are named):
 //
