@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
@@ -167,6 +169,42 @@ func (p *Pipeline) maintainAfterLease(ctx context.Context, tableID string, tabs 
 				return fmt.Errorf("maintain %s: delete staged %s: %w", tableID, name, err)
 			}
 		}
+	}
+	return p.dropStalePlans(ctx, tableID, res)
+}
+
+// dropStalePlans deletes the step plans of completed batches that a merge
+// did not delete itself (it died between completing the batch and deleting
+// the plan). A batch's plan is stale once the table has no open batch of
+// that number or a lower one.
+func (p *Pipeline) dropStalePlans(ctx context.Context, tableID string, res *MaintainResult) error {
+	st, err := p.Status.Status(ctx, tableID)
+	if err != nil {
+		if errors.Is(err, coord.ErrNotFound) {
+			return nil
+		}
+		return fmt.Errorf("maintain %s: status: %w", tableID, err)
+	}
+	prefix := stagingDir(tableID) + "/_steps/"
+	var stale []string
+	err = p.Lake.List(ctx, prefix, "", func(info objstore.Info) error {
+		seq, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(info.Name, prefix), ".json"), 10, 64)
+		if err != nil {
+			return nil // not a plan of ours
+		}
+		if seq <= st.LastBatchSeq && (st.OpenBatchSeq == 0 || seq < st.OpenBatchSeq) {
+			stale = append(stale, info.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("maintain %s: list step plans: %w", tableID, err)
+	}
+	for _, name := range stale {
+		if err := p.Lake.Delete(ctx, name); err != nil && !errors.Is(err, objstore.ErrNotExist) {
+			return fmt.Errorf("maintain %s: delete step plan %s: %w", tableID, name, err)
+		}
+		res.StagedFilesDeleted++
 	}
 	return nil
 }

@@ -369,3 +369,30 @@ func gunzip(t *testing.T, b []byte) []byte {
 	}
 	return out
 }
+
+// TestMaintainDeletesTheStepPlansOfCompletedBatches: a merge that died
+// between completing a batch and deleting its step plan leaves the plan;
+// maintenance deletes it, and keeps a plan of a batch not completed yet.
+func TestMaintainDeletesTheStepPlansOfCompletedBatches(t *testing.T) {
+	ctx := context.Background()
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{})
+	stageAll(t, ctx, p, source, "shop.t", jsonlFile("a", 10, `{"id":1,"n":5}`))
+	st, err := p.Status.Status(ctx, "shop.t")
+	if err != nil || st.LastBatchSeq != 1 {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	left, future := stepPlanPath("shop.t", 1), stepPlanPath("shop.t", 2)
+	for _, name := range []string{left, future} {
+		if _, err := p.Lake.Write(ctx, name, strings.NewReader(`{}`), objstore.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Maintain(ctx, "shop.t"); err != nil {
+		t.Fatal(err)
+	}
+	got := stepPlans(t, ctx, p.Lake)
+	if len(got) != 1 || got[0] != future {
+		t.Fatalf("step plans after maintenance: %v, want only %s", got, future)
+	}
+}
