@@ -58,7 +58,7 @@ func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 		byID[f.rec.ID] = f
 	}
 	path := stepPlanPath(tabs.ID, b.Seq)
-	if plan, ok, err := p.readStepPlan(ctx, path, b.Seq, ids); err != nil {
+	if plan, ok, err := p.readStepPlan(ctx, path, b.Seq, ids, byID); err != nil {
 		return nil, err
 	} else if ok {
 		return plan.resolve(byID)
@@ -91,7 +91,7 @@ func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 		_, err = p.Lake.Write(ctx, path, bytes.NewReader(body), objstore.WriteOptions{IfAbsent: true, ContentType: "application/json"})
 		if errors.Is(err, objstore.ErrExists) {
 			// Another attempt planned the batch meanwhile: follow it.
-			if plan, ok, err := p.readStepPlan(ctx, path, b.Seq, ids); err != nil || ok {
+			if plan, ok, err := p.readStepPlan(ctx, path, b.Seq, ids, byID); err != nil || ok {
 				if err != nil {
 					return nil, err
 				}
@@ -109,9 +109,9 @@ func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 }
 
 // readStepPlan reads the plan of batch seq, if one was written for the same
-// files. A plan of other files (a registry started again from nothing
-// reusing sequence numbers) is ignored.
-func (p *Pipeline) readStepPlan(ctx context.Context, path string, seq int64, ids []string) (stepPlan, bool, error) {
+// files and parts. A plan of other files or parts (a registry started again
+// from nothing reusing sequence numbers) is ignored.
+func (p *Pipeline) readStepPlan(ctx context.Context, path string, seq int64, ids []string, byID map[string]*batchFile) (stepPlan, bool, error) {
 	body, err := objstore.ReadAll(ctx, p.Lake, path)
 	if errors.Is(err, objstore.ErrNotExist) {
 		return stepPlan{}, false, nil
@@ -129,6 +129,13 @@ func (p *Pipeline) readStepPlan(ctx context.Context, path string, seq int64, ids
 	for i := range ids {
 		if plan.Files[i] != ids[i] {
 			return stepPlan{}, false, nil
+		}
+	}
+	for _, refs := range plan.Steps {
+		for _, r := range refs {
+			if f, ok := byID[r.File]; ok && (r.Part < 0 || r.Part >= len(f.m.Parts)) {
+				return stepPlan{}, false, nil
+			}
 		}
 	}
 	return plan, true, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -394,5 +395,58 @@ func TestMaintainDeletesTheStepPlansOfCompletedBatches(t *testing.T) {
 	got := stepPlans(t, ctx, p.Lake)
 	if len(got) != 1 || got[0] != future {
 		t.Fatalf("step plans after maintenance: %v, want only %s", got, future)
+	}
+}
+
+// TestAStalePlanUnderTheBatchNumberIsIgnored: a plan left under the batch's
+// number by another history of the registry (other files, or parts that do
+// not exist) does not steer the batch, which is planned and merged anew.
+func TestAStalePlanUnderTheBatchNumberIsIgnored(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		plan func(ids []string) stepPlan
+	}{
+		{"other files", func([]string) stepPlan {
+			return stepPlan{Seq: 1, Files: []string{"x", "y"}, Steps: [][]partRef{{{File: "x", Part: 0}}}}
+		}},
+		{"parts that do not exist", func(ids []string) stepPlan {
+			// Batch 1 is the first file alone: its events pass the bound.
+			return stepPlan{Seq: 1, Files: ids[:1], Steps: [][]partRef{{{File: ids[0], Part: 99}}}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sim, err := dssim.Run(dssim.Options{Seed: 9, EventsPerFile: 30, Tables: []dssim.TableSpec{
+				{Source: dssim.MySQL, Database: "shop", Table: "customers", InitialRows: 20, Changes: 40},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			source := objstore.NewMemory()
+			p := newPipeline(t, source, config.Config{BatchMaxEvents: 10, BatchMaxFiles: 100})
+			var ids []string
+			notes := write(t, ctx, source, sim.Files)
+			for _, n := range notes {
+				if _, err := p.Stage(ctx, n); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, coord.FileID(n.Bucket, n.Name, n.Generation))
+			}
+			body, err := json.Marshal(tc.plan(ids))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Lake.Write(ctx, stepPlanPath("shop.customers", 1), bytes.NewReader(body), objstore.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := p.MergeTable(ctx, "shop.customers")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Steps < 2 {
+				t.Fatalf("%d steps, want the batch planned anew in several", res.Steps)
+			}
+			checkTables(t, ctx, p, sim.Tables)
+		})
 	}
 }
