@@ -1,7 +1,6 @@
 package delta
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -163,10 +162,10 @@ func readDVFile(ctx context.Context, store objstore.Store, name string, dv Delet
 	return data, nil
 }
 
-// decodeRoaringBitmapArray decodes Delta's RoaringBitmapArray in the
-// portable format: the magic number, then a 64-bit roaring bitmap in the
-// portable serialization (bucket count, then per bucket a high key and a
-// 32-bit roaring bitmap), all little-endian.
+// decodeRoaringBitmapArray decodes Delta's RoaringBitmapArray: the magic
+// number, then in the portable format a 64-bit roaring bitmap (bucket
+// count, then per bucket a high key and a 32-bit roaring bitmap), all
+// little-endian. See parseRoaringBitmapArray in dvwrite.go.
 func decodeRoaringBitmapArray(data []byte) (*roaring64.Bitmap, error) {
 	if len(data) < 4 {
 		return nil, fmt.Errorf("%w: bitmap of %d bytes", ErrDeletionVector, len(data))
@@ -178,32 +177,7 @@ func decodeRoaringBitmapArray(data []byte) (*roaring64.Bitmap, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown bitmap magic %d", ErrDeletionVector, magic)
 	}
-	// Each bucket takes at least a 4-byte key and an 8-byte roaring header;
-	// a larger count is corrupt, and roaring64 would try to allocate it.
-	body := data[4:]
-	if len(body) < 8 {
-		return nil, fmt.Errorf("%w: bitmap of %d bytes has no bucket count", ErrDeletionVector, len(data))
-	}
-	if n := binary.LittleEndian.Uint64(body); n > uint64(len(body)-8)/12 {
-		return nil, fmt.Errorf("%w: %d buckets cannot fit in %d bytes", ErrDeletionVector, n, len(body))
-	}
-	return readRoaring64(body)
-}
-
-// readRoaring64 decodes the portable 64-bit roaring format, turning a panic
-// of the decoder on malformed input into an error: DV bytes come from
-// outside and must never crash a merge.
-func readRoaring64(body []byte) (bm *roaring64.Bitmap, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			bm, err = nil, fmt.Errorf("%w: decode bitmap: %v", ErrDeletionVector, r)
-		}
-	}()
-	bm = roaring64.New()
-	if _, err := bm.ReadFrom(bytes.NewReader(body)); err != nil {
-		return nil, fmt.Errorf("%w: decode bitmap: %w", ErrDeletionVector, err)
-	}
-	return bm, nil
+	return parseRoaringBitmapArray(data[4:])
 }
 
 // dvFilePrefix starts the base name of every deletion vector file.
