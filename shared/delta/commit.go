@@ -134,6 +134,11 @@ func (t *Transaction) SetMetrics(m map[string]string) { t.metrics = maps.Clone(m
 // TxnID is the unique id written as commitInfo.txnId.
 func (t *Transaction) TxnID() string { return t.txnID }
 
+// ObjectName is the data file's object name in the table's store: the
+// add's path, URL-decoded (PROTOCOL.md "Add File and Remove File": path is
+// a URI relative to the table root). An absolute path is an error.
+func (a Add) ObjectName() (string, error) { return decodeAddPath(a.Path) }
+
 // Remove returns the remove action for a, as Spark writes it: partition
 // values, size, tags, stats and deletion vector copied, with
 // extendedFileMetadata set.

@@ -154,7 +154,7 @@ const sizeCheckRows = 1024
 // anyway.
 func DiscardFiles(ctx context.Context, store objstore.Store, adds []Add) {
 	for _, a := range adds {
-		if name, err := decodeAddPath(a.Path); err == nil {
+		if name, err := a.ObjectName(); err == nil {
 			_ = store.Delete(ctx, name)
 		}
 	}

@@ -156,7 +156,9 @@ func (p *Pipeline) maintainAfterLease(ctx context.Context, tableID string, tabs 
 		var names []string
 		if m, err := p.readStaged(ctx, f.StagedPath); err == nil {
 			for _, part := range m.Parts {
-				names = append(names, stagedPartPath(part))
+				if name, err := part.Add.ObjectName(); err == nil {
+					names = append(names, name)
+				}
 			}
 		}
 		names = append(names, f.StagedPath)

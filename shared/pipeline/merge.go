@@ -457,7 +457,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 	part := bp.staged()
 	hs := cdc.HistorySchema(source)
 	fromSchema := cdc.HistorySchema(bp.source())
-	md := delta.Metadata{SchemaString: part.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
+	md := part.metadata()
 	out.changes = make([]cdc.Change, 0, part.Events)
 	out.err = delta.ReadFile(ctx, p.Lake, md, part.Add, delta.ReadOptions{}, func(row []any) error {
 		var h []any
@@ -500,7 +500,7 @@ func (p *Pipeline) newestPart(ctx context.Context, parts []stagedPart) (int, err
 			}
 			continue
 		}
-		md := delta.Metadata{SchemaString: part.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
+		md := part.metadata()
 		err := delta.ReadFile(ctx, p.Lake, md, part.Add, delta.ReadOptions{Columns: []string{cdc.ColOrder}}, func(row []any) error {
 			if o, _ := row[0].([]byte); bestOrder == nil || bytes.Compare(o, bestOrder) >= 0 {
 				best, bestOrder = i, o

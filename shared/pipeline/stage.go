@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"github.com/google/uuid"
 	"io"
-	"net/url"
 	"strings"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
@@ -83,6 +82,12 @@ type stagedPart struct {
 	// decides the batch schema in schema mode overwrite without reading
 	// the staged file again.
 	MaxOrder []byte `json:"max_order,omitempty"`
+}
+
+// metadata describes a staged part as the Delta metadata its file is read
+// with: an unpartitioned file of the part's history schema.
+func (part stagedPart) metadata() delta.Metadata {
+	return delta.Metadata{SchemaString: part.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
 }
 
 // Stage decodes one Datastream file, writes its events as a staged Parquet
@@ -472,18 +477,14 @@ func (s *stager) discard(ctx context.Context) {
 		return
 	}
 	for _, part := range s.m.Parts {
-		if err := s.p.Lake.Delete(context.WithoutCancel(ctx), stagedPartPath(part)); err != nil && !errors.Is(err, objstore.ErrNotExist) {
+		name, err := part.Add.ObjectName()
+		if err == nil {
+			err = s.p.Lake.Delete(context.WithoutCancel(ctx), name)
+		}
+		if err != nil && !errors.Is(err, objstore.ErrNotExist) {
 			s.p.log().Warn("could not delete a staged part of an unstaged file", "file", s.f.Name, "part", part.Add.Path, "error", err)
 		}
 	}
-}
-
-// stagedPartPath is a part's object name in the lake.
-func stagedPartPath(part stagedPart) string {
-	if n, err := url.PathUnescape(part.Add.Path); err == nil {
-		return n
-	}
-	return part.Add.Path
 }
 
 // sourceSchema is the table's current source schema (the current-state

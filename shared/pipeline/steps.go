@@ -39,9 +39,10 @@ func stepPlanPath(tableID string, seq int64) string {
 	return stagingDir(tableID) + "/_steps/" + strconv.FormatInt(seq, 10) + ".json"
 }
 
-// planSteps splits a batch's staged parts into steps of at most the
-// configured events (Config.MaxEvents) and staged bytes (Config.MaxBytes)
-// each, and at most stepMemoryBytes of the parts' estimated memory, in batch order; a part larger than a bound is a step of its own.
+// planSteps splits a batch's staged parts, in batch order, into steps of
+// at most the configured events (Config.MaxEvents) and staged bytes
+// (Config.MaxBytes) each, and at most stepMemoryBytes of the parts'
+// estimated memory; a part larger than a bound is a step of its own.
 // Memory in a merge is proportional to a step's events, whatever the size
 // of a batch or of a file. A batch that fits one step (the usual case:
 // NextBatch forms batches within the same bounds) is one step and its
