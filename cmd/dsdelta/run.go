@@ -140,12 +140,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return r.finish(ctx, stdout)
 }
 
-// tableSummary is one table's line of run's summary.
+// tableSummary is one table's line of run's summary: what this run's
+// passes did, and the files left now, by any run.
 type tableSummary struct {
-	stagedFiles, stagedEvents, mergedFiles, mergedEvents int64 // by this run
-	inserted, updated, deleted, stale                    int64 // keys and events, by this run
-	stateVersion, historyVersion                         int64
-	pending, quarantined                                 []coord.FileRecord // left now, by any run
+	pipeline.TableRun
+	pending, quarantined []coord.FileRecord
 }
 
 type runner struct {
@@ -170,7 +169,7 @@ type runner struct {
 func (r *runner) table(tableID string) *tableSummary {
 	t := r.tables[tableID]
 	if t == nil {
-		t = &tableSummary{stateVersion: -1, historyVersion: -1}
+		t = &tableSummary{TableRun: pipeline.TableRun{StateVersion: -1, HistoryVersion: -1}}
 		r.tables[tableID] = t
 	}
 	return t
@@ -196,21 +195,7 @@ func (r *runner) pass(ctx context.Context) error {
 		delete(r.held, id)
 	}
 	for id, tr := range res.Tables {
-		t := r.table(id)
-		t.stagedFiles += tr.StagedFiles
-		t.stagedEvents += tr.StagedEvents
-		t.mergedFiles += tr.MergedFiles
-		t.mergedEvents += tr.MergedEvents
-		t.inserted += tr.Inserted
-		t.updated += tr.Updated
-		t.deleted += tr.Deleted
-		t.stale += tr.Stale
-		if tr.StateVersion >= 0 {
-			t.stateVersion = tr.StateVersion
-		}
-		if tr.HistoryVersion >= 0 {
-			t.historyVersion = tr.HistoryVersion
-		}
+		r.table(id).Add(*tr)
 	}
 	return nil
 }
@@ -290,8 +275,8 @@ func (r *runner) print(w io.Writer) {
 	for _, id := range ids {
 		t := r.tables[id]
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", id,
-			t.stagedFiles, t.stagedEvents, t.mergedFiles, t.mergedEvents, t.inserted, t.updated, t.deleted, t.stale,
-			len(t.pending), len(t.quarantined), ver(t.stateVersion), ver(t.historyVersion))
+			t.StagedFiles, t.StagedEvents, t.MergedFiles, t.MergedEvents, t.Inserted, t.Updated, t.Deleted, t.Stale,
+			len(t.pending), len(t.quarantined), ver(t.StateVersion), ver(t.HistoryVersion))
 	}
 	tw.Flush()
 	fmt.Fprint(w, `staged: files and change events this run staged; merged: those this run merged, whichever run staged them

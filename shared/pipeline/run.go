@@ -70,6 +70,25 @@ type RunResult struct {
 	Merged, Busy []string
 }
 
+// Add adds another pass's counts to t and takes its versions where known,
+// so that a run of several passes (--watch) sums them.
+func (t *TableRun) Add(o TableRun) {
+	t.StagedFiles += o.StagedFiles
+	t.StagedEvents += o.StagedEvents
+	t.MergedFiles += o.MergedFiles
+	t.MergedEvents += o.MergedEvents
+	t.Inserted += o.Inserted
+	t.Updated += o.Updated
+	t.Deleted += o.Deleted
+	t.Stale += o.Stale
+	if o.StateVersion >= 0 {
+		t.StateVersion = o.StateVersion
+	}
+	if o.HistoryVersion >= 0 {
+		t.HistoryVersion = o.HistoryVersion
+	}
+}
+
 func (r *RunResult) table(tableID string) *TableRun {
 	t := r.Tables[tableID]
 	if t == nil {

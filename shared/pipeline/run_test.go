@@ -146,3 +146,13 @@ func TestRunOnce(t *testing.T) {
 		}
 	})
 }
+
+func TestTableRunAddSumsPassesAndKeepsKnownVersions(t *testing.T) {
+	sum := TableRun{StateVersion: -1, HistoryVersion: -1}
+	sum.Add(TableRun{StagedFiles: 2, StagedEvents: 20, MergedFiles: 2, MergedEvents: 20, Inserted: 5, Updated: 3, Deleted: 1, Stale: 2, StateVersion: 4, HistoryVersion: 6})
+	sum.Add(TableRun{StagedFiles: 1, StagedEvents: 7, Inserted: 1, StateVersion: -1, HistoryVersion: 9})
+	want := TableRun{StagedFiles: 3, StagedEvents: 27, MergedFiles: 2, MergedEvents: 20, Inserted: 6, Updated: 3, Deleted: 1, Stale: 2, StateVersion: 4, HistoryVersion: 9}
+	if sum != want {
+		t.Fatalf("sum = %+v, want %+v", sum, want)
+	}
+}
