@@ -99,6 +99,27 @@ type Result struct {
 	RowsReencoded                     int64
 }
 
+// Add adds b's counters to r and takes b's versions (those of the later
+// batch or step), as a merge of several batches or steps sums them.
+func (r *Result) Add(b Result) {
+	r.Events += b.Events
+	r.Keys += b.Keys
+	r.Inserted += b.Inserted
+	r.Updated += b.Updated
+	r.Deleted += b.Deleted
+	r.Buried += b.Buried
+	r.Stale += b.Stale
+	r.Collapsed += b.Collapsed
+	r.Redelivered += b.Redelivered
+	r.FilesRead += b.FilesRead
+	r.FilesRewritten += b.FilesRewritten
+	r.FilesAdded += b.FilesAdded
+	r.RowGroupsCopied += b.RowGroupsCopied
+	r.RowGroupsDecoded += b.RowGroupsDecoded
+	r.RowsReencoded += b.RowsReencoded
+	r.HistoryVersion, r.StateVersion, r.TombstoneVersion = b.HistoryVersion, b.StateVersion, b.TombstoneVersion
+}
+
 // Apply applies one batch to the three tables exactly once: each table's
 // commit carries txn{AppID(table), seq}, and a table whose snapshot already
 // has seq skips its commit. The batch must be the same on a re-run (the

@@ -33,29 +33,6 @@ type MergeResult struct {
 	Steps int
 }
 
-func (r *MergeResult) add(b cdc.Result) { addResult(&r.Result, b) }
-
-// addResult adds b's counters to s and takes b's versions (those of the
-// later batch or step).
-func addResult(s *cdc.Result, b cdc.Result) {
-	s.Events += b.Events
-	s.Keys += b.Keys
-	s.Inserted += b.Inserted
-	s.Updated += b.Updated
-	s.Deleted += b.Deleted
-	s.Buried += b.Buried
-	s.Stale += b.Stale
-	s.Collapsed += b.Collapsed
-	s.Redelivered += b.Redelivered
-	s.FilesRead += b.FilesRead
-	s.FilesRewritten += b.FilesRewritten
-	s.FilesAdded += b.FilesAdded
-	s.RowGroupsCopied += b.RowGroupsCopied
-	s.RowGroupsDecoded += b.RowGroupsDecoded
-	s.RowsReencoded += b.RowsReencoded
-	s.HistoryVersion, s.StateVersion, s.TombstoneVersion = b.HistoryVersion, b.StateVersion, b.TombstoneVersion
-}
-
 // MergeTable takes the table's lease and merges batches of staged files
 // until none is pending or the budget runs out. The lease is renewed while
 // work runs; losing it cancels the work before its next commit. After
@@ -178,7 +155,7 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.TableSet, start
 		res.Steps += steps
 		res.Files += len(b.Files) - quarantined
 		res.Quarantined += quarantined
-		res.add(r)
+		res.Result.Add(r)
 		log.Info("batch merged", "event", "merged", "batch", b.Seq, "files", len(b.Files), "events", r.Events,
 			"inserted", r.Inserted, "updated", r.Updated, "deleted", r.Deleted, "stale", r.Stale,
 			"state_version", r.StateVersion, "history_version", r.HistoryVersion,
@@ -258,7 +235,7 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 		if r.HistoryVersion < 0 { // nothing left in this step
 			r.HistoryVersion, r.StateVersion, r.TombstoneVersion = total.HistoryVersion, total.StateVersion, total.TombstoneVersion
 		}
-		addResult(&total, r)
+		total.Add(r)
 		if len(steps) > 1 {
 			p.log().Info("batch step merged", "event", "step", "table", tabs.ID, "batch", b.Seq, "step", k+1, "steps", len(steps),
 				"parts", len(parts), "events", r.Events, "history_version", r.HistoryVersion, "state_version", r.StateVersion)
