@@ -159,6 +159,29 @@ func (a Add) Remove(deletionTimestamp int64, dataChange bool) Remove {
 	}
 }
 
+// WithDeletionVector returns a as the same data file with deletion vector
+// dv (nil: none), as a commit that changes a file's vector adds it
+// (PROTOCOL.md "Deletion Vectors": the logical file is the pair of path and
+// vector; the old pair is removed in the same commit with a.Remove). The
+// statistics stay those of the physical file (numRecords counts every row)
+// and are marked tightBounds false, since bounds may now come from deleted
+// rows (PROTOCOL.md "Per-file Statistics").
+func (a Add) WithDeletionVector(dv *DeletionVector) Add {
+	out := a
+	out.PartitionValues = maps.Clone(a.PartitionValues)
+	out.Tags = maps.Clone(a.Tags)
+	out.DeletionVector = dv
+	out.DataChange = true
+	if st, err := ParseStats(a.Stats); err == nil {
+		loose := false
+		st.TightBounds = &loose
+		if b, err := json.Marshal(st); err == nil {
+			out.Stats = string(b)
+		}
+	}
+	return out
+}
+
 // isBlindAppend reports whether the transaction only adds data files and
 // read no data (reading a txn version is not a data read, as in Spark's
 // streaming appends).
@@ -229,8 +252,8 @@ func (t *Transaction) validate() error {
 		if a.Path == "" {
 			return fmt.Errorf("%w: add with an empty path", ErrInvalidCommit)
 		}
-		if a.DeletionVector != nil {
-			return fmt.Errorf("%w: add %q carries a deletion vector (writer feature %s)", ErrUnsupportedFeature, a.Path, FeatureDeletionVectors)
+		if a.DeletionVector != nil && !p.Supports(FeatureDeletionVectors) {
+			return fmt.Errorf("%w: add %q carries a deletion vector but the protocol does not support table feature %s", ErrInvalidCommit, a.Path, FeatureDeletionVectors)
 		}
 		k := fileKey(a.Path, a.DeletionVector)
 		if seen[k] {

@@ -115,11 +115,11 @@ func TestCommitValidity(t *testing.T) {
 			tx.SetTxn("app", 1)
 			tx.SetTxn("app", 2)
 		}, ErrInvalidCommit, "appId"},
-		{"an add with a deletion vector is refused", nil, func(tx *Transaction, _ *Snapshot) {
+		{"an add with a deletion vector is refused without the table feature", nil, func(tx *Transaction, _ *Snapshot) {
 			a := dataFile("z.parquet", 1, map[string]*string{"dt": day})
 			a.DeletionVector = &DeletionVector{StorageType: "i", PathOrInlineDv: "abc", SizeInBytes: 1, Cardinality: 1}
 			tx.Add(a)
-		}, ErrUnsupportedFeature, "deletionVectors"},
+		}, ErrInvalidCommit, "deletionVectors"},
 		{"removing data from an append-only table is refused", map[string]string{"delta.appendOnly": "true"}, func(tx *Transaction, snap *Snapshot) {
 			tx.Remove(snap.Files()[0].Remove(1, true))
 		}, ErrAppendOnly, "dataChange=true"},

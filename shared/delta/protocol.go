@@ -39,9 +39,17 @@ var readableFeatures = []string{
 }
 
 // writableFeatures are the writer features whose obligations this package
-// honours on every commit: appendOnly (removes with dataChange refused) and
-// invariants (writes refused while any column carries one).
-var writableFeatures = []string{FeatureAppendOnly, FeatureInvariants}
+// honours on every commit: appendOnly (removes with dataChange refused),
+// invariants (writes refused while any column carries one) and
+// deletionVectors (PROTOCOL.md "Deletion Vectors", "Writer Requirements for
+// Deletion Vectors": a file's DV changes by removing the file with its old
+// vector and adding it with the new one in one commit, which commit
+// validation checks; every reader of this package applies vectors).
+var writableFeatures = []string{FeatureAppendOnly, FeatureInvariants, FeatureDeletionVectors}
+
+// writableReaderFeatures are the reader-writer features this package can
+// also write.
+var writableReaderFeatures = []string{FeatureDeletionVectors}
 
 // vacuumSafeWriterFeatures are writer features that cannot make VACUUM
 // delete a live file when it keeps every file the snapshot references
@@ -89,10 +97,18 @@ func (p Protocol) CheckWrite(md Metadata) error {
 	if err := p.CheckRead(); err != nil {
 		return err
 	}
-	if p.MinReaderVersion == 3 && len(p.ReaderFeatures) > 0 {
+	if p.MinReaderVersion == 3 {
 		// Every reader feature is also a writer feature; reading it is not
 		// enough to write it.
-		return fmt.Errorf("%w: writing reader feature(s) %s", ErrUnsupportedFeature, strings.Join(p.ReaderFeatures, ", "))
+		var unwritable []string
+		for _, f := range p.ReaderFeatures {
+			if !slices.Contains(writableReaderFeatures, f) {
+				unwritable = append(unwritable, f)
+			}
+		}
+		if len(unwritable) > 0 {
+			return fmt.Errorf("%w: writing reader feature(s) %s", ErrUnsupportedFeature, strings.Join(unwritable, ", "))
+		}
 	}
 	var missing []string
 	switch {
@@ -113,6 +129,43 @@ func (p Protocol) CheckWrite(md Metadata) error {
 		return fmt.Errorf("%w: writer feature(s) %s (minWriterVersion %d)", ErrUnsupportedFeature, strings.Join(missing, ", "), p.MinWriterVersion)
 	}
 	return checkMetadataWritable(md)
+}
+
+// Supports reports whether the protocol supports table feature f: listed
+// among the writer features at writer version 7 (PROTOCOL.md "Table
+// Features": a supported feature is listed; it is active when its table
+// property says so).
+func (p Protocol) Supports(f string) bool {
+	return p.MinWriterVersion == 7 && slices.Contains(p.WriterFeatures, f)
+}
+
+// WithReaderWriterFeature returns p upgraded to reader version 3 and writer
+// version 7 with reader-writer feature f listed in both feature lists
+// (PROTOCOL.md "Table Features", "Table Features for New and Existing
+// Tables"): the features the old versions implied are listed explicitly,
+// as the protocol demands of an upgrade to version 7.
+func (p Protocol) WithReaderWriterFeature(f string) Protocol {
+	out := Protocol{MinReaderVersion: 3, MinWriterVersion: 7}
+	if p.MinReaderVersion == 3 {
+		out.ReaderFeatures = slices.Clone(p.ReaderFeatures)
+	} else if p.MinReaderVersion == 2 {
+		out.ReaderFeatures = []string{FeatureColumnMapping}
+	}
+	if p.MinWriterVersion == 7 {
+		out.WriterFeatures = slices.Clone(p.WriterFeatures)
+	} else {
+		if p.MinWriterVersion >= 2 {
+			out.WriterFeatures = append(out.WriterFeatures, FeatureAppendOnly, FeatureInvariants)
+		}
+		out.WriterFeatures = append(out.WriterFeatures, legacyWriterFeatures(min(p.MinWriterVersion, 6))...)
+	}
+	if !slices.Contains(out.ReaderFeatures, f) {
+		out.ReaderFeatures = append(out.ReaderFeatures, f)
+	}
+	if !slices.Contains(out.WriterFeatures, f) {
+		out.WriterFeatures = append(out.WriterFeatures, f)
+	}
+	return out
 }
 
 // legacyWriterFeatures lists the features a legacy writer version implies
@@ -230,4 +283,11 @@ func appendOnce(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
+}
+
+// DeletionVectorsWritable reports whether writers may create deletion
+// vectors in the snapshot's table: the protocol supports the feature and
+// delta.enableDeletionVectors is true (PROTOCOL.md "Deletion Vectors").
+func (s *Snapshot) DeletionVectorsWritable() bool {
+	return s.Protocol().Supports(FeatureDeletionVectors) && strings.EqualFold(s.Configuration()[PropEnableDeletionVectors], "true")
 }

@@ -115,6 +115,9 @@ const (
 	PropSetTransactionRetention = "delta.setTransactionRetentionDuration"
 	PropEnableChangeDataFeed    = "delta.enableChangeDataFeed"
 	PropColumnMappingMode       = "delta.columnMapping.mode"
+	// PropEnableDeletionVectors lets writers create deletion vectors
+	// (PROTOCOL.md "Deletion Vectors"); the table must support the feature.
+	PropEnableDeletionVectors   = "delta.enableDeletionVectors"
 	defaultDeletedFileRetention = 7 * 24 * time.Hour
 	defaultLogRetention         = 30 * 24 * time.Hour
 	constraintPropertyPrefix    = "delta.constraints."
@@ -258,7 +261,11 @@ func (t *Table) Create(ctx context.Context, opts CreateOptions) (*Snapshot, erro
 	}
 	empty := &Snapshot{table: t, version: -1, checkpointVersion: -1, st: newState()}
 	tx := empty.NewTransaction(Operation{Name: "CREATE TABLE", Parameters: params})
-	tx.SetProtocol(Protocol{MinReaderVersion: 1, MinWriterVersion: 2})
+	proto := Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+	if strings.EqualFold(conf[PropEnableDeletionVectors], "true") {
+		proto = proto.WithReaderWriterFeature(FeatureDeletionVectors)
+	}
+	tx.SetProtocol(proto)
 	tx.SetMetadata(md)
 	return tx.Commit(ctx)
 }
