@@ -291,8 +291,10 @@ type stateChanges struct {
 	// and removedBytes their bytes; dvRemoved the old vectors that went
 	// (with their file or replaced), dvUpdated the files whose vector was
 	// replaced by a larger one; rowsCopied the rows rewrites kept and
-	// rowsRewritten the rows of the rewritten files that deletion vectors
-	// would have spared (not the small or mostly deleted ones).
+	// rowsRewritten the rows they decoded (re-encoded or dropped) in files
+	// that deletion vectors would have spared (not the small or mostly
+	// deleted ones): row groups copied verbatim cost a byte copy, the
+	// price of copy-on-write is in the decoded ones.
 	removedFiles              int
 	removedBytes              int64
 	dvRemoved, dvUpdated      int
@@ -455,7 +457,7 @@ func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, acts ma
 			ch.adds = append(ch.adds, rw.Adds...)
 			ch.rowsCopied += rw.Rows
 			if drop := plan.touched[f.Path]; drop != nil && chooseFileAction(f, drop.GetCardinality(), true, st.opts.DVMinFileBytes) == markFile {
-				ch.rowsRewritten += rw.Rows + rw.Dropped
+				ch.rowsRewritten += rw.Reencoded + rw.Dropped
 			}
 			res.FilesRewritten++
 			res.RowGroupsCopied += rw.RowGroupsCopied
