@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -367,5 +368,59 @@ func TestCopyOnWriteOfALargeShareRecommendsDeletionVectors(t *testing.T) {
 			}
 			m.check()
 		})
+	}
+}
+
+// TestAVectorFileMostlyOrWhollyDeletedLeavesTheTable follows one file of
+// 100 rows: a few deletes give it a vector, deletes up to more than half
+// rewrite it (its vector goes), and deleting the rest removes the
+// rewritten file unread — with the metrics Spark writes for each.
+func TestAVectorFileMostlyOrWhollyDeletedLeavesTheTable(t *testing.T) {
+	m := newModelRun(t, dvOptions())
+	m.apply(1, seedEvents(100))
+	n, seq := uint64(1000), int64(1)
+	deletes := func(ids ...int) []datastream.Event {
+		var evs []datastream.Event
+		for _, id := range ids {
+			n++
+			evs = append(evs, genEvent(n, int64(id), "eu", true, 0))
+		}
+		return evs
+	}
+	span := func(lo, hi int) []int {
+		var out []int
+		for i := lo; i < hi; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	for _, step := range []struct {
+		name                                        string
+		ids                                         []int
+		filesRemoved, dvAdded, dvRemoved, dvUpdated int
+		rewritten, copied                           int
+	}{
+		{"ten deletes of a hundred rows: a vector", span(0, 10), 0, 1, 0, 0, 0, 0},
+		{"five more: the vector grows", span(10, 15), 0, 1, 1, 1, 0, 0},
+		{"forty more reach half: a rewrite, the vector goes with the file", span(15, 55), 1, 0, 1, 0, 1, 45},
+		{"the rest: the file is removed unread", span(55, 100), 1, 0, 0, 0, 0, 0},
+	} {
+		seq++
+		t.Run(step.name, func(t *testing.T) {
+			r := m.apply(seq, deletes(step.ids...))
+			mt := lastMetrics(t, m.ctx, m.tabs.State)
+			got := []int{metric(t, mt, "numTargetFilesRemoved"), metric(t, mt, "numTargetDeletionVectorsAdded"), metric(t, mt, "numTargetDeletionVectorsRemoved"), metric(t, mt, "numTargetDeletionVectorsUpdated"), r.FilesRewritten}
+			want := []int{step.filesRemoved, step.dvAdded, step.dvRemoved, step.dvUpdated, step.rewritten}
+			if !slices.Equal(got, want) {
+				t.Fatalf("files removed, vectors added, removed, updated, files rewritten = %v, want %v (metrics %v)", got, want, mt)
+			}
+			if metric(t, mt, "numTargetRowsDeleted") != len(step.ids) || metric(t, mt, "numTargetRowsCopied") != step.copied {
+				t.Fatalf("metrics %v: want %d rows deleted, %d copied", mt, len(step.ids), step.copied)
+			}
+			m.check()
+		})
+	}
+	if snap := stateSnapshot(t, m.ctx, m.tabs.State); len(snap.Files()) != 0 {
+		t.Fatalf("%d files left after every row was deleted", len(snap.Files()))
 	}
 }
