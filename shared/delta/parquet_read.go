@@ -54,6 +54,13 @@ type RowGroupFilter struct {
 	// whose Column is null go with their row group: a caller looking for
 	// null values must not filter.
 	Keep func(min, max any) bool
+	// Values, when set, are the values of Column a caller looks for, in
+	// the Go representation of its type and never null: a row group Keep
+	// keeps is still skipped when its bloom filter of Column (see
+	// WriteOptions.BloomFilterColumns) proves none of them present. Row
+	// groups without a filter are judged by their bounds alone (see
+	// bloom.go).
+	Values []any
 }
 
 // rowGroupBounds reads the footer bounds of one leaf column, converted to
@@ -227,14 +234,23 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 	}
 
 	var bounds *rowGroupBounds
-	if flt := opts.RowGroupFilter; flt != nil && flt.Keep != nil {
+	var probe *bloomProbe
+	if flt := opts.RowGroupFilter; flt != nil && (flt.Keep != nil || len(flt.Values) > 0) {
 		fld, ok := schema.Field(flt.Column)
 		if !ok {
 			return fmt.Errorf("row group filter: %w %q", ErrUnknownColumn, flt.Column)
 		}
 		if !isPart[fld.Name] {
 			bounds = newRowGroupBounds(f, root, fld, mode)
+			probe = newBloomProbe(f, root, fld, mode, flt.Values)
 		}
+	}
+	keep := make([]bool, len(f.RowGroups()))
+	for g, rg := range f.RowGroups() {
+		keep[g] = bounds.keep(rg, opts.RowGroupFilter)
+	}
+	if err := probe.filter(ra, f.Metadata(), ra.pages.footerStart, keep); err != nil {
+		return err
 	}
 
 	var base int64 // physical index of the row group's first row
@@ -243,7 +259,7 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 			return err
 		}
 		n := rg.NumRows()
-		if !bounds.keep(rg, opts.RowGroupFilter) {
+		if !keep[g] {
 			// base still advances: deletion vectors index physical rows.
 			base += n
 			continue
