@@ -2,6 +2,8 @@ package delta
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
@@ -98,7 +100,15 @@ func isPartitionColumn(parts []string, name string) bool {
 // byte array's length prefix).
 type bloomProbe struct {
 	leaf   int
-	hashes []uint64
+	values []any
+	hashes []uint64 // of values
+	// sorted tells that values are sorted by value.Compare: a row group is
+	// then probed only with the values within its bounds. A merge's lookup
+	// probes each row group with up to every key of its batch, and the
+	// chance of a false positive grows with the probes: files written in
+	// key order have row groups of narrow bounds, and only the few keys
+	// within them count.
+	sorted bool
 }
 
 // newBloomProbe returns the probe of values (of schema field fld) against
@@ -127,7 +137,24 @@ func newBloomProbe(f *parquet.File, root *pqNode, fld value.Field, mode string, 
 		}
 		hashes[i] = h
 	}
-	return &bloomProbe{leaf: p.leaf, hashes: hashes}
+	sorted := slices.IsSortedFunc(values, value.Compare)
+	return &bloomProbe{leaf: p.leaf, values: values, hashes: hashes, sorted: sorted}
+}
+
+// probes returns the hashes of the values that the bounds of row group rg
+// can hold: all of them when the values are not sorted or the bounds not
+// usable.
+func (b *bloomProbe) probes(rg parquet.RowGroup, bounds *rowGroupBounds) []uint64 {
+	if !b.sorted {
+		return b.hashes
+	}
+	lo, hi, ok := bounds.minMax(rg)
+	if !ok {
+		return b.hashes
+	}
+	i := sort.Search(len(b.values), func(i int) bool { return value.Compare(b.values[i], lo) >= 0 })
+	j := sort.Search(len(b.values), func(j int) bool { return value.Compare(b.values[j], hi) > 0 })
+	return b.hashes[i:max(i, j)]
 }
 
 // hasBloomFilters reports whether a column chunk of leaf has a bloom
@@ -204,17 +231,19 @@ func microTimestamp(p *pqNode) bool {
 }
 
 // filter clears keep[g] for each row group whose bloom filter holds none
-// of the probe's hashes. The filters of the kept row groups are fetched
+// of the probe's values (within its bounds, see probes). The filters of the kept row groups are fetched
 // with one prefetch (they lie together when dsdelta wrote them), checked
 // and released before any row group is read. Row groups without a filter,
 // or with one of an algorithm, hash or compression the spec does not
 // define as split-block, xxHash and uncompressed, stay kept. footerStart
 // bounds what a filter may span: checkParquetMetadata checked the declared
 // lengths against it, and a header's declared bitset is checked here.
-func (b *bloomProbe) filter(ra *storeReaderAt, md *format.FileMetaData, footerStart int64, keep []bool) error {
+func (b *bloomProbe) filter(ra *storeReaderAt, f *parquet.File, bounds *rowGroupBounds, footerStart int64, keep []bool) error {
 	if b == nil {
 		return nil
 	}
+	md := f.Metadata()
+	rgs := f.RowGroups()
 	type span struct {
 		g        int
 		off, end int64
@@ -273,16 +302,16 @@ func (b *bloomProbe) filter(ra *storeReaderAt, md *format.FileMetaData, footerSt
 				return fmt.Errorf("row group %d: read bloom filter: %w", s.g, err)
 			}
 		}
-		if !b.anyIn(bloom.MakeSplitBlockFilter(bits[:size])) {
+		if !anyIn(bloom.MakeSplitBlockFilter(bits[:size]), b.probes(rgs[s.g], bounds)) {
 			keep[s.g] = false
 		}
 	}
 	return nil
 }
 
-// anyIn reports whether the filter may hold one of the probe's values.
-func (b *bloomProbe) anyIn(f bloom.SplitBlockFilter) bool {
-	for _, h := range b.hashes {
+// anyIn reports whether filter f may hold one of the hashes.
+func anyIn(f bloom.SplitBlockFilter, hashes []uint64) bool {
+	for _, h := range hashes {
 		if f.Check(h) {
 			return true
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -377,5 +378,30 @@ func TestHostileBloomFiltersAreRejected(t *testing.T) {
 				t.Fatalf("ReadFile: %v, want %v naming %q", err, ErrCorruptParquet, tc.reason)
 			}
 		})
+	}
+}
+
+func TestSortedValuesProbeOnlyTheRowGroupsWhoseBoundsHoldThem(t *testing.T) {
+	_, rows := bfRows(13, 14, 8*bfRowGroupRows)
+	for i := range rows {
+		rows[i][1] = int64(i) // n follows the row: row group bounds are disjoint
+	}
+	store := newPQMemStore()
+	// One bit per value: a row group's filter is a single saturated block
+	// that passes nearly every probe.
+	md, add := bfWrite(t, store, rows, []string{"n"}, 1)
+	var values []any
+	for i := range 300 {
+		values = append(values, int64(len(rows)+i)) // beyond every row group's bounds
+	}
+	keepAll := func(lo, hi any) bool { return true }
+	sorted := bfReadGroups(t, store, md, add, &RowGroupFilter{Column: "n", Keep: keepAll, Values: values})
+	if len(sorted) != 0 {
+		t.Errorf("sorted values: read %d row groups, want none (no value lies within any row group's bounds)", len(sorted))
+	}
+	slices.Reverse(values)
+	unsorted := bfReadGroups(t, store, md, add, &RowGroupFilter{Column: "n", Keep: keepAll, Values: values})
+	if len(unsorted) < 6 {
+		t.Errorf("unsorted values: read %d row groups, want nearly all 8 (every value probes every saturated filter)", len(unsorted))
 	}
 }
