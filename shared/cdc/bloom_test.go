@@ -2,9 +2,11 @@ package cdc
 
 import (
 	"bytes"
+	"context"
 	"sort"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/delta"
@@ -30,31 +32,7 @@ func TestTheLookupSkipsRowGroupsByTheFirstKeyColumnsBloomFilter(t *testing.T) {
 		{"tombstone", tabs.Tombstones},
 	} {
 		t.Run("the "+tc.name+" files have a bloom filter on the first key column only", func(t *testing.T) {
-			snap, err := delta.Open(tc.store).Snapshot(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if snap.NumFiles() == 0 {
-				t.Fatal("no files")
-			}
-			for _, f := range snap.Files() {
-				b, err := objstore.ReadAll(ctx, tc.store, f.Path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				for g, rg := range pf.Metadata().RowGroups {
-					for _, cc := range rg.Columns {
-						first := cc.MetaData.PathInSchema[0] == "id"
-						if has := cc.MetaData.BloomFilterOffset > 0; has != first {
-							t.Fatalf("%s row group %d column %v: bloom filter %v", f.Path, g, cc.MetaData.PathInSchema, has)
-						}
-					}
-				}
-			}
+			checkFirstKeyBloom(t, tc.store, "id")
 		})
 	}
 
@@ -124,5 +102,62 @@ func TestTheLookupSkipsRowGroupsByTheFirstKeyColumnsBloomFilter(t *testing.T) {
 			t.Errorf("with the bloom filters the lookup decodes %d rows, with bounds alone %d: want most row groups skipped", withBloom, withBounds)
 		}
 	})
+	m.check()
+}
+
+// checkFirstKeyBloom fails unless every row group of every file of the
+// table in store has a bloom filter on column first and on no other.
+func checkFirstKeyBloom(t *testing.T, store objstore.Store, first string) {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := delta.Open(store).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.NumFiles() == 0 {
+		t.Fatal("no files")
+	}
+	for _, f := range snap.Files() {
+		b, err := objstore.ReadAll(ctx, store, f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g, rg := range pf.Metadata().RowGroups {
+			for _, cc := range rg.Columns {
+				want := cc.MetaData.PathInSchema[0] == first
+				if has := cc.MetaData.BloomFilterOffset > 0; has != want {
+					t.Fatalf("%s row group %d column %v: bloom filter %v", f.Path, g, cc.MetaData.PathInSchema, has)
+				}
+			}
+		}
+	}
+}
+
+func TestCompactedTombstonesKeepTheBloomFilter(t *testing.T) {
+	m := newModelRun(t, Options{})
+	for b := range 10 {
+		var evs []datastream.Event
+		for i := range 20 {
+			id := int64(b*20 + i)
+			evs = append(evs, genEvent(uint64(2*id+1), id, "eu", false, id), genEvent(uint64(2*id+2), id, "eu", true, 0))
+		}
+		m.apply(int64(b+1), evs)
+	}
+	before, err := delta.Open(m.tabs.Tombstones).Snapshot(m.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ExpireTombstones(m.ctx, m.tabs.Tombstones, ExpireOptions{Retention: 24 * time.Hour, TargetFileBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesCompacted != before.NumFiles() || res.FilesAdded != 1 {
+		t.Fatalf("compacted %d of %d files into %d, want all into 1", res.FilesCompacted, before.NumFiles(), res.FilesAdded)
+	}
+	checkFirstKeyBloom(t, m.tabs.Tombstones, "id")
 	m.check()
 }
