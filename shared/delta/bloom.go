@@ -263,7 +263,7 @@ func (b *bloomProbe) filter(ra *storeReaderAt, f *parquet.File, bounds *rowGroup
 		if cm.BloomFilterLength <= 0 {
 			end = min(off+maxBloomHeaderBytes, footerStart)
 		}
-		if off < 4 || end > footerStart {
+		if off < 4 || end > footerStart || end <= off {
 			return corruptParquet("row group %d: bloom filter at offset %d does not fit before the footer at %d", g, off, footerStart)
 		}
 		spans = append(spans, span{g, off, end})

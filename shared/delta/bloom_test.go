@@ -405,3 +405,53 @@ func TestSortedValuesProbeOnlyTheRowGroupsWhoseBoundsHoldThem(t *testing.T) {
 		t.Errorf("unsorted values: read %d row groups, want nearly all 8 (every value probes every saturated filter)", len(unsorted))
 	}
 }
+
+func TestBloomFilterColumnsMustBePrimitiveColumnsOfTheSchema(t *testing.T) {
+	schema := value.StructType{Fields: []value.Field{
+		{Name: "id", Type: value.String}, {Name: "region", Type: value.String},
+		{Name: "tags", Type: value.ArrayType{Element: value.String, ContainsNull: true}, Nullable: true},
+	}}
+	for _, tc := range []struct {
+		name    string
+		cols    []string
+		wantErr string
+		filters int
+	}{
+		{"an unknown column is refused", []string{"nope"}, "unknown column", 0},
+		{"an array column is refused", []string{"tags"}, "not of a primitive type", 0},
+		{"a partition column gets no filter: it is not in the file", []string{"region"}, "", 0},
+		{"a data column gets one", []string{"id", "region"}, "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newPQMemStore()
+			w, err := NewFileWriter(context.Background(), store, WriteOptions{Schema: schema, PartitionColumns: []string{"region"},
+				PartitionValues: map[string]any{"region": "eu"}, BloomFilterColumns: tc.cols})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("NewFileWriter: %v, want an error saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Write([]any{"a", "eu", nil}); err != nil {
+				t.Fatal(err)
+			}
+			add, err := w.Close(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, _ := rwRowGroups(t, store, add)
+			n := 0
+			for _, cc := range f.Metadata().RowGroups[0].Columns {
+				if cc.MetaData.BloomFilterOffset > 0 {
+					n++
+				}
+			}
+			if n != tc.filters {
+				t.Errorf("%d column chunks with a filter, want %d", n, tc.filters)
+			}
+		})
+	}
+}
