@@ -669,7 +669,10 @@ func pruneByBounds(files []delta.Add, col string, typ value.Type, overlaps func(
 // firstKeyFilter returns the row-group filter on key column col that keeps a
 // row group when one of firsts (the first key values of a batch's keys,
 // sorted by value.Compare) lies within its bounds — prune's test for files,
-// applied to the row groups of a file. It is nil, reading every row group,
+// applied to the row groups of a file — and its bloom filter of col, if it
+// has one, may hold one of them (state and tombstone files have one on the
+// first key column; for composite keys that is enough, the lookup only
+// needs to rule row groups out). It is nil, reading every row group,
 // when a first value is null (bounds say nothing of null keys) or the values
 // differ in type.
 func firstKeyFilter(col string, firsts []any) *delta.RowGroupFilter {
@@ -682,7 +685,7 @@ func firstKeyFilter(col string, firsts []any) *delta.RowGroupFilter {
 			return nil
 		}
 	}
-	return &delta.RowGroupFilter{Column: col, Keep: func(lo, hi any) bool {
+	return &delta.RowGroupFilter{Column: col, Values: firsts, Keep: func(lo, hi any) bool {
 		// Bounds come in the table's type; a batch whose key type differs
 		// (a widened column) cannot be compared with them: keep.
 		if reflect.TypeOf(lo) != typ || reflect.TypeOf(hi) != typ {

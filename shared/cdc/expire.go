@@ -220,7 +220,7 @@ func (c tombstoneCut) expired(v any) bool {
 // md), copying the row groups without one verbatim.
 func (c tombstoneCut) rewriteOptions(schema value.StructType, md delta.Metadata, target int64) delta.RewriteOptions {
 	return delta.RewriteOptions{
-		Write:           delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, DataChange: true},
+		Write:           delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, DataChange: true, BloomFilterColumns: firstKeyColumn(schema)},
 		TargetFileBytes: target,
 		Keys:            []string{ColDeletedAt},
 		Drop:            func(k []any) bool { return c.expired(k[0]) },
@@ -256,6 +256,13 @@ func (c tombstoneCut) fileMayExpire(md delta.Metadata, f delta.Add) bool {
 	return !ok || c.expired(lo)
 }
 
+// firstKeyColumn names the first key column of a tombstone schema (the key
+// columns come first): the column merges look tombstones up by, which
+// gets a bloom filter as in the files merges write.
+func firstKeyColumn(schema value.StructType) []string {
+	return []string{schema.Fields[0].Name}
+}
+
 // tombstoneBins groups small files into bins of about target bytes and at
 // most tombstoneMergeFanIn files, in path order.
 func tombstoneBins(files []delta.Add, target int64) [][]delta.Add {
@@ -288,7 +295,7 @@ func mergeTombstones(ctx context.Context, store objstore.Store, md delta.Metadat
 	if err != nil {
 		return nil, m, err
 	}
-	w := delta.NewRollingWriter(ctx, store, delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, DataChange: true}, target)
+	w := delta.NewRollingWriter(ctx, store, delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, DataChange: true, BloomFilterColumns: firstKeyColumn(schema)}, target)
 	var pending []any
 	var pendingKey, key []byte
 	flush := func() error {

@@ -206,7 +206,7 @@ func (st *stateStep) commitTombstones(ctx context.Context, plan statePlan, res *
 		return nil
 	}
 	t := st.t
-	adds, err := writeRows(ctx, t.Tombstones, delta.WriteOptions{Schema: st.tombSnap.Schema()}, rows, st.opts.TargetFileBytes)
+	adds, err := writeRows(ctx, t.Tombstones, delta.WriteOptions{Schema: st.tombSnap.Schema(), BloomFilterColumns: st.keyNames[:1]}, rows, st.opts.TargetFileBytes)
 	if err != nil {
 		return fmt.Errorf("tombstones: %w", err)
 	}
@@ -432,7 +432,7 @@ func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, acts ma
 		}
 		if act == rewriteFile {
 			rw, err := delta.RewriteFile(ctx, st.t.State, md, f, delta.RewriteOptions{
-				Write:           delta.WriteOptions{Schema: stateSchema, PartitionColumns: st.stateSnap.PartitionColumns(), DataChange: true, RowGroupBytes: st.opts.RowGroupBytes},
+				Write:           delta.WriteOptions{Schema: stateSchema, PartitionColumns: st.stateSnap.PartitionColumns(), DataChange: true, RowGroupBytes: st.opts.RowGroupBytes, BloomFilterColumns: st.keyNames[:1]},
 				TargetFileBytes: st.opts.TargetFileBytes,
 				Keys:            st.keyNames,
 				Drop: func(k []any) bool {
@@ -521,7 +521,7 @@ func (st *stateStep) markTouched(ctx context.Context, plan statePlan, acts map[s
 // writeUpserts writes the plan's new state rows in key order, streaming
 // through one reused row: a step holds its changes, not a second copy.
 func (st *stateStep) writeUpserts(ctx context.Context, plan statePlan) ([]delta.Add, error) {
-	w := newRolling(ctx, st.t.State, delta.WriteOptions{Schema: StateSchema(st.stateSource), PartitionColumns: st.stateSnap.PartitionColumns(), RowGroupBytes: st.opts.RowGroupBytes}, st.opts.TargetFileBytes)
+	w := newRolling(ctx, st.t.State, delta.WriteOptions{Schema: StateSchema(st.stateSource), PartitionColumns: st.stateSnap.PartitionColumns(), RowGroupBytes: st.opts.RowGroupBytes, BloomFilterColumns: st.keyNames[:1]}, st.opts.TargetFileBytes)
 	var row []any
 	for i, c := range plan.keys {
 		if plan.verdicts[i] != Insert && plan.verdicts[i] != Replace {

@@ -97,13 +97,19 @@ func checkParquetMetadata(f *parquet.File, footerStart int64) error {
 				return fmt.Errorf("row group %d: column chunk %d: %w", g, c, err)
 			}
 			// Page indexes are read (with lengths parquet-go allocates)
-			// when a rewrite copies a row group verbatim.
+			// when a rewrite copies a row group verbatim, and so are bloom
+			// filters (parquet-go copies bloom_filter_length bytes; a
+			// lookup reads them, see bloomProbe.filter).
 			cc := &rg.Columns[c]
 			for _, ix := range []struct {
 				name string
 				off  int64
 				n    int32
-			}{{"column index", cc.ColumnIndexOffset, cc.ColumnIndexLength}, {"offset index", cc.OffsetIndexOffset, cc.OffsetIndexLength}} {
+			}{
+				{"column index", cc.ColumnIndexOffset, cc.ColumnIndexLength},
+				{"offset index", cc.OffsetIndexOffset, cc.OffsetIndexLength},
+				{"bloom filter", cc.MetaData.BloomFilterOffset, cc.MetaData.BloomFilterLength},
+			} {
 				if ix.off != 0 && (ix.off < 4 || ix.n < 0 || int64(ix.n) > footerStart-ix.off) {
 					return corruptParquet("row group %d: column chunk %d has a %s of %d bytes at offset %d, beyond the footer at %d", g, c, ix.name, ix.n, ix.off, footerStart)
 				}

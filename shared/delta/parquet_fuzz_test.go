@@ -53,7 +53,7 @@ func fzTable(kind uint8) (Metadata, string, value.StructType) {
 // written by FileWriter, then split into row groups of fzGroupRows by
 // parquet-go with FileWriter's options (one page per column chunk), with
 // small pages (several per column chunk), with dictionary-encoded byte
-// arrays and with v2 data pages.
+// arrays, with v2 data pages and with bloom filters.
 func fzSeeds(t testing.TB) [][]byte {
 	t.Helper()
 	ctx := context.Background()
@@ -78,6 +78,9 @@ func fzSeeds(t testing.TB) [][]byte {
 		{parquet.DataPageVersion(1), parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain), parquet.PageBufferSize(200)},
 		{parquet.DataPageVersion(1), parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.RLEDictionary), parquet.PageBufferSize(200)},
 		{parquet.DataPageVersion(2), parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.RLEDictionary), parquet.PageBufferSize(200)},
+		{parquet.DataPageVersion(1), parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain), parquet.PageBufferSize(200),
+			parquet.BloomFilters(parquet.SplitBlockFilter(10, "id"), parquet.SplitBlockFilter(DefaultBloomFilterBitsPerValue, "name")),
+			parquet.DeferBloomFiltersWithBuffers(parquet.NewBufferPool())},
 	} {
 		seeds = append(seeds, fzReencode(t, src, opts...))
 	}
@@ -167,27 +170,36 @@ func fzCheckErr(t *testing.T, err error, name string) {
 	}
 }
 
+// fzBloom, set in a fuzz input's kind, asks the rewrite for a bloom filter
+// on the key column, as the merge does: a source chunk with an equal
+// filter is copied with it, others are re-encoded.
+const fzBloom = 2
+
 func fzAddSeeds(f *testing.F) {
 	for _, b := range fzSeeds(f) {
 		f.Add(uint8(fzSchemaOurs), b)
+		f.Add(uint8(fzSchemaOurs|fzBloom), b)
 	}
 	for _, b := range fzSparkSeeds(f) {
 		f.Add(uint8(fzSchemaSpark), b)
 	}
 }
 
-// FuzzReadDataFile reads every row of a mutated data file: it must return
-// the rows or an error within a bound, never panic or hang.
+// FuzzReadDataFile reads every row of a mutated data file, then the row
+// groups its bloom filters (if any) keep for two keys: it must return the
+// rows or an error within a bound, never panic or hang.
 // testdata/fuzz/FuzzReadDataFile holds the inputs that once crashed it.
 func FuzzReadDataFile(f *testing.F) {
 	fzAddSeeds(f)
 	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
-		md, _, _ := fzTable(kind)
+		md, key, _ := fzTable(kind)
 		store, add := fzStore(t, b)
-		err := ckWithin(t, func() error {
-			return ReadFile(context.Background(), store, md, add, ReadOptions{}, func([]any) error { return nil })
-		})
-		fzCheckErr(t, err, add.Path)
+		for _, opts := range []ReadOptions{{}, {RowGroupFilter: &RowGroupFilter{Column: key, Values: []any{int64(5), int64(7)}}}} {
+			err := ckWithin(t, func() error {
+				return ReadFile(context.Background(), store, md, add, opts, func([]any) error { return nil })
+			})
+			fzCheckErr(t, err, add.Path)
+		}
 	})
 }
 
@@ -204,11 +216,15 @@ func FuzzRewriteDataFile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
 		md, key, schema := fzTable(kind)
 		store, add := fzStore(t, b)
+		var bloom []string
+		if kind&fzBloom != 0 {
+			bloom = []string{key}
+		}
 		var res RewriteResult
 		err := ckWithin(t, func() error {
 			var err error
 			res, err = RewriteFile(context.Background(), store, md, add, RewriteOptions{
-				Write: WriteOptions{Schema: schema, DataChange: true},
+				Write: WriteOptions{Schema: schema, DataChange: true, BloomFilterColumns: bloom},
 				Keys:  []string{key},
 				Drop: func(k []any) bool {
 					id, ok := k[0].(int64)

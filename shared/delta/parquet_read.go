@@ -54,6 +54,15 @@ type RowGroupFilter struct {
 	// whose Column is null go with their row group: a caller looking for
 	// null values must not filter.
 	Keep func(min, max any) bool
+	// Values, when set, are the values of Column a caller looks for, in
+	// the Go representation of its type, never null, and best sorted by
+	// value.Compare: a row group Keep keeps is still skipped when its
+	// bloom filter of Column (see WriteOptions.BloomFilterColumns) proves
+	// none of them present. Sorted values are probed only where the row
+	// group's bounds can hold them, so fewer false positives add up. Row
+	// groups without a filter are judged by their bounds alone (see
+	// bloom.go).
+	Values []any
 }
 
 // rowGroupBounds reads the footer bounds of one leaf column, converted to
@@ -109,30 +118,39 @@ func newRowGroupBounds(f *parquet.File, root *pqNode, fld value.Field, mode stri
 // keep applies filter to the bounds of row group rg; a row group without
 // usable bounds is kept.
 func (b *rowGroupBounds) keep(rg parquet.RowGroup, filter *RowGroupFilter) bool {
-	if b == nil || filter == nil || filter.Keep == nil {
+	if filter == nil || filter.Keep == nil {
 		return true
+	}
+	min, max, ok := b.minMax(rg)
+	return !ok || filter.Keep(min, max)
+}
+
+// minMax returns the bounds of row group rg, converted; ok is false when
+// they are missing or not usable.
+func (b *rowGroupBounds) minMax(rg parquet.RowGroup) (min, max any, ok bool) {
+	if b == nil {
+		return nil, nil, false
 	}
 	chunks := rg.ColumnChunks()
 	if b.leaf >= len(chunks) {
-		return true
+		return nil, nil, false
 	}
 	fc, ok := chunks[b.leaf].(*parquet.FileColumnChunk)
 	if !ok {
-		return true
+		return nil, nil, false
 	}
 	lo, hi, ok := fc.Bounds()
 	if !ok || lo.IsNull() || hi.IsNull() {
-		return true
+		return nil, nil, false
 	}
-	min, err := b.conv(lo)
-	if err != nil {
-		return true
+	var err error
+	if min, err = b.conv(lo); err != nil {
+		return nil, nil, false
 	}
-	max, err := b.conv(hi)
-	if err != nil {
-		return true
+	if max, err = b.conv(hi); err != nil {
+		return nil, nil, false
 	}
-	return filter.Keep(min, max)
+	return min, max, true
 }
 
 // ReadFile streams the logical rows of one data file of the table described
@@ -236,14 +254,23 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 	}
 
 	var bounds *rowGroupBounds
-	if flt := opts.RowGroupFilter; flt != nil && flt.Keep != nil {
+	var probe *bloomProbe
+	if flt := opts.RowGroupFilter; flt != nil && (flt.Keep != nil || len(flt.Values) > 0) {
 		fld, ok := schema.Field(flt.Column)
 		if !ok {
 			return fmt.Errorf("row group filter: %w %q", ErrUnknownColumn, flt.Column)
 		}
 		if !isPart[fld.Name] {
 			bounds = newRowGroupBounds(f, root, fld, mode)
+			probe = newBloomProbe(f, root, fld, mode, flt.Values)
 		}
+	}
+	keep := make([]bool, len(f.RowGroups()))
+	for g, rg := range f.RowGroups() {
+		keep[g] = bounds.keep(rg, opts.RowGroupFilter)
+	}
+	if err := probe.filter(ra, f, bounds, ra.pages.footerStart, keep); err != nil {
+		return err
 	}
 
 	var base int64 // physical index of the row group's first row
@@ -252,7 +279,7 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 			return err
 		}
 		n := rg.NumRows()
-		if !bounds.keep(rg, opts.RowGroupFilter) {
+		if !keep[g] {
 			// base still advances: deletion vectors index physical rows.
 			base += n
 			continue

@@ -92,6 +92,14 @@ type WriteOptions struct {
 	// or "id" columns, stats and partition values use physical names and
 	// Parquet fields carry the column ids.
 	ColumnMappingMode string
+	// BloomFilterColumns are top-level primitive columns (logical names)
+	// that get a Parquet split-block bloom filter in every row group, for
+	// readers to skip the row groups that cannot hold a value they look
+	// for (RowGroupFilter.Values). Partition columns are ignored.
+	BloomFilterColumns []string
+	// BloomFilterBitsPerValue sizes those filters; 0 means
+	// DefaultBloomFilterBitsPerValue.
+	BloomFilterBitsPerValue uint
 }
 
 // FileWriter streams rows into one Parquet data file of a Delta table and
@@ -144,6 +152,10 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		opts.RowGroupRows = DefaultRowGroupRows
 	}
 	codec, suffix, err := codecOf(opts.Compression)
+	if err != nil {
+		return nil, fmt.Errorf("new data file: %w", err)
+	}
+	bloomOpts, err := bloomFilterOptions(opts)
 	if err != nil {
 		return nil, fmt.Errorf("new data file: %w", err)
 	}
@@ -223,7 +235,8 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 	}()
 	// Rows go in as parquet.Row (WriteRows) or whole row groups, never as
 	// Go values, so the writer's type parameter is any.
-	w.pw = parquet.NewGenericWriter[any](pipeW, schema,
+	w.pw = parquet.NewGenericWriter[any](pipeW, append([]parquet.WriterOption{
+		schema,
 		parquet.Compression(codec),
 		parquet.DataPageVersion(1),
 		// Page bounds go to the column index (the page index readers
@@ -232,7 +245,7 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		parquet.DataPageStatistics(false),
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
 		parquet.CreatedBy("dsdelta", "1", ""),
-	)
+	}, bloomOpts...)...)
 	return w, nil
 }
 

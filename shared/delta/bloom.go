@@ -1,0 +1,343 @@
+package delta
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/dsdelta/dsdelta/shared/value"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/bloom"
+	"github.com/parquet-go/parquet-go/bloom/xxhash"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// Parquet split-block bloom filters
+// (https://github.com/apache/parquet-format/blob/master/BloomFilter.md):
+// the writer puts one in each column chunk of the columns
+// WriteOptions.BloomFilterColumns names; the reader skips a row group when
+// the filter of RowGroupFilter.Column proves that none of
+// RowGroupFilter.Values is in it.
+
+// DefaultBloomFilterBitsPerValue is the size of a bloom filter per row when
+// WriteOptions.BloomFilterBitsPerValue is 0.
+//
+// The usual 10 bits (about 1% false positives per probe) suit a reader
+// probing for one value. A merge probes a row group for every key of its
+// batch, and the row group is read when any probe passes: with K keys
+// absent from it, the chance it is read anyway is 1-(1-p)^K. At 10 bits
+// (p ≈ 1.3%) a batch of 1 000 keys reads every row group, so the filters
+// would be pure cost. A split-block filter of 32 bits per value has
+// p ≈ 3.6e-5: a 1 000-key batch reads 3.6% of the row groups that hold
+// none of its keys, a 10 000-key batch 30%. That is 4 bytes per row, about
+// a tenth of a UUID key column, read in one request per file (the filters
+// are written together before the footer).
+const DefaultBloomFilterBitsPerValue = 32
+
+// maxBloomFilterBytes bounds the bitset a bloom filter header may declare.
+// The reader allocates the bitset; 128 MiB is the largest filter parquet-mr
+// and Arrow write, and far more than one of a row group of dsdelta's (a
+// few hundred KiB).
+const maxBloomFilterBytes = 128 << 20
+
+// maxBloomHeaderBytes is how much is read to decode a bloom filter header
+// whose length the column metadata does not give (writers before Parquet
+// 2.10 left bloom_filter_length out): the header is four small fields.
+const maxBloomHeaderBytes = 64
+
+// bloomFilterOptions returns the parquet-go writer options that put a
+// split-block bloom filter in every column chunk of the columns opts names.
+// Filters are held back and written together before the footer, so a
+// reader fetches a file's filters with one ranged read; they stay standard
+// (bloom_filter_offset and bloom_filter_length in each column chunk's
+// metadata). Partition columns are not in the file and get none.
+func bloomFilterOptions(opts WriteOptions) ([]parquet.WriterOption, error) {
+	if len(opts.BloomFilterColumns) == 0 {
+		return nil, nil
+	}
+	bits := opts.BloomFilterBitsPerValue
+	if bits == 0 {
+		bits = DefaultBloomFilterBitsPerValue
+	}
+	var filters []parquet.BloomFilterColumn
+	for _, name := range opts.BloomFilterColumns {
+		f, ok := opts.Schema.Field(name)
+		if !ok {
+			return nil, fmt.Errorf("bloom filter: %w %q", ErrUnknownColumn, name)
+		}
+		if isPartitionColumn(opts.PartitionColumns, f.Name) {
+			continue
+		}
+		switch f.Type.(type) {
+		case value.StructType, value.ArrayType, value.MapType:
+			return nil, fmt.Errorf("bloom filter: column %q is not of a primitive type", name)
+		}
+		filters = append(filters, parquet.SplitBlockFilter(bits, PhysicalName(f, opts.ColumnMappingMode)))
+	}
+	if len(filters) == 0 {
+		return nil, nil
+	}
+	return []parquet.WriterOption{
+		parquet.BloomFilters(filters...),
+		parquet.DeferBloomFiltersWithBuffers(parquet.NewBufferPool()),
+	}, nil
+}
+
+func isPartitionColumn(parts []string, name string) bool {
+	for _, p := range parts {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// bloomProbe tests the row groups of one file against the bloom filters of
+// one column: the hashes of the values a reader looks for, as the Parquet
+// spec hashes them (xxHash64 of the value's plain encoding, without a
+// byte array's length prefix).
+type bloomProbe struct {
+	leaf   int
+	values []any
+	hashes []uint64 // of values
+	// sorted tells that values are sorted by value.Compare: a row group is
+	// then probed only with the values within its bounds. A merge's lookup
+	// probes each row group with up to every key of its batch, and the
+	// chance of a false positive grows with the probes: files written in
+	// key order have row groups of narrow bounds, and only the few keys
+	// within them count.
+	sorted bool
+}
+
+// newBloomProbe returns the probe of values (of schema field fld) against
+// f's bloom filters, or nil when the filters cannot be used: no values,
+// no leaf column for fld, or a leaf whose physical type is not the one
+// dsdelta writes for fld's type (a widened column's older files, an
+// INT96 or millisecond timestamp), where the values' plain encoding would
+// not be what the writer hashed. A nil probe keeps every row group.
+func newBloomProbe(f *parquet.File, root *pqNode, fld value.Field, mode string, values []any) *bloomProbe {
+	if len(values) == 0 {
+		return nil
+	}
+	p := root.child(fld, mode)
+	if p == nil || !p.isLeaf() || p.repetition() == format.Repeated || !hasBloomFilters(f, p.leaf) {
+		return nil
+	}
+	hash := bloomHasher(fld.Type, p)
+	if hash == nil {
+		return nil
+	}
+	hashes := make([]uint64, len(values))
+	for i, v := range values {
+		h, ok := hash(v)
+		if !ok {
+			return nil
+		}
+		hashes[i] = h
+	}
+	sorted := slices.IsSortedFunc(values, value.Compare)
+	return &bloomProbe{leaf: p.leaf, values: values, hashes: hashes, sorted: sorted}
+}
+
+// probes returns the hashes of the values that the bounds of row group rg
+// can hold: all of them when the values are not sorted or the bounds not
+// usable.
+func (b *bloomProbe) probes(rg parquet.RowGroup, bounds *rowGroupBounds) []uint64 {
+	if !b.sorted {
+		return b.hashes
+	}
+	lo, hi, ok := bounds.minMax(rg)
+	if !ok {
+		return b.hashes
+	}
+	i := sort.Search(len(b.values), func(i int) bool { return value.Compare(b.values[i], lo) >= 0 })
+	j := sort.Search(len(b.values), func(j int) bool { return value.Compare(b.values[j], hi) > 0 })
+	return b.hashes[i:max(i, j)]
+}
+
+// hasBloomFilters reports whether a column chunk of leaf has a bloom
+// filter: files written without filters cost no hashing.
+func hasBloomFilters(f *parquet.File, leaf int) bool {
+	for _, rg := range f.Metadata().RowGroups {
+		if leaf < len(rg.Columns) && rg.Columns[leaf].MetaData.BloomFilterOffset > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// bloomHasher returns the hash of a value of Delta type t (in its Go
+// representation) as stored in leaf p, or nil when t is not stored in p as
+// dsdelta stores it. The hasher reports false for a value of another Go
+// type.
+func bloomHasher(t value.Type, p *pqNode) func(any) (uint64, bool) {
+	phys, ok := p.el.Type.Get()
+	if !ok {
+		return nil
+	}
+	if it, ok := p.el.LogicalType.Value.(*format.IntType); ok && !it.IsSigned {
+		return nil
+	}
+	if ct, ok := p.el.ConvertedType.Get(); ok && ct >= deprecated.Uint8 && ct <= deprecated.Uint64 {
+		return nil
+	}
+	h := bloom.XXH64{}
+	switch {
+	case phys == format.ByteArray && t == value.String:
+		return func(v any) (uint64, bool) {
+			s, ok := v.(string)
+			return xxhash.Sum64([]byte(s)), ok
+		}
+	case phys == format.ByteArray && t == value.Binary:
+		return func(v any) (uint64, bool) {
+			b, ok := v.([]byte)
+			return xxhash.Sum64(b), ok
+		}
+	case phys == format.Int32:
+		// Narrow integers and dates are stored sign-extended to INT32.
+		switch t {
+		case value.Byte:
+			return func(v any) (uint64, bool) { x, ok := v.(int8); return h.Sum64Uint32(uint32(int32(x))), ok }
+		case value.Short:
+			return func(v any) (uint64, bool) { x, ok := v.(int16); return h.Sum64Uint32(uint32(int32(x))), ok }
+		case value.Integer:
+			return func(v any) (uint64, bool) { x, ok := v.(int32); return h.Sum64Uint32(uint32(x)), ok }
+		case value.Date:
+			return func(v any) (uint64, bool) { x, ok := v.(value.Days); return h.Sum64Uint32(uint32(x)), ok }
+		}
+	case phys == format.Int64:
+		switch {
+		case t == value.Long:
+			return func(v any) (uint64, bool) { x, ok := v.(int64); return h.Sum64Uint64(uint64(x)), ok }
+		case t == value.Timestamp && microTimestamp(p):
+			return func(v any) (uint64, bool) { x, ok := v.(value.Micros); return h.Sum64Uint64(uint64(x)), ok }
+		case t == value.TimestampNTZ && microTimestamp(p):
+			return func(v any) (uint64, bool) { x, ok := v.(value.LocalMicros); return h.Sum64Uint64(uint64(x)), ok }
+		}
+	}
+	return nil
+}
+
+// microTimestamp reports whether an INT64 leaf holds microseconds.
+func microTimestamp(p *pqNode) bool {
+	if ts, ok := p.el.LogicalType.Value.(*format.TimestampType); ok {
+		_, micros := ts.Unit.Value.(*format.MicroSeconds)
+		return micros
+	}
+	ct, ok := p.el.ConvertedType.Get()
+	return ok && ct == deprecated.TimestampMicros
+}
+
+// filter clears keep[g] for each row group whose bloom filter holds none
+// of the probe's values (within its bounds, see probes). The filters of the kept row groups are fetched
+// with one prefetch (they lie together when dsdelta wrote them), checked
+// and released before any row group is read. Row groups without a filter,
+// or with one of an algorithm, hash or compression the spec does not
+// define as split-block, xxHash and uncompressed, stay kept. footerStart
+// bounds what a filter may span: checkParquetMetadata checked the declared
+// lengths against it, and a header's declared bitset is checked here.
+func (b *bloomProbe) filter(ra *storeReaderAt, f *parquet.File, bounds *rowGroupBounds, footerStart int64, keep []bool) error {
+	if b == nil {
+		return nil
+	}
+	md := f.Metadata()
+	rgs := f.RowGroups()
+	type span struct {
+		g        int
+		off, end int64
+	}
+	var spans []span
+	var ranges [][2]int64
+	for g := range md.RowGroups {
+		if !keep[g] || b.leaf >= len(md.RowGroups[g].Columns) {
+			continue
+		}
+		cm := &md.RowGroups[g].Columns[b.leaf].MetaData
+		off := cm.BloomFilterOffset
+		if off <= 0 {
+			continue
+		}
+		end := off + int64(cm.BloomFilterLength)
+		if cm.BloomFilterLength <= 0 {
+			end = min(off+maxBloomHeaderBytes, footerStart)
+		}
+		if off < 4 || end > footerStart || end <= off {
+			return corruptParquet("row group %d: bloom filter at offset %d does not fit before the footer at %d", g, off, footerStart)
+		}
+		spans = append(spans, span{g, off, end})
+		ranges = append(ranges, [2]int64{off, end})
+	}
+	if len(spans) == 0 {
+		return nil
+	}
+	if err := ra.prefetch(ranges); err != nil {
+		return fmt.Errorf("read bloom filters: %w", err)
+	}
+	defer ra.release()
+	for _, s := range spans {
+		data, err := ra.bytes(s.off, s.end)
+		if err != nil {
+			return fmt.Errorf("row group %d: read bloom filter: %w", s.g, err)
+		}
+		hdr, n, err := bloomHeader(data)
+		if err != nil {
+			return fmt.Errorf("row group %d: bloom filter: %w", s.g, err)
+		}
+		if !splitBlockFilter(hdr) {
+			continue
+		}
+		size := int64(hdr.NumBytes)
+		if size <= 0 || size%bloom.BlockSize != 0 || size > maxBloomFilterBytes {
+			return corruptParquet("row group %d: bloom filter bitset of %d bytes", s.g, size)
+		}
+		bits := data[n:]
+		if int64(len(bits)) < size {
+			// Only the header was fetched (no bloom_filter_length).
+			if size > footerStart-s.off-int64(n) {
+				return corruptParquet("row group %d: bloom filter bitset of %d bytes at offset %d does not fit before the footer at %d", s.g, size, s.off, footerStart)
+			}
+			if bits, err = ra.bytes(s.off+int64(n), s.off+int64(n)+size); err != nil {
+				return fmt.Errorf("row group %d: read bloom filter: %w", s.g, err)
+			}
+		}
+		if !anyIn(bloom.MakeSplitBlockFilter(bits[:size]), b.probes(rgs[s.g], bounds)) {
+			keep[s.g] = false
+		}
+	}
+	return nil
+}
+
+// anyIn reports whether filter f may hold one of the hashes.
+func anyIn(f bloom.SplitBlockFilter, hashes []uint64) bool {
+	for _, h := range hashes {
+		if f.Check(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// bloomHeader decodes the BloomFilterHeader at the start of b and returns
+// its length in bytes. The Thrift scan comes first, as for a footer.
+func bloomHeader(b []byte) (format.BloomFilterHeader, int, error) {
+	var h format.BloomFilterHeader
+	s := thriftScan{b: b}
+	if err := s.structure(0); err != nil {
+		return h, 0, corruptParquet("bloom filter header: %v", err)
+	}
+	if err := thrift.Unmarshal(new(thrift.CompactProtocol), b[:s.pos], &h); err != nil {
+		return h, 0, corruptParquet("bloom filter header: %v", err)
+	}
+	return h, s.pos, nil
+}
+
+// splitBlockFilter reports whether a header describes the only filter the
+// spec defines: split-block, xxHash, uncompressed.
+func splitBlockFilter(h format.BloomFilterHeader) bool {
+	_, sb := h.Algorithm.Value.(*format.SplitBlockAlgorithm)
+	_, xx := h.Hash.Value.(*format.XxHash)
+	_, raw := h.Compression.Value.(*format.BloomFilterUncompressed)
+	return sb && xx && raw
+}
