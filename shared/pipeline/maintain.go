@@ -37,7 +37,7 @@ type MaintainResult struct {
 //
 // No step takes the table's lease, so a merge never waits for maintenance.
 // Compaction and tombstone expiry commit optimistically and Delta's
-// conflict rules decide a race with a merge (see compactOptimistically for
+// conflict rules decide a race with a merge (see compactTables for
 // why each race is safe); the other steps are safe beside a merge by the
 // protocol itself: a checkpoint describes a version already committed,
 // vacuum deletes only files unreferenced for longer than the retention (a

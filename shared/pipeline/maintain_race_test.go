@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -175,6 +176,58 @@ func TestCompactionThatLosesToAMergeTriesAgainAndLosesNothing(t *testing.T) {
 	}
 	if n := logs.count(logCompactRetry); n != 1 {
 		t.Fatalf("the compaction lost %d races, want 1", n)
+	}
+	checkTables(t, ctx, p, sim.Tables)
+}
+
+// TestCompactionThatLosesTwiceIsLeftToTheNextRun commits a merge inside
+// each of the compaction's two attempts: the compaction gives up for this
+// run, which still succeeds, and the next run compacts.
+func TestCompactionThatLosesTwiceIsLeftToTheNextRun(t *testing.T) {
+	ctx := context.Background()
+	p, lake, logs, sim, rest := raceSetup(t, ctx, 24)
+	source := p.Sources.(oneSource).s
+	half := len(rest) / 2
+	stageOnly(t, ctx, p, source, rest[:half]...)
+	second := write(t, ctx, source, rest[half:])
+	var mergeErrs []error
+	merge := func() {
+		mr, err := p.MergeTable(ctx, "shop.customers")
+		if err == nil && (mr.Busy || mr.Files == 0) {
+			err = fmt.Errorf("merge inside the compaction = %+v; want files merged", mr)
+		}
+		mergeErrs = append(mergeErrs, err)
+	}
+	lake.hook = func() {
+		merge()
+		// Armed again only now, so that the next state file written is
+		// the compaction's second attempt's, not this merge's.
+		lake.hook = func() {
+			for _, n := range second {
+				if _, err := p.Stage(ctx, n); err != nil {
+					mergeErrs = append(mergeErrs, err)
+				}
+			}
+			merge()
+		}
+		lake.armed.Store(true)
+	}
+	lake.armed.Store(true)
+	res, err := p.Maintain(ctx, "shop.customers")
+	if err != nil {
+		t.Fatalf("maintenance failed after losing twice: %v", err)
+	}
+	if len(mergeErrs) < 2 || errors.Join(mergeErrs...) != nil {
+		t.Fatalf("merges inside the compaction: %v (want 2, no error)", mergeErrs)
+	}
+	if res.Conflicts != 1 || logs.count(logCompactRetry) != 1 || logs.count(logCompactGaveUp) != 1 {
+		t.Fatalf("maintenance = %+v, %d retries and %d give-ups logged; want the state's compaction given up once after one retry",
+			res, logs.count(logCompactRetry), logs.count(logCompactGaveUp))
+	}
+	checkTables(t, ctx, p, sim.Tables)
+	next, err := p.Maintain(ctx, "shop.customers")
+	if err != nil || next.Conflicts != 0 || next.CompactedFiles == 0 {
+		t.Fatalf("next maintenance = %+v, %v; want it to compact", next, err)
 	}
 	checkTables(t, ctx, p, sim.Tables)
 }
