@@ -297,7 +297,7 @@ func waitMerging(ctx context.Context, co *firestorecoord.Coordinator, tables []s
 
 // waitQuiet waits until every table has merged all the objects written for
 // it (one registry record per generation), nothing is pending and no batch
-// is open. (A lease may still be held: compaction runs on its own.) A
+// is open. (A lease may still be held by a merge finishing.) A
 // quarantined file fails the test at once.
 func waitQuiet(t *testing.T, ctx context.Context, co *firestorecoord.Coordinator, written map[string]int, timeout time.Duration) {
 	t.Helper()

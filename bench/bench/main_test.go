@@ -8,7 +8,7 @@ import (
 func TestSummaryMarksUnmeasuredFiguresNA(t *testing.T) {
 	r := &report{decodeRatio: 1.5, peakMiB: 300}
 	got := r.summary()
-	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA random_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA backfill_vs_duckdb=NA backfill_events_per_s=NA backfill_peak_mib=NA"
+	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA random_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA latency_p99_ms=NA backfill_vs_duckdb=NA backfill_events_per_s=NA backfill_peak_mib=NA"
 	if got != want {
 		t.Errorf("summary = %q, want %q", got, want)
 	}
@@ -21,6 +21,16 @@ func TestSummaryCarriesTheRandomDeletionVectorRatio(t *testing.T) {
 	r := &report{scalingRatio: 1.8, randomDVRatio: 2.345}
 	if got := r.summary(); !strings.Contains(got, " scaling_10M_over_100k=1.80 random_10M_over_100k=2.35 ") {
 		t.Errorf("summary = %q, want random_10M_over_100k=2.35 after the clustered scaling", got)
+	}
+}
+
+func TestSummaryAndTargetsCarryTheLatencyP99(t *testing.T) {
+	r := &report{latencyP50: 210, latencyP99: 3060.4}
+	if got, want := r.summary(), " latency_p50_ms=210 latency_p99_ms=3060 "; !strings.Contains(got, want) {
+		t.Errorf("summary = %q, want it to contain %q", got, want)
+	}
+	if md := r.markdown(); !strings.Contains(md, "| latency p99 ≤ 2 s | 3060.40 ms | **not met** |") {
+		t.Errorf("targets lack the p99 row:\n%s", md)
 	}
 }
 

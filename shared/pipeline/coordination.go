@@ -10,7 +10,8 @@ import (
 // The use cases ask for coordination one small interface at a time, so that
 // a caller provides, and a test fakes, only what the use cases it runs
 // need: Stage uses the Registry; MergeTable the Leaser, Batches and
-// Registry; Maintain the Leaser, Status and Registry; MergeWakeUp adds the
+// Registry; Maintain the Status and Registry (it takes no lease: its
+// rewrites commit optimistically beside the merges); MergeWakeUp adds the
 // Status to MergeTable's, and MaintainAll the Expirer to Maintain's. A
 // backend
 // (coord.Local, firestorecoord.Coordinator) provides them all, and one
@@ -19,7 +20,7 @@ import (
 // no lost wake-ups.
 
 // Leaser is the per-table lease with a fencing token that serialises the
-// merges and the compactions of a table.
+// merges of a table (maintenance takes none, see Pipeline.Maintain).
 type Leaser interface {
 	// Acquire takes the table's lease for ttl. It returns coord.ErrLeaseHeld
 	// when another holder has a live lease; an expired lease is taken over,

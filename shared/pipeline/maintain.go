@@ -17,17 +17,17 @@ import (
 // MaintainResult reports what Maintain did.
 type MaintainResult struct {
 	Table              string
-	Busy               bool // another holder had the lease: nothing done
-	CompactedFiles     int  // small files rewritten into fewer
+	CompactedFiles     int // small files rewritten into fewer
 	CompactedInto      int
 	ExpiredTombstones  int64
 	VacuumedFiles      int
 	LogFilesDeleted    int
 	StagedFilesDeleted int
 	Checkpoints        int
-	// Woke is set when Maintain woke the table's merge after releasing the
-	// lease, for files staged (or a batch left open) meanwhile.
-	Woke bool
+	// Conflicts counts the Delta tables whose compaction (or tombstone
+	// expiry) lost the race to a concurrent commit twice and was left to
+	// the next run.
+	Conflicts int
 }
 
 // Maintain compacts a table's Delta tables (bin-packs small files; the
@@ -35,15 +35,16 @@ type MaintainResult struct {
 // retention, writes checkpoints, vacuums unreferenced files, cleans up
 // expired log entries and deletes staged files already merged.
 //
-// Compaction and tombstone expiry run under the table's lease, so they
-// never race a merge of the same table. The rest runs after the lease is
-// released, because the Delta protocol already makes it safe beside a
-// merge, and a file that arrives meanwhile then waits for the compactions
-// only: a checkpoint describes a version already committed, vacuum deletes
-// only files unreferenced for longer than the retention (a merge's new
-// files are fresh), log cleanup removes only entries older than the
-// retention and covered by a checkpoint, and the staged files deleted are
-// those of batches already merged, which nothing reads again.
+// No step takes the table's lease, so a merge never waits for maintenance.
+// Compaction and tombstone expiry commit optimistically and Delta's
+// conflict rules decide a race with a merge (see compactTables for
+// why each race is safe); the other steps are safe beside a merge by the
+// protocol itself: a checkpoint describes a version already committed,
+// vacuum deletes only files unreferenced for longer than the retention (a
+// merge's new files, and those a concurrent compaction is writing, are
+// fresh), log cleanup removes only entries older than the retention and
+// covered by a checkpoint, and the staged files deleted are those of
+// batches already merged, which nothing reads again.
 func (p *Pipeline) Maintain(ctx context.Context, tableID string) (MaintainResult, error) {
 	res := MaintainResult{Table: tableID}
 	tabs, err := p.TableSet(tableID)
@@ -51,71 +52,132 @@ func (p *Pipeline) Maintain(ctx context.Context, tableID string) (MaintainResult
 		return res, err
 	}
 	start := time.Now()
-	lease, err := p.Leaser.Acquire(ctx, tableID, p.holder(), p.leaseTTL())
-	if errors.Is(err, coord.ErrLeaseHeld) {
-		res.Busy = true
-		return res, nil
-	}
-	if err != nil {
-		return res, fmt.Errorf("maintain %s: %w", tableID, err)
-	}
-	err = p.maintainUnderLease(ctx, tableID, tabs, lease, &res)
-	if rerr := p.Leaser.Release(context.WithoutCancel(ctx), lease); rerr != nil && !errors.Is(rerr, coord.ErrLeaseLost) {
-		p.log().Warn("release after maintenance failed", "table", tableID, "error", rerr)
-	}
-	leaseHeld := time.Since(start)
-	if err != nil {
+	if err := p.compactTables(ctx, tableID, tabs, &res); err != nil {
 		return res, err
 	}
-	// Files staged while the lease was held had their wake-ups turned
-	// away: wake the merge now rather than after the steps below.
-	if p.Waker != nil {
-		if st, err := p.Status.Status(ctx, tableID); err == nil && (st.Pending > 0 || st.OpenBatchSeq != 0) {
-			if err := p.Waker.Wake(ctx, tableID); err != nil {
-				return res, fmt.Errorf("maintain %s: wake: %w", tableID, err)
-			}
-			res.Woke = true
-		}
-	}
-	if err := p.maintainAfterLease(ctx, tableID, tabs, &res); err != nil {
+	compacted := time.Since(start)
+	if err := p.maintainFiles(ctx, tableID, tabs, &res); err != nil {
 		return res, err
 	}
 	p.log().Info("table maintained", "event", "maintained", "table", tableID, "compacted", res.CompactedFiles, "vacuumed", res.VacuumedFiles, "tombstones_expired", res.ExpiredTombstones,
-		"lease_ms", leaseHeld.Milliseconds(), "duration_ms", time.Since(start).Milliseconds())
+		"conflicts", res.Conflicts, "compact_ms", compacted.Milliseconds(), "duration_ms", time.Since(start).Milliseconds())
 	return res, nil
 }
 
-// maintainUnderLease compacts the state and history tables and expires
-// tombstones: the steps that replace files a merge reads and rewrites.
-func (p *Pipeline) maintainUnderLease(ctx context.Context, tableID string, tabs cdc.TableSet, lease coord.Lease, res *MaintainResult) error {
+// compactAttempts is how many times a compaction of one Delta table is
+// tried per run: once, and once more from a fresh snapshot after losing a
+// race. A second loss means merges keep rewriting the same files; the
+// compaction waits for the next run rather than compete with them.
+const compactAttempts = 2
+
+// compactTables compacts the state and history tables and expires
+// tombstones, each committed optimistically with no lease.
+//
+// Why each race with a merge is safe under Delta's conflict rules
+// (checklist §11, delta.Transaction.checkConflicts):
+//
+//   - Compaction changes no row: its commit removes small files and adds
+//     files holding exactly their rows, all with dataChange=false. A commit
+//     whose result depends only on the rows it read is therefore unaffected
+//     by it, unless the two commits remove the same file (the rows would be
+//     both rewritten by the merge and copied by the compaction: duplicated
+//     or resurrected) or the merge read a file the compaction removed.
+//     Both are conflicts: the compaction records its inputs as read and
+//     removed, the merge its candidate files (read) and the files it
+//     rewrites (removed), so whichever commits second fails with
+//     ErrConflict. A merge that loses plans again from a fresh snapshot
+//     (cdc.ApplyStep); a compaction that loses is tried once more, then
+//     left to the next run. Deletion vectors change nothing here: a merge
+//     that gives file P a vector removes (P, old vector) and adds (P, new
+//     vector), and conflicts are decided by path, so it conflicts with any
+//     compaction that removed P; compaction leaves files with a vector
+//     alone, so its retry after such a merge skips P.
+//   - State: the merge's lookup prunes files by key bounds; a file it did
+//     not read cannot hold a batch key, so compacting only such files
+//     changes nothing the merge decided. A schema change by the merge is a
+//     metaData action, which fails a compaction committing after it; one
+//     that rewrites every file (a widened column) also removes the
+//     compaction's inputs.
+//   - History: a merge appends blindly (its re-delivery lookup reads rows,
+//     which compaction keeps), so compaction and merges never conflict
+//     there, and neither can lose or duplicate an event: the compaction
+//     removes only the files it read, never the merge's new ones. A merge
+//     that rewrites the history (a widened column) reads the whole table
+//     and removes every file, and conflicts with the compaction.
+//   - Tombstones: merges append blindly, so expiry and merges never
+//     conflict. Expiry can remove a tombstone a concurrent merge's Decide
+//     relied on; the merge's commits do not record that read, and need
+//     not: its decision is the one it would make had it run entirely
+//     before the expiry, which is a serial order of the two. Had it run
+//     after, the event older than the expired delete would be applied:
+//     exactly the documented trade-off of a bounded tombstone table
+//     (cdc.ExpireTombstones), which applies to this race no more than to
+//     an event arriving a moment later. A merge's new tombstones are never
+//     expired by it (they are fresh) nor merged away by its compaction of
+//     small files, which reads only files of its own snapshot.
+//
+// Two maintenance runs of one table may overlap now: they race like a
+// compaction and a merge, the second to commit loses on the files both
+// removed, and nothing is lost; only work is wasted.
+func (p *Pipeline) compactTables(ctx context.Context, tableID string, tabs cdc.TableSet, res *MaintainResult) error {
 	tc := p.Config.Table(tableID)
 	target := tc.TargetFileBytes
 	// One instant for every step, as the removes they commit are stamped.
 	now := p.now()
 	clock := func() time.Time { return now }
 	for _, store := range []objstore.Store{tabs.State, tabs.History} {
-		r, err := compact(ctx, store, target, clock)
+		var r delta.OptimizeResult
+		err := p.compactOptimistically(ctx, tableID, store, res, func(ctx context.Context) error {
+			var err error
+			r, err = compact(ctx, store, target, clock)
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("maintain %s: compact %s: %w", tableID, store.URL(), err)
 		}
 		res.CompactedFiles += r.FilesRemoved
 		res.CompactedInto += r.FilesAdded
 	}
-	expired, err := cdc.ExpireTombstones(ctx, tabs.Tombstones, cdc.ExpireOptions{Retention: time.Duration(tc.TombstoneRetention), TargetFileBytes: target, Now: clock})
+	var expired cdc.ExpireResult
+	err := p.compactOptimistically(ctx, tableID, tabs.Tombstones, res, func(ctx context.Context) error {
+		var err error
+		expired, err = cdc.ExpireTombstones(ctx, tabs.Tombstones, cdc.ExpireOptions{Retention: time.Duration(tc.TombstoneRetention), TargetFileBytes: target, Now: clock})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("maintain %s: expire tombstones: %w", tableID, err)
 	}
 	res.ExpiredTombstones = expired.Expired
-	if err := p.Leaser.CheckLease(ctx, lease); err != nil {
-		return fmt.Errorf("maintain %s: %w", tableID, err)
-	}
 	return nil
 }
 
-// maintainAfterLease writes checkpoints, vacuums, cleans up the logs and
+// compactOptimistically runs one optimistic rewrite of the Delta table in
+// store (op reads a fresh snapshot on each call). Losing the race to a
+// concurrent commit (delta.ErrConflict) is no failure: op runs again once,
+// and after a second loss the table is left as the winners made it, with
+// res.Conflicts counting it. The files a losing attempt wrote are
+// referenced by no commit; vacuum deletes them after the retention.
+func (p *Pipeline) compactOptimistically(ctx context.Context, tableID string, store objstore.Store, res *MaintainResult, op func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		err := op(ctx)
+		if !errors.Is(err, delta.ErrConflict) {
+			return err
+		}
+		if attempt == compactAttempts {
+			p.log().Info("compaction lost to a concurrent commit again; left to the next maintenance run", "event", "compact_conflict",
+				"table", tableID, "delta_table", store.URL(), "attempts", attempt, "error", err)
+			res.Conflicts++
+			return nil
+		}
+		p.log().Info("compaction lost to a concurrent commit; trying again from a fresh snapshot", "event", "compact_conflict",
+			"table", tableID, "delta_table", store.URL(), "attempt", attempt, "error", err)
+	}
+}
+
+// maintainFiles writes checkpoints, vacuums, cleans up the logs and
 // deletes the staged files of merged batches (see Maintain for why these
 // need no lease).
-func (p *Pipeline) maintainAfterLease(ctx context.Context, tableID string, tabs cdc.TableSet, res *MaintainResult) error {
+func (p *Pipeline) maintainFiles(ctx context.Context, tableID string, tabs cdc.TableSet, res *MaintainResult) error {
 	for _, store := range []objstore.Store{tabs.State, tabs.History, tabs.Tombstones} {
 		tab := delta.Open(store)
 		snap, err := tab.Snapshot(ctx)

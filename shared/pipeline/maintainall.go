@@ -13,8 +13,8 @@ type MaintainAllResult struct {
 }
 
 // MaintainAll is the scheduled round over every table: it runs Maintain on
-// each, wakes the merge of a table that has files pending or a batch open
-// (a safety net for lost wake-ups), and expires registry records older than
+// each, then wakes the merge of a table that has files pending or a batch
+// open (a safety net for lost wake-ups), and expires registry records older than
 // RegistryRetention. A table that fails does not stop the others; the
 // errors are returned together. Uses the Status and the Expirer beside what
 // Maintain uses.
@@ -30,20 +30,14 @@ func (p *Pipeline) MaintainAll(ctx context.Context) (MaintainAllResult, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		res, err := p.Maintain(ctx, st.Table)
-		if err != nil {
+		if _, err := p.Maintain(ctx, st.Table); err != nil {
 			p.log().Error("maintenance failed", "event", "maintain_failed", "table", st.Table, "error", err)
 			errs = append(errs, err)
-		} else if res.Busy {
-			p.log().Info("table busy; maintenance skipped this round", "table", st.Table)
 		}
-		// Wake after maintenance, not before: a merge woken while
-		// Maintain holds the lease finds the table busy and drops the
-		// wake-up, so waking first would lose it on every round. Maintain
-		// itself wakes the table as soon as it releases the lease (Woke);
-		// this wake is for a table it did not wake (nothing was pending
-		// then, or it skipped or failed on the table).
-		if res.Woke || p.Waker == nil {
+		// The safety net for lost wake-ups. Maintenance holds no lease, so
+		// a merge woken while it runs proceeds at once; the status is read
+		// again after it, to wake for files staged meanwhile too.
+		if p.Waker == nil {
 			continue
 		}
 		if cur, err := p.Status.Status(ctx, st.Table); err == nil {
