@@ -112,7 +112,7 @@ func ExpireTombstones(ctx context.Context, store objstore.Store, opts ExpireOpti
 	}
 	var bins [][]delta.Add
 	if len(small) >= tombstoneCompactMinFiles {
-		for _, bin := range tombstoneBins(small, target) {
+		for _, bin := range delta.PackBins(small, target, tombstoneMergeFanIn) {
 			if len(bin) < 2 {
 				rest = append(rest, bin...)
 				continue
@@ -254,26 +254,6 @@ func (c tombstoneCut) fileMayExpire(md delta.Metadata, f delta.Add) bool {
 	}
 	lo, _, ok := st.MinMax(ColDeletedAt, value.Timestamp)
 	return !ok || c.expired(lo)
-}
-
-// tombstoneBins groups small files into bins of about target bytes and at
-// most tombstoneMergeFanIn files, in path order.
-func tombstoneBins(files []delta.Add, target int64) [][]delta.Add {
-	var bins [][]delta.Add
-	var cur []delta.Add
-	var size int64
-	for _, f := range files {
-		if len(cur) > 0 && (size+f.Size > target || len(cur) == tombstoneMergeFanIn) {
-			bins = append(bins, cur)
-			cur, size = nil, 0
-		}
-		cur = append(cur, f)
-		size += f.Size
-	}
-	if len(cur) > 0 {
-		bins = append(bins, cur)
-	}
-	return bins
 }
 
 // mergeTombstones streams the rows of files (each sorted by key, as merges
