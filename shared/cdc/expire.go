@@ -77,7 +77,8 @@ type ExpireResult struct {
 // they are merged in key order into files of about target bytes, dropping
 // expired and superseded rows on the way. Every other file with an expired
 // row is rewritten by delta.RewriteFile, which copies the row groups
-// without an expired row verbatim. One commit replaces them all.
+// without an expired row verbatim. Rows a file's deletion vector deletes
+// are left out of whatever is written. One commit replaces them all.
 func ExpireTombstones(ctx context.Context, store objstore.Store, opts ExpireOptions) (ExpireResult, error) {
 	var res ExpireResult
 	now := time.Now()
@@ -101,10 +102,12 @@ func ExpireTombstones(ctx context.Context, store objstore.Store, opts ExpireOpti
 		return res, fmt.Errorf("%s is not a tombstone table (schema %s)", store.URL(), schema)
 	}
 	tc := tombstoneCut{cutoff: cutoff, at: at, ord: ord, nkey: ord} // key columns come first
-	// Files() is shared: these are copies of its elements.
+	// Files() is shared: these are copies of its elements. Small files
+	// with a deletion vector merge like the others: ReadMerged leaves out
+	// the rows their vectors delete, and the remove carries the vector.
 	var small, rest []delta.Add
 	for _, f := range snap.Files() {
-		if f.Size < target/4 && f.DeletionVector == nil {
+		if f.Size < target/4 {
 			small = append(small, f)
 		} else {
 			rest = append(rest, f)
