@@ -109,38 +109,45 @@ func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (Optimize
 	if opts.Now != nil {
 		now = opts.Now()
 	}
+	var work [][]Add
+	for _, k := range order {
+		for _, bin := range PackBins(groups[k], target, 0) {
+			if len(bin) >= 2 || bin[0].DeletionVector != nil {
+				work = append(work, bin)
+			}
+		}
+	}
+	if len(work) == 0 {
+		return OptimizeResult{}, nil
+	}
+	// Refuse before writing files the commit would refuse.
+	if err := s.Protocol().CheckWrite(s.Metadata()); err != nil {
+		return OptimizeResult{}, fmt.Errorf("optimize %s: %w", s.Store().URL(), err)
+	}
 	var res OptimizeResult
 	var removes []Remove
 	var adds []Add
-	for _, k := range order {
-		for _, bin := range PackBins(groups[k], target, 0) {
-			if len(bin) < 2 && bin[0].DeletionVector == nil {
-				continue
-			}
-			var a []Add
-			var err error
-			if len(bin) == 1 {
-				a, err = s.rewriteAlone(ctx, bin[0], target)
-			} else {
-				a, err = s.rewriteMerged(ctx, bin, MergeOptions{Less: less, FanIn: opts.FanIn}, target)
-			}
-			if err != nil {
-				return OptimizeResult{}, err
-			}
-			for _, f := range bin {
-				// The remove carries the vector: the logical file is the
-				// pair of path and vector.
-				removes = append(removes, f.Remove(now.UnixMilli(), false))
-				if f.DeletionVector != nil {
-					res.DeletionVectorsPurged++
-					res.RowsPurged += f.DeletionVector.Cardinality
-				}
-			}
-			adds = append(adds, a...)
+	for _, bin := range work {
+		var a []Add
+		var err error
+		if len(bin) == 1 {
+			a, err = s.rewriteAlone(ctx, bin[0], target)
+		} else {
+			a, err = s.rewriteMerged(ctx, bin, MergeOptions{Less: less, FanIn: opts.FanIn}, target)
 		}
-	}
-	if len(removes) == 0 {
-		return OptimizeResult{}, nil
+		if err != nil {
+			return OptimizeResult{}, err
+		}
+		for _, f := range bin {
+			// The remove carries the vector: the logical file is the
+			// pair of path and vector.
+			removes = append(removes, f.Remove(now.UnixMilli(), false))
+			if f.DeletionVector != nil {
+				res.DeletionVectorsPurged++
+				res.RowsPurged += f.DeletionVector.Cardinality
+			}
+		}
+		adds = append(adds, a...)
 	}
 	tx := s.NewTransaction(Operation{Name: "OPTIMIZE", Parameters: map[string]string{"predicate": "[]", "zOrderBy": "[]", "auto": "true"}})
 	for _, r := range removes {
