@@ -195,3 +195,38 @@ func toInt64(v any) int64 {
 	}
 	return -1
 }
+
+// BenchmarkRewriteFileWithADeletionVector folds a vector marking 1% of
+// the rows of a 600k-row state file, all among its 10% most recent keys,
+// through the row-group path (row groups the vector spares are copied)
+// and through the row path, which decodes every row.
+func BenchmarkRewriteFileWithADeletionVector(b *testing.B) {
+	const rows = 600_000
+	schema := pqCDCSchema()
+	md := pqMetadata(schema, nil, nil)
+	store := newPQMemStore()
+	add := pqCDCFile(b, store, WriteOptions{RowGroupBytes: 16 << 20}, rows)
+	deleted := roaring64.New()
+	for i := uint64(rows * 9 / 10); i < rows; i += 10 {
+		deleted.Add(i)
+	}
+	dv, err := InlineDeletionVector(deleted)
+	if err != nil {
+		b.Fatal(err)
+	}
+	add = add.WithDeletionVector(&dv)
+	opts := RewriteOptions{Write: WriteOptions{Schema: schema, RowGroupBytes: 16 << 20}, TargetFileBytes: 128 << 20,
+		Keys: []string{"id"}, Drop: func([]any) bool { return false }}
+	for _, path := range []string{"row groups", "rows"} {
+		b.Run("path="+path, func(b *testing.B) {
+			for range b.N {
+				res := benchRewrite(b, store, md, add, opts, path)
+				if res.Deleted != int64(deleted.GetCardinality()) {
+					b.Fatalf("deleted %d rows, want %d", res.Deleted, deleted.GetCardinality())
+				}
+				b.ReportMetric(float64(res.RowGroupsCopied), "copied/op")
+				b.ReportMetric(float64(res.RowGroupsCopied+res.RowGroupsDecoded), "groups/op")
+			}
+		})
+	}
+}
