@@ -8,12 +8,19 @@ import (
 func TestSummaryMarksUnmeasuredFiguresNA(t *testing.T) {
 	r := &report{decodeRatio: 1.5, peakMiB: 300}
 	got := r.summary()
-	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA backfill_vs_duckdb=NA backfill_events_per_s=NA backfill_peak_mib=NA"
+	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA random_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA backfill_vs_duckdb=NA backfill_events_per_s=NA backfill_peak_mib=NA"
 	if got != want {
 		t.Errorf("summary = %q, want %q", got, want)
 	}
 	if md := r.markdown(); !strings.Contains(md, "| JSON decode ≤ 1.0× DuckDB | 1.50× | **not met** |") {
 		t.Errorf("markdown does not mark the missed decode target:\n%s", md)
+	}
+}
+
+func TestSummaryCarriesTheRandomDeletionVectorRatio(t *testing.T) {
+	r := &report{scalingRatio: 1.8, randomDVRatio: 2.345}
+	if got := r.summary(); !strings.Contains(got, " scaling_10M_over_100k=1.80 random_10M_over_100k=2.35 ") {
+		t.Errorf("summary = %q, want random_10M_over_100k=2.35 after the clustered scaling", got)
 	}
 }
 

@@ -94,8 +94,9 @@ func (c childRunner) run(ctx context.Context, args []string, cpuProfile, heapPro
 	return maxRSS, nil
 }
 
-// touchedFiles are the state files the merge removed (rewrote), as absolute
-// paths, and the row count of the table after the merge.
+// touchedFiles are the state files the merge removed (rewrote) or gave a
+// new deletion vector, as absolute paths, and the row count of the table
+// after the merge.
 func touchedFiles(ctx context.Context, d mergebench.TableDirs, base *delta.Snapshot) ([]string, int64, error) {
 	store, err := objstore.NewLocal(d.State())
 	if err != nil {
@@ -105,13 +106,21 @@ func touchedFiles(ctx context.Context, d mergebench.TableDirs, base *delta.Snaps
 	if err != nil {
 		return nil, 0, fmt.Errorf("read merged state table: %w", err)
 	}
+	// A file is the pair of its path and its deletion vector (PROTOCOL.md
+	// "Deletion Vectors"): a new vector changes it as a rewrite does.
+	key := func(a delta.Add) string {
+		if a.DeletionVector == nil {
+			return a.Path
+		}
+		return a.Path + "\x00" + a.DeletionVector.PathOrInlineDv + "@" + strconv.Itoa(int(ptrOr(a.DeletionVector.Offset)))
+	}
 	live := map[string]bool{}
 	for _, a := range after.Files() {
-		live[a.Path] = true
+		live[key(a)] = true
 	}
 	var out []string
 	for _, a := range base.Files() {
-		if !live[a.Path] {
+		if !live[key(a)] {
 			out = append(out, filepath.Join(d.State(), a.Path))
 		}
 	}
@@ -145,6 +154,13 @@ func duckMerge(ctx context.Context, db *sql.DB, touched []string, batchFile, out
 		return 0, 0, fmt.Errorf("count duckdb merge output: %w", err)
 	}
 	return elapsed, n, nil
+}
+
+func ptrOr(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

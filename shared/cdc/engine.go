@@ -57,7 +57,37 @@ type Options struct {
 	// MaxConflictRetries bounds re-planning after a logical commit conflict
 	// (a concurrent compaction rewrote files we read). Default 5.
 	MaxConflictRetries int
+	// DeletionVectors (config deletion_vectors: on) lets the merge mark the
+	// replaced and deleted rows of a current-state file in its deletion
+	// vector instead of rewriting the file, so a batch of scattered keys
+	// costs what it changes rather than the table. A new state table is
+	// created with the feature; an existing one is upgraded by the next
+	// state commit. Without it the merge writes no new vector, and a file
+	// that has one is rewritten without its deleted rows.
+	DeletionVectors bool
+	// DVMinFileBytes: with DeletionVectors, a touched state file smaller
+	// than this is rewritten instead (default DefaultDVMinFileBytes; a
+	// negative value turns the size rule off).
+	DVMinFileBytes int64
+	// RecommendDVShare: a merge without DeletionVectors that rewrites more
+	// than this share of the state table's rows in one step logs a
+	// recommendation to turn them on (default DefaultRecommendDVShare).
+	RecommendDVShare float64
 }
+
+// DefaultDVMinFileBytes is the size below which a touched state file is
+// rewritten even with deletion vectors on. A vector is not free: the file
+// keeps its deleted rows, which every later read fetches and drops, each
+// read fetches the vector too (one more object read per file), and the log
+// carries a remove and an add with stats per file and commit. Rewriting a
+// file of a MiB or so costs about one object round trip and leaves the
+// table clean, so below that size copy-on-write is the cheaper choice.
+const DefaultDVMinFileBytes = 1 << 20
+
+// DefaultRecommendDVShare is the share of a state table's rows that one
+// copy-on-write step may rewrite before the merge recommends deletion
+// vectors: beyond a quarter, the batch's keys are scattered over the table.
+const DefaultRecommendDVShare = 0.25
 
 func (o *Options) defaults() {
 	if o.TargetFileBytes <= 0 {
@@ -71,6 +101,12 @@ func (o *Options) defaults() {
 	}
 	if o.MaxConflictRetries <= 0 {
 		o.MaxConflictRetries = 5
+	}
+	if o.DVMinFileBytes == 0 {
+		o.DVMinFileBytes = DefaultDVMinFileBytes
+	}
+	if o.RecommendDVShare <= 0 {
+		o.RecommendDVShare = DefaultRecommendDVShare
 	}
 }
 
@@ -97,6 +133,9 @@ type Result struct {
 	// them) or decoded and re-encoded, and the rows re-encoded.
 	RowGroupsCopied, RowGroupsDecoded int
 	RowsReencoded                     int64
+	// DeletionVectors counts the state files given a new or extended
+	// deletion vector instead of a rewrite.
+	DeletionVectors int
 }
 
 // Add adds b's counters to r and takes b's versions (those of the later
@@ -117,6 +156,7 @@ func (r *Result) Add(b Result) {
 	r.RowGroupsCopied += b.RowGroupsCopied
 	r.RowGroupsDecoded += b.RowGroupsDecoded
 	r.RowsReencoded += b.RowsReencoded
+	r.DeletionVectors += b.DeletionVectors
 	r.HistoryVersion, r.StateVersion, r.TombstoneVersion = b.HistoryVersion, b.StateVersion, b.TombstoneVersion
 }
 
@@ -201,6 +241,7 @@ func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 	res.FilesRead, res.FilesRewritten = sres.FilesRead, sres.FilesRewritten
 	res.FilesAdded += sres.FilesAdded
 	res.RowGroupsCopied, res.RowGroupsDecoded, res.RowsReencoded = sres.RowGroupsCopied, sres.RowGroupsDecoded, sres.RowsReencoded
+	res.DeletionVectors = sres.DeletionVectors
 	return res, err
 }
 
@@ -653,9 +694,10 @@ func firstKeyFilter(col string, firsts []any) *delta.RowGroupFilter {
 }
 
 // lookup reads the key columns and the order of candidate files and reports
-// every row whose key is in found; keys are the batch keys sorted by
+// every row whose key is in found, with its file and physical position (the
+// row index a deletion vector marks); keys are the batch keys sorted by
 // value.CompareKeys, used to skip the row groups that cannot hold one.
-func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, keys []Change, found map[string]*stored, hit func(*stored, []byte, string)) error {
+func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, keys []Change, found map[string]*stored, hit func(s *stored, order []byte, path string, pos int64)) error {
 	cols := append(append([]string(nil), keyNames...), ColOrder)
 	md := snap.Metadata()
 	key := make([]any, len(keyNames))
@@ -666,7 +708,7 @@ func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNam
 	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: firstKeyFilter(keyNames[0], firsts)}
 	var buf []byte
 	for _, f := range files {
-		err := delta.ReadFile(ctx, snap.Store(), md, f, ro, func(row []any) error {
+		err := delta.ReadFileAt(ctx, snap.Store(), md, f, ro, func(pos int64, row []any) error {
 			copy(key, row[:len(keyNames)])
 			buf = AppendKeyText(buf[:0], key)
 			s, ok := found[string(buf)]
@@ -674,7 +716,7 @@ func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNam
 				return nil
 			}
 			order, _ := row[len(keyNames)].([]byte)
-			hit(s, order, f.Path)
+			hit(s, order, f.Path, pos)
 			return nil
 		})
 		if err != nil {

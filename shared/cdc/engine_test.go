@@ -102,6 +102,26 @@ func countRows(t *testing.T, ctx context.Context, store objstore.Store) int {
 // random events (shuffled, duplicated, with deletes and late stale events)
 // applied in random batches equal a replay of everything into a map.
 func TestApplyMatchesReferenceModel(t *testing.T) {
+	for _, dv := range []bool{false, true} {
+		t.Run("deletion vectors "+onOff(dv), func(t *testing.T) {
+			if marked := applyMatchesReferenceModel(t, dv); dv != (marked > 0) {
+				t.Fatalf("deletion vectors %s, yet %d written", onOff(dv), marked)
+			}
+		})
+	}
+}
+
+// onOff names a deletion_vectors setting.
+func onOff(dv bool) string {
+	if dv {
+		return "on"
+	}
+	return "off"
+}
+
+// applyMatchesReferenceModel runs the property test and returns how many
+// deletion vectors its merges wrote.
+func applyMatchesReferenceModel(t *testing.T, dv bool) (marked int) {
 	ctx := context.Background()
 	for seed := uint64(1); seed <= 12; seed++ {
 		t.Run(fmt.Sprintf("seed %d converges to the replay", seed), func(t *testing.T) {
@@ -130,7 +150,9 @@ func TestApplyMatchesReferenceModel(t *testing.T) {
 			}
 			rng.Shuffle(len(delivered), func(i, j int) { delivered[i], delivered[j] = delivered[j], delivered[i] })
 			tabs := memTables()
-			opts := Options{TargetFileBytes: 1 << 12}
+			// With deletion vectors, files of every size take them (the
+			// test's files are tiny), but for those mostly deleted.
+			opts := Options{TargetFileBytes: 1 << 12, DeletionVectors: dv, DVMinFileBytes: -1}
 			if seed%2 == 0 { // half the runs use a state table partitioned by region
 				opts.StatePartitionColumns = []string{"region"}
 			}
@@ -144,11 +166,13 @@ func TestApplyMatchesReferenceModel(t *testing.T) {
 					b.Changes = append(b.Changes, toChange(t, ev))
 				}
 				seq++
-				if _, err := Apply(ctx, tabs, seq, b, opts); err != nil {
+				r, err := Apply(ctx, tabs, seq, b, opts)
+				if err != nil {
 					t.Fatal(err)
 				}
+				marked += r.DeletionVectors
 				if rng.IntN(4) == 0 { // a duplicate delivery of the batch is a no-op
-					r, err := Apply(ctx, tabs, seq, b, Options{})
+					r, err := Apply(ctx, tabs, seq, b, opts)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -200,6 +224,7 @@ func TestApplyMatchesReferenceModel(t *testing.T) {
 			}
 		})
 	}
+	return marked
 }
 
 func TestStaleEventsNeverWinOrResurrect(t *testing.T) {

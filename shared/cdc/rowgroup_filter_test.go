@@ -104,9 +104,9 @@ func TestMergeIntoAStateFileOfManyRowGroupsReadsAndRewritesOnlyTheOneTouched(t *
 		read := func(keys []Change) (int64, *stored) {
 			found := map[string]*stored{probe.KeyText: {}}
 			n.Store(0)
-			err := lookup(ctx, counted, counted.Files(), key, keys, found, func(s *stored, order []byte, path string) {
+			err := lookup(ctx, counted, counted.Files(), key, keys, found, func(s *stored, order []byte, path string, pos int64) {
 				s.rowOrder = order
-				s.rowFiles = append(s.rowFiles, path)
+				s.rows = append(s.rows, rowAt{path, pos})
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -117,6 +117,9 @@ func TestMergeIntoAStateFileOfManyRowGroupsReadsAndRewritesOnlyTheOneTouched(t *
 		some, filtered := read([]Change{probe})
 		if plain.rowOrder == nil || filtered.rowOrder == nil || string(plain.rowOrder) != string(filtered.rowOrder) {
 			t.Fatalf("found order %x with the filter, %x without", filtered.rowOrder, plain.rowOrder)
+		}
+		if len(plain.rows) != 1 || len(filtered.rows) != 1 || plain.rows[0] != filtered.rows[0] {
+			t.Fatalf("found the row at %v with the filter, %v without: skipped row groups must still count", filtered.rows, plain.rows)
 		}
 		t.Logf("lookup read %d bytes with the filter, %d without", some, all)
 		if some >= all {

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -50,6 +53,9 @@ func openState(ctx context.Context, t TableSet, step Step, b Batch, source value
 		return nil, err
 	}
 	stateConf := map[string]string{PropKey: strings.Join(b.Key, ",")}
+	if opts.DeletionVectors {
+		stateConf[delta.PropEnableDeletionVectors] = "true"
+	}
 	if opts.Overwrite {
 		stateConf = withSchemaOrder(stateConf, order)
 	}
@@ -90,8 +96,15 @@ func latestSorted(changes []Change) []Change {
 // stored is what a lookup found for one key.
 type stored struct {
 	rowOrder  []byte
-	rowFiles  []string // paths of files holding the key (one, unless a bug duplicated it)
+	rows      []rowAt // the state rows of the key (one, unless a bug duplicated it)
 	tombOrder []byte
+}
+
+// rowAt is where a state row lies: its file and its physical position in
+// it, the row index a deletion vector marks.
+type rowAt struct {
+	path string
+	pos  int64
 }
 
 // lookup finds what the state and tombstone tables hold of the keys
@@ -103,16 +116,16 @@ func (st *stateStep) lookup(ctx context.Context, keys []Change) (map[string]*sto
 		found[c.KeyText] = &stored{}
 	}
 	st.candidates = prune(st.stateSnap.Files(), st.keyNames[0], st.keyTypes[0], keys)
-	if err := lookup(ctx, st.stateSnap, st.candidates, st.keyNames, keys, found, func(s *stored, order []byte, path string) {
+	if err := lookup(ctx, st.stateSnap, st.candidates, st.keyNames, keys, found, func(s *stored, order []byte, path string, pos int64) {
 		if s.rowOrder == nil || bytes.Compare(order, s.rowOrder) > 0 {
 			s.rowOrder = order
 		}
-		s.rowFiles = append(s.rowFiles, path)
+		s.rows = append(s.rows, rowAt{path, pos})
 	}); err != nil {
 		return nil, fmt.Errorf("state lookup: %w", err)
 	}
 	tombCandidates := prune(st.tombSnap.Files(), st.keyNames[0], st.keyTypes[0], keys)
-	if err := lookup(ctx, st.tombSnap, tombCandidates, st.keyNames, keys, found, func(s *stored, order []byte, _ string) {
+	if err := lookup(ctx, st.tombSnap, tombCandidates, st.keyNames, keys, found, func(s *stored, order []byte, _ string, _ int64) {
 		if s.tombOrder == nil || bytes.Compare(order, s.tombOrder) > 0 {
 			s.tombOrder = order
 		}
@@ -127,9 +140,9 @@ type statePlan struct {
 	keys     []Change  // the latest change per key, sorted by key
 	verdicts []Verdict // per key
 	// touched are the state files holding a key whose row goes away
-	// (replaced or deleted), dropKeys those keys' KeyText, and dropFirsts
-	// their first key values, sorted.
-	touched    map[string]bool
+	// (replaced or deleted), with those rows' positions; dropKeys are
+	// those keys' KeyText, and dropFirsts their first key values, sorted.
+	touched    map[string]*roaring64.Bitmap
 	dropKeys   map[string]bool
 	dropFirsts []any
 
@@ -139,7 +152,7 @@ type statePlan struct {
 // planState decides each key by the ordering rule (Decide) from what the
 // lookup found. It does no I/O.
 func planState(keys []Change, found map[string]*stored) statePlan {
-	p := statePlan{keys: keys, verdicts: make([]Verdict, len(keys)), touched: map[string]bool{}, dropKeys: map[string]bool{}}
+	p := statePlan{keys: keys, verdicts: make([]Verdict, len(keys)), touched: map[string]*roaring64.Bitmap{}, dropKeys: map[string]bool{}}
 	for i, c := range keys {
 		s := found[c.KeyText]
 		if s == nil {
@@ -162,8 +175,11 @@ func planState(keys []Change, found map[string]*stored) statePlan {
 		if v == Replace || v == Delete {
 			p.dropKeys[c.KeyText] = true
 			p.dropFirsts = append(p.dropFirsts, c.Key[0])
-			for _, path := range s.rowFiles {
-				p.touched[path] = true
+			for _, r := range s.rows {
+				if p.touched[r.path] == nil {
+					p.touched[r.path] = roaring64.New()
+				}
+				p.touched[r.path].Add(uint64(r.pos))
 			}
 		}
 	}
@@ -210,16 +226,101 @@ func (st *stateStep) commitTombstones(ctx context.Context, plan statePlan, res *
 	return nil
 }
 
-// commitState rewrites the state files that hold a dropped key (copy on
-// write), writes the plan's new rows and commits both.
+// fileAction is how the rows a step drops leave one state file.
+type fileAction uint8
+
+const (
+	// rewriteFile copies the file's other rows into new files (copy on
+	// write) and removes it.
+	rewriteFile fileAction = iota
+	// markFile adds the rows to the file's deletion vector.
+	markFile
+	// removeFile removes the file: none of its rows is left.
+	removeFile
+)
+
+// dvRewriteShare is the share of a file's rows deleted (by its vector and
+// the step) from which a rewrite is cheaper than a vector: the rewrite
+// copies at most as many rows as it saves every later read from fetching
+// and dropping, and compaction would soon rewrite the file anyway.
+const dvRewriteShare = 0.5
+
+// chooseFileAction decides how the drop rows of state file f leave it, f's
+// deletion vector (if any) marking others already. useDV says whether the
+// step may write vectors, minBytes is Options.DVMinFileBytes. Pure.
+func chooseFileAction(f delta.Add, drop uint64, useDV bool, minBytes int64) fileAction {
+	if !useDV {
+		return rewriteFile
+	}
+	var deleted int64
+	if f.DeletionVector != nil {
+		deleted = f.DeletionVector.Cardinality
+	}
+	deleted += int64(drop)
+	st, err := delta.ParseStats(f.Stats)
+	known := err == nil && f.Stats != "" && st.NumRecords > 0
+	switch {
+	case known && deleted >= st.NumRecords:
+		return removeFile
+	case minBytes > 0 && f.Size < minBytes:
+		return rewriteFile
+	case known && float64(deleted) >= dvRewriteShare*float64(st.NumRecords):
+		return rewriteFile
+	}
+	return markFile
+}
+
+// fileActions decides, for each touched state file, how its dropped rows
+// leave it. Pure.
+func fileActions(files []delta.Add, touched map[string]*roaring64.Bitmap, useDV bool, minBytes int64) map[string]fileAction {
+	out := make(map[string]fileAction, len(touched))
+	for _, f := range files {
+		if drop := touched[f.Path]; drop != nil {
+			out[f.Path] = chooseFileAction(f, drop.GetCardinality(), useDV, minBytes)
+		}
+	}
+	return out
+}
+
+// stateChanges are the file actions of a state commit.
+type stateChanges struct {
+	removes []delta.Remove
+	adds    []delta.Add // new data files
+	marked  []delta.Add // files re-added with a new deletion vector
+	// removedFiles counts the files removed outright (rewritten or emptied)
+	// and removedBytes their bytes; dvRemoved the old vectors that went
+	// (with their file or replaced), dvUpdated the files whose vector was
+	// replaced by a larger one; rowsCopied the rows rewrites kept and
+	// rowsRewritten the rows they decoded (re-encoded or dropped) in files
+	// that deletion vectors would have spared (not the small or mostly
+	// deleted ones): row groups copied verbatim cost a byte copy, the
+	// price of copy-on-write is in the decoded ones.
+	removedFiles              int
+	removedBytes              int64
+	dvRemoved, dvUpdated      int
+	rowsCopied, rowsRewritten int64
+}
+
+// commitState applies the plan's dropped rows to the state files that
+// hold them (a deletion vector or a rewrite per file, see
+// chooseFileAction), writes the plan's new rows and commits both.
 func (st *stateStep) commitState(ctx context.Context, plan statePlan, res *Result, historyCommitted <-chan struct{}) error {
+	upgrade := st.opts.DeletionVectors && !st.stateSnap.DeletionVectorsWritable()
 	if plan.upserts() == 0 && len(plan.touched) == 0 && st.stateMD == nil && !st.stateWidened {
 		return nil // nothing changes: no commit (a re-run finds nothing to do either)
 	}
-	removes, adds, err := st.rewriteTouched(ctx, plan, res)
-	if err != nil {
+	// A widened column rewrites every file: vectors would spare nothing.
+	useDV := st.opts.DeletionVectors && !st.stateWidened
+	acts := fileActions(st.stateSnap.Files(), plan.touched, useDV, st.opts.DVMinFileBytes)
+	var ch stateChanges
+	if err := st.rewriteTouched(ctx, plan, acts, res, &ch); err != nil {
 		return err
 	}
+	if err := st.markTouched(ctx, plan, acts, &ch); err != nil {
+		return err
+	}
+	res.DeletionVectors += len(ch.marked)
+	adds := ch.adds
 	if plan.upserts() > 0 {
 		a, err := st.writeUpserts(ctx, plan)
 		if err != nil {
@@ -233,21 +334,43 @@ func (st *stateStep) commitState(ctx context.Context, plan statePlan, res *Resul
 	for _, c := range st.candidates {
 		tx.ReadFiles(c.Path)
 	}
-	tx.Remove(removes...)
+	tx.Remove(ch.removes...)
 	tx.Add(adds...)
+	tx.Add(ch.marked...)
 	st.step.setTxn(tx, st.t.ID)
-	if st.stateMD != nil {
-		tx.SetMetadata(*st.stateMD)
+	if md := st.stateMD; md != nil || upgrade {
+		if md == nil {
+			m := st.stateSnap.Metadata()
+			md = &m
+		}
+		if upgrade {
+			// PROTOCOL.md "Deletion Vectors": writers may add vectors when
+			// the protocol supports the feature and the property is true.
+			md.Configuration = maps.Clone(md.Configuration) // the snapshot's own map
+			if md.Configuration == nil {
+				md.Configuration = map[string]string{}
+			}
+			md.Configuration[delta.PropEnableDeletionVectors] = "true"
+			if p := st.stateSnap.Protocol(); !p.Supports(delta.FeatureDeletionVectors) {
+				tx.SetProtocol(p.WithReaderWriterFeature(delta.FeatureDeletionVectors))
+			}
+		}
+		tx.SetMetadata(*md)
 	}
 	tx.SetMetrics(map[string]string{
-		"numSourceRows":             strconv.FormatInt(res.Events, 10),
-		"numTargetRowsInserted":     strconv.FormatInt(res.Inserted, 10),
-		"numTargetRowsUpdated":      strconv.FormatInt(res.Updated, 10),
-		"numTargetRowsDeleted":      strconv.FormatInt(res.Deleted, 10),
-		"numTargetRowsSkippedStale": strconv.FormatInt(res.Stale, 10),
-		"numTargetFilesAdded":       strconv.Itoa(len(adds)),
-		"numTargetFilesRemoved":     strconv.Itoa(len(removes)),
-		"numTargetBytesAdded":       strconv.FormatInt(sumSize(adds), 10),
+		"numSourceRows":                   strconv.FormatInt(res.Events, 10),
+		"numTargetRowsInserted":           strconv.FormatInt(res.Inserted, 10),
+		"numTargetRowsUpdated":            strconv.FormatInt(res.Updated, 10),
+		"numTargetRowsDeleted":            strconv.FormatInt(res.Deleted, 10),
+		"numTargetRowsCopied":             strconv.FormatInt(ch.rowsCopied, 10),
+		"numTargetRowsSkippedStale":       strconv.FormatInt(res.Stale, 10),
+		"numTargetFilesAdded":             strconv.Itoa(len(adds)),
+		"numTargetFilesRemoved":           strconv.Itoa(ch.removedFiles),
+		"numTargetBytesAdded":             strconv.FormatInt(sumSize(adds), 10),
+		"numTargetBytesRemoved":           strconv.FormatInt(ch.removedBytes, 10),
+		"numTargetDeletionVectorsAdded":   strconv.Itoa(len(ch.marked)),
+		"numTargetDeletionVectorsRemoved": strconv.Itoa(ch.dvRemoved),
+		"numTargetDeletionVectorsUpdated": strconv.Itoa(ch.dvUpdated),
 	})
 	if err := awaitHistory(ctx, historyCommitted); err != nil {
 		return err
@@ -258,17 +381,43 @@ func (st *stateStep) commitState(ctx context.Context, plan statePlan, res *Resul
 	}
 	res.StateVersion = snap.Version()
 	res.FilesAdded += len(adds)
+	if upgrade {
+		st.opts.Logger.InfoContext(ctx, "current-state table upgraded to deletion vectors (reader version 3, writer version 7, table feature deletionVectors) as deletion_vectors: on asks; engines without deletion-vector support can no longer read it",
+			"table", st.t.ID, "version", snap.Version())
+	}
+	st.recommendDV(ctx, ch)
 	return nil
 }
 
-// rewriteTouched copies each state file that holds a dropped key without
-// those keys' rows (every file when a column was widened, converting its
-// values), streaming: memory holds a row group, not the file. Row groups
-// whose first-key bounds exclude every dropped key are copied without
-// being decoded.
-func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, res *Result) ([]delta.Remove, []delta.Add, error) {
-	var removes []delta.Remove
-	var adds []delta.Add
+// recommendDV logs, after a copy-on-write step that rewrote more than
+// Options.RecommendDVShare of the state table's rows in files deletion
+// vectors would have spared, that they would. Small files do not count
+// (they are rewritten either way), so a small table never hears it; nor
+// does a widened column, which rewrites every row whatever the setting.
+func (st *stateStep) recommendDV(ctx context.Context, ch stateChanges) {
+	if st.opts.DeletionVectors || st.stateWidened || ch.rowsRewritten == 0 {
+		return
+	}
+	total, ok := st.stateSnap.NumRecords()
+	if !ok || total == 0 {
+		return
+	}
+	share := float64(ch.rowsRewritten) / float64(total)
+	if share <= st.opts.RecommendDVShare {
+		return
+	}
+	st.opts.Logger.WarnContext(ctx, "the merge rewrote a large share of the current-state table for one batch; set deletion_vectors: on for this table to mark changed rows instead of rewriting their files",
+		"table", st.t.ID, "rows_rewritten", ch.rowsRewritten, "table_rows", total, "share", fmt.Sprintf("%.2f", share))
+}
+
+// rewriteTouched copies each state file that rewriteFile applies to
+// without the dropped keys' rows (every file when a column was widened,
+// converting its values), streaming: memory holds a row group, not the
+// file. Row groups whose first-key bounds exclude every dropped key are
+// copied without being decoded. A file with a deletion vector is read
+// through it, so its deleted rows stay deleted. Files none of whose rows
+// is left are removed unread.
+func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, acts map[string]fileAction, res *Result, ch *stateChanges) error {
 	now := st.opts.Now()
 	md := st.stateSnap.Metadata()
 	stateSchema := StateSchema(st.stateSource)
@@ -277,40 +426,96 @@ func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, res *Re
 	var convErr error
 	// Files() is sorted by path (and shared: never modify it).
 	for _, f := range st.stateSnap.Files() {
-		if !plan.touched[f.Path] && !st.stateWidened {
+		act, ok := acts[f.Path]
+		if !ok && !st.stateWidened || act == markFile {
 			continue
 		}
-		rw, err := delta.RewriteFile(ctx, st.t.State, md, f, delta.RewriteOptions{
-			Write:           delta.WriteOptions{Schema: stateSchema, PartitionColumns: st.stateSnap.PartitionColumns(), DataChange: true, RowGroupBytes: st.opts.RowGroupBytes},
-			TargetFileBytes: st.opts.TargetFileBytes,
-			Keys:            st.keyNames,
-			Drop: func(k []any) bool {
-				keyBuf = AppendKeyText(keyBuf[:0], k)
-				return plan.dropKeys[string(keyBuf)]
-			},
-			RowGroupFilter: dropFilter,
-			Conform: func(row []any) []any {
-				r, err := conformFor(st.opts.Overwrite, row, st.stateSnap.Schema(), stateSchema)
-				if err != nil && convErr == nil {
-					convErr = err
-				}
-				return r
-			},
-		})
-		if err == nil && convErr != nil {
-			err = convErr
+		if act == rewriteFile {
+			rw, err := delta.RewriteFile(ctx, st.t.State, md, f, delta.RewriteOptions{
+				Write:           delta.WriteOptions{Schema: stateSchema, PartitionColumns: st.stateSnap.PartitionColumns(), DataChange: true, RowGroupBytes: st.opts.RowGroupBytes},
+				TargetFileBytes: st.opts.TargetFileBytes,
+				Keys:            st.keyNames,
+				Drop: func(k []any) bool {
+					keyBuf = AppendKeyText(keyBuf[:0], k)
+					return plan.dropKeys[string(keyBuf)]
+				},
+				RowGroupFilter: dropFilter,
+				Conform: func(row []any) []any {
+					r, err := conformFor(st.opts.Overwrite, row, st.stateSnap.Schema(), stateSchema)
+					if err != nil && convErr == nil {
+						convErr = err
+					}
+					return r
+				},
+			})
+			if err == nil && convErr != nil {
+				err = convErr
+			}
+			if err != nil {
+				return fmt.Errorf("rewrite %s: %w", f.Path, err)
+			}
+			ch.adds = append(ch.adds, rw.Adds...)
+			ch.rowsCopied += rw.Rows
+			if drop := plan.touched[f.Path]; drop != nil && chooseFileAction(f, drop.GetCardinality(), true, st.opts.DVMinFileBytes) == markFile {
+				ch.rowsRewritten += rw.Reencoded + rw.Dropped
+			}
+			res.FilesRewritten++
+			res.RowGroupsCopied += rw.RowGroupsCopied
+			res.RowGroupsDecoded += rw.RowGroupsDecoded
+			res.RowsReencoded += rw.Reencoded
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("rewrite %s: %w", f.Path, err)
+		ch.removes = append(ch.removes, f.Remove(now.UnixMilli(), true))
+		ch.removedFiles++
+		ch.removedBytes += f.Size
+		if f.DeletionVector != nil {
+			ch.dvRemoved++
 		}
-		adds = append(adds, rw.Adds...)
-		removes = append(removes, f.Remove(now.UnixMilli(), true))
-		res.FilesRewritten++
-		res.RowGroupsCopied += rw.RowGroupsCopied
-		res.RowGroupsDecoded += rw.RowGroupsDecoded
-		res.RowsReencoded += rw.Reencoded
 	}
-	return removes, adds, nil
+	return nil
+}
+
+// markTouched gives each state file that markFile applies to a deletion
+// vector: its old vector (if any) with the step's dropped rows added. All
+// the step's vectors go in one DV file at the table root, written before
+// the commit: a crash leaves it unreferenced, for vacuum to remove. The
+// commit removes each file with its old vector and adds it with the new
+// one (PROTOCOL.md "Deletion Vectors"): a concurrent removal of the file
+// conflicts, and the step is planned again.
+func (st *stateStep) markTouched(ctx context.Context, plan statePlan, acts map[string]fileAction, ch *stateChanges) error {
+	var files []delta.Add
+	var vectors []*roaring64.Bitmap
+	for _, f := range st.stateSnap.Files() {
+		if acts[f.Path] != markFile || plan.touched[f.Path] == nil {
+			continue
+		}
+		v := plan.touched[f.Path].Clone()
+		if f.DeletionVector != nil {
+			old, err := delta.ReadDeletionVector(ctx, st.t.State, *f.DeletionVector)
+			if err != nil {
+				return fmt.Errorf("state file %s: %w", f.Path, err)
+			}
+			v.Or(old)
+		}
+		files = append(files, f)
+		vectors = append(vectors, v)
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	dvs, err := delta.WriteDeletionVectors(ctx, st.t.State, "", vectors)
+	if err != nil {
+		return err
+	}
+	now := st.opts.Now().UnixMilli()
+	for i, f := range files {
+		ch.removes = append(ch.removes, f.Remove(now, true))
+		ch.marked = append(ch.marked, f.WithDeletionVector(&dvs[i]))
+		if f.DeletionVector != nil {
+			ch.dvRemoved++
+			ch.dvUpdated++
+		}
+	}
+	return nil
 }
 
 // writeUpserts writes the plan's new state rows in key order, streaming

@@ -34,9 +34,9 @@ func TestPlanStateDecidesEachKeyFromWhatTheLookupFound(t *testing.T) {
 	}
 	keyOf := func(id int64) string { return change(id, 1, false).KeyText }
 	at := func(id int64) *stored { return found[keyOf(id)] }
-	at(2).rowOrder, at(2).rowFiles = ord(18), []string{"a.parquet"}
-	at(3).rowOrder, at(3).rowFiles = ord(9), []string{"b.parquet"}
-	at(4).rowOrder, at(4).rowFiles = ord(29), []string{"c.parquet"}
+	at(2).rowOrder, at(2).rows = ord(18), []rowAt{{"a.parquet", 4}}
+	at(3).rowOrder, at(3).rows = ord(9), []rowAt{{"b.parquet", 0}}
+	at(4).rowOrder, at(4).rows = ord(29), []rowAt{{"c.parquet", 7}, {"a.parquet", 9}}
 	at(6).tombOrder = ord(8)
 	at(7).tombOrder = ord(49)
 
@@ -53,12 +53,13 @@ func TestPlanStateDecidesEachKeyFromWhatTheLookupFound(t *testing.T) {
 		t.Fatalf("counts %+v", p)
 	}
 	var touched []string
-	for f := range p.touched {
-		touched = append(touched, f)
+	for f, rows := range p.touched {
+		touched = append(touched, fmt.Sprintf("%s%v", f, rows.ToArray()))
 	}
 	sort.Strings(touched)
-	if !reflect.DeepEqual(touched, []string{"a.parquet", "c.parquet"}) {
-		t.Fatalf("touched %v, want the files of the replaced and the deleted key", touched)
+	// Key 4's row is in two files (a duplicate): both copies go.
+	if !reflect.DeepEqual(touched, []string{"a.parquet[4 9]", "c.parquet[7]"}) {
+		t.Fatalf("touched %v, want the positions of the replaced and the deleted key's rows", touched)
 	}
 	if len(p.dropKeys) != 2 || !p.dropKeys[keyOf(2)] || !p.dropKeys[keyOf(4)] || !reflect.DeepEqual(p.dropFirsts, []any{int64(2), int64(4)}) {
 		t.Fatalf("drop keys %v, firsts %v", p.dropKeys, p.dropFirsts)

@@ -71,7 +71,23 @@ type TableConfig struct {
 	// PartitionColumns of the current-state table (default none); the
 	// history table is partitioned by source date.
 	PartitionColumns []string `yaml:"partition_columns" json:"partition_columns"`
+	// DeletionVectors (deletion_vectors: on|off, default off) lets the
+	// merge mark replaced and deleted rows of the current-state table in
+	// deletion vectors instead of rewriting their files. "on" upgrades an
+	// existing table to the deletionVectors feature, which engines without
+	// deletion-vector support can no longer read; "off" writes no new
+	// vectors (a table that has some keeps them until compaction).
+	DeletionVectors Switch `yaml:"deletion_vectors" json:"deletion_vectors"`
 }
+
+// Switch is an on/off setting; empty means the default.
+type Switch string
+
+// Switch values.
+const (
+	On  Switch = "on"
+	Off Switch = "off"
+)
 
 // Duration reads "168h", "7d" or "1w" (days and weeks are common for
 // retention settings and unknown to time.ParseDuration).
@@ -194,6 +210,11 @@ func (t TableConfig) validate(where string) error {
 	if t.TargetFileBytes < 0 || (t.TargetFileBytes > 0 && t.TargetFileBytes < 1<<20) {
 		return fmt.Errorf("%s.target_file_bytes must be at least 1 MiB", where)
 	}
+	switch t.DeletionVectors {
+	case "", On, Off:
+	default:
+		return fmt.Errorf("%s.deletion_vectors: %q is not on or off", where, t.DeletionVectors)
+	}
 	for _, k := range t.PrimaryKey {
 		if k == "" {
 			return fmt.Errorf("%s.primary_key has an empty column name", where)
@@ -241,6 +262,12 @@ func (c Config) Table(tableID string) TableConfig {
 		if len(o.PartitionColumns) > 0 {
 			t.PartitionColumns = o.PartitionColumns
 		}
+		if o.DeletionVectors != "" {
+			t.DeletionVectors = o.DeletionVectors
+		}
+	}
+	if t.DeletionVectors == "" {
+		t.DeletionVectors = Off
 	}
 	if t.SchemaMode == "" {
 		t.SchemaMode = SchemaMerge

@@ -64,6 +64,8 @@ tables:
 		{"batch_max_events: -1\n", "batch_max_events"},
 		{"batch_max_source_bytes: -1\n", "batch_max_source_bytes"},
 		{"max_record_bytes: -1\n", "max_record_bytes"},
+		{"defaults:\n  deletion_vectors: yes please\n", `defaults.deletion_vectors: "yes please" is not on or off`},
+		{"tables:\n  a.b:\n    deletion_vectors: true\n", `tables.a.b.deletion_vectors: "true" is not on or off`},
 	} {
 		t.Run("rejects "+bad.want, func(t *testing.T) {
 			_, err := Parse([]byte(bad.doc))
@@ -72,6 +74,31 @@ tables:
 			}
 		})
 	}
+}
+
+func TestDeletionVectorsSetting(t *testing.T) {
+	t.Run("it is off unless set, and a table's own value overrides the default", func(t *testing.T) {
+		c, err := Parse([]byte("defaults:\n  deletion_vectors: on\ntables:\n  shop.small:\n    deletion_vectors: off\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Table("shop.big").DeletionVectors; got != On {
+			t.Errorf("shop.big: %q, want on from the defaults", got)
+		}
+		if got := c.Table("shop.small").DeletionVectors; got != Off {
+			t.Errorf("shop.small: %q, want its own off", got)
+		}
+		none, err := Parse(nil)
+		if err != nil || none.Table("shop.big").DeletionVectors != Off {
+			t.Fatalf("unset: %q %v, want off", none.Table("shop.big").DeletionVectors, err)
+		}
+	})
+	t.Run("a table may turn it on over the default", func(t *testing.T) {
+		c, err := Parse([]byte(`{"tables":{"a.b":{"deletion_vectors":"on"}}}`))
+		if err != nil || c.Table("a.b").DeletionVectors != On || c.Table("a.c").DeletionVectors != Off {
+			t.Fatal(c, err)
+		}
+	})
 }
 
 func TestLimits(t *testing.T) {

@@ -60,6 +60,17 @@ func (dv DeletionVector) StoragePath() (string, error) {
 	return "", fmt.Errorf("%w: unknown storage type %q", ErrDeletionVector, dv.StorageType)
 }
 
+// ReadDeletionVector returns the deleted 0-based row indexes that dv marks
+// in a data file of the table in store: what a writer extends when it
+// deletes more rows of a file that has a vector already.
+func ReadDeletionVector(ctx context.Context, store objstore.Store, dv DeletionVector) (*roaring64.Bitmap, error) {
+	bm, err := loadDeletionVector(ctx, store, dv)
+	if err != nil {
+		return nil, fmt.Errorf("read deletion vector %s: %w", dv.PathOrInlineDv, err)
+	}
+	return bm, nil
+}
+
 // loadDeletionVector returns the set of deleted 0-based row indexes.
 func loadDeletionVector(ctx context.Context, store objstore.Store, dv DeletionVector) (*roaring64.Bitmap, error) {
 	var data []byte

@@ -144,6 +144,15 @@ func (b *rowGroupBounds) keep(rg parquet.RowGroup, filter *RowGroupFilter) bool 
 // selected columns, and nothing of a row group opts.RowGroupFilter rejects.
 // fn may keep the row; returning an error stops the read with that error.
 func ReadFile(ctx context.Context, store objstore.Store, md Metadata, add Add, opts ReadOptions, fn func(row []any) error) error {
+	return ReadFileAt(ctx, store, md, add, opts, func(_ int64, row []any) error { return fn(row) })
+}
+
+// ReadFileAt is ReadFile that also tells fn each row's position: its
+// 0-based physical index in the Parquet file, the row index a deletion
+// vector marks (PROTOCOL.md "Deletion Vectors"). Rows already deleted by
+// add's vector and the rows of row groups opts.RowGroupFilter skips are
+// not returned but still counted.
+func ReadFileAt(ctx context.Context, store objstore.Store, md Metadata, add Add, opts ReadOptions, fn func(pos int64, row []any) error) error {
 	name, err := decodeAddPath(add.Path)
 	if err != nil {
 		return err
@@ -154,7 +163,7 @@ func ReadFile(ctx context.Context, store objstore.Store, md Metadata, add Add, o
 	return nil
 }
 
-func readFile(ctx context.Context, store objstore.Store, name string, md Metadata, add Add, opts ReadOptions, fn func(row []any) error) error {
+func readFile(ctx context.Context, store objstore.Store, name string, md Metadata, add Add, opts ReadOptions, fn func(pos int64, row []any) error) error {
 	schema, err := value.ParseSchema(md.SchemaString)
 	if err != nil {
 		return err
@@ -248,7 +257,7 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 			base += n
 			continue
 		}
-		if err := readRowGroup(ctx, ra, f, g, rg, b.streams, out, base, deleted, fn); err != nil {
+		if err := readRowGroupAt(ctx, ra, f, g, rg, b.streams, out, base, deleted, fn); err != nil {
 			return fmt.Errorf("row group %d: %w", g, err)
 		}
 		base += n
@@ -257,6 +266,11 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 }
 
 func readRowGroup(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func([]any) error) error {
+	return readRowGroupAt(ctx, ra, f, g, rg, streams, out, base, deleted, func(_ int64, row []any) error { return fn(row) })
+}
+
+// readRowGroupAt is readRowGroup telling fn each row's physical position.
+func readRowGroupAt(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func(int64, []any) error) error {
 	chunks := rg.ColumnChunks()
 	meta := f.Metadata().RowGroups[g]
 	var ranges [][2]int64
@@ -313,7 +327,7 @@ func readRowGroup(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int
 		if deleted != nil && deleted.Contains(uint64(base+r)) {
 			continue
 		}
-		if err := fn(row); err != nil {
+		if err := fn(base+r, row); err != nil {
 			return err
 		}
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
@@ -54,19 +56,32 @@ func (c *crashingBatches) CompleteBatch(ctx context.Context, l coord.Lease, b co
 // update — then re-runs it: the tables equal the source and history has no
 // duplicates.
 func TestMergeCrashAtEveryStepConverges(t *testing.T) {
+	for _, dv := range []config.Switch{config.Off, config.On} {
+		t.Run("deletion vectors "+string(dv), func(t *testing.T) { mergeCrashAtEveryStepConverges(t, dv) })
+	}
+}
+
+func mergeCrashAtEveryStepConverges(t *testing.T, dv config.Switch) {
 	steps := []struct {
 		name  string
 		store func(name string) bool // writes that fail
 		coord bool                   // CompleteBatch fails
+		dv    bool                   // only with deletion vectors on
 	}{
-		{"after data files, before the first commit", func(n string) bool { return strings.Contains(n, "_delta_log/") }, false},
+		{"after data files, before the first commit", func(n string) bool { return strings.Contains(n, "_delta_log/") }, false, false},
 		{"after the history commit", func(n string) bool {
 			return strings.HasPrefix(n, "shop/customers_tombstones/_delta_log/") || strings.HasPrefix(n, "shop/customers/_delta_log/")
-		}, false},
-		{"after the tombstone commit", func(n string) bool { return strings.HasPrefix(n, "shop/customers/_delta_log/") }, false},
-		{"after every commit, before the registry update", func(string) bool { return false }, true},
+		}, false, false},
+		{"after the tombstone commit (and the deletion vector file)", func(n string) bool { return strings.HasPrefix(n, "shop/customers/_delta_log/") }, false, false},
+		{"after every commit, before the registry update", func(string) bool { return false }, true, false},
+		{"writing the deletion vector file, after the tombstone commit", func(n string) bool {
+			return strings.HasPrefix(n, "shop/customers/deletion_vector_")
+		}, false, true},
 	}
 	for i, step := range steps {
+		if step.dv && dv != config.On {
+			continue
+		}
 		t.Run("crash "+step.name, func(t *testing.T) {
 			ctx := context.Background()
 			sim, err := dssim.Run(dssim.Options{Seed: uint64(100 + i), EventsPerFile: 15, DuplicateEvents: 0.1, Shuffle: true, Tables: []dssim.TableSpec{
@@ -82,7 +97,8 @@ func TestMergeCrashAtEveryStepConverges(t *testing.T) {
 				t.Fatal(err)
 			}
 			cc := &crashingBatches{Batches: local}
-			p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: config.Config{BatchMaxFiles: 2}, Holder: "crashy"}
+			cfg := config.Config{BatchMaxFiles: 2, Defaults: config.TableConfig{DeletionVectors: dv}}
+			p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "crashy", dvMinFileBytes: -1}
 			p.Batches = cc
 			notes := write(t, ctx, source, sim.Files)
 			half := len(notes) / 2
@@ -116,7 +132,7 @@ func TestMergeCrashAtEveryStepConverges(t *testing.T) {
 				t.Fatal("the crash left no open batch to resume")
 			}
 			// A new process: another holder.
-			p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: p.Config, Holder: "restarted"}
+			p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: p.Config, Holder: "restarted", dvMinFileBytes: -1}
 			// The failed merge gave its lease up, so the restart resumes
 			// the open batch at once.
 			res, err := p2.MergeTable(ctx, "shop.customers")
@@ -124,6 +140,34 @@ func TestMergeCrashAtEveryStepConverges(t *testing.T) {
 				t.Fatalf("restart: %+v %v", res, err)
 			}
 			checkTables(t, ctx, p2, sim.Tables)
+			tabs, err := p2.TableSet("shop.customers")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := deletionVectorsAdded(t, ctx, tabs.State); (n > 0) != (dv == config.On) {
+				t.Fatalf("deletion vectors %s, and the merges added %d", dv, n)
+			}
 		})
 	}
+}
+
+// deletionVectorsAdded sums numTargetDeletionVectorsAdded over a table's
+// commits.
+func deletionVectorsAdded(t *testing.T, ctx context.Context, store objstore.Store) int {
+	t.Helper()
+	h, err := delta.Open(store).History(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range h {
+		if v, ok := e.Metrics["numTargetDeletionVectorsAdded"]; ok {
+			k, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("version %d: numTargetDeletionVectorsAdded %q", e.Version, v)
+			}
+			n += k
+		}
+	}
+	return n
 }

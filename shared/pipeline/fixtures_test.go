@@ -50,12 +50,34 @@ func TestEveryFixtureDirectoryRuns(t *testing.T) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var summary bytes.Buffer
-	for _, name := range names {
-		dir := fixture.Path(t, append([]string{"datastream"}, roots[name]...)...)
-		fmt.Fprintf(&summary, "== %s\n", name)
-		runFixtureDir(t, dir, &summary)
+	// Deletion vectors change how rows leave the state, not what it holds:
+	// both settings give the same summary, in the default batches (one per
+	// table, mostly: the golden summary) and in batches of one file, where
+	// later files change rows of earlier ones and vectors get written.
+	type run struct {
+		dv       config.Switch
+		maxFiles int
 	}
+	summaries := map[run]string{}
+	for _, r := range []run{{config.Off, 0}, {config.On, 0}, {config.Off, 1}, {config.On, 1}} {
+		var summary bytes.Buffer
+		vectors := 0
+		for _, name := range names {
+			dir := fixture.Path(t, append([]string{"datastream"}, roots[name]...)...)
+			fmt.Fprintf(&summary, "== %s\n", name)
+			vectors += runFixtureDir(t, dir, config.Config{BatchMaxFiles: r.maxFiles, Defaults: config.TableConfig{DeletionVectors: r.dv}}, &summary)
+		}
+		if (vectors > 0) != (r.dv == config.On && r.maxFiles == 1) {
+			t.Errorf("deletion vectors %s, batches of %d files: %d written", r.dv, r.maxFiles, vectors)
+		}
+		summaries[r] = summary.String()
+	}
+	for _, maxFiles := range []int{0, 1} {
+		if on, off := summaries[run{config.On, maxFiles}], summaries[run{config.Off, maxFiles}]; on != off {
+			t.Fatalf("batches of %d files: the summary with deletion vectors on differs from off:\n on:\n%s\noff:\n%s", maxFiles, on, off)
+		}
+	}
+	summary := bytes.NewBufferString(summaries[run{config.Off, 0}])
 	golden := filepath.Join("testdata", "fixture_runs.golden")
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
@@ -74,7 +96,7 @@ func TestEveryFixtureDirectoryRuns(t *testing.T) {
 	}
 }
 
-func runFixtureDir(t *testing.T, dir string, summary io.Writer) {
+func runFixtureDir(t *testing.T, dir string, cfg config.Config, summary io.Writer) (vectors int) {
 	ctx := context.Background()
 	src, err := objstore.NewLocal(dir)
 	if err != nil {
@@ -85,7 +107,8 @@ func runFixtureDir(t *testing.T, dir string, summary io.Writer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Pipeline{Lake: lake, Sources: oneSource{src}, Coordination: Coordinate(c), Holder: "fixtures"}
+	p := &Pipeline{Lake: lake, Sources: oneSource{src}, Coordination: Coordinate(c), Holder: "fixtures",
+		Config: cfg, dvMinFileBytes: -1}
 	// Reference: every event decoded, replayed per (table, key).
 	type ref struct {
 		order []byte
@@ -183,10 +206,15 @@ func runFixtureDir(t *testing.T, dir string, summary io.Writer) {
 		if vr, err := cdc.Verify(ctx, tabs); err != nil || !vr.OK() {
 			t.Errorf("%s %s: verify %v %+v", dir, st.Table, err, vr)
 		}
+		if cfg.Defaults.DeletionVectors != config.On && snap.Protocol().Supports(delta.FeatureDeletionVectors) {
+			t.Errorf("%s %s: deletion vectors off, yet protocol %+v", dir, st.Table, snap.Protocol())
+		}
+		vectors += deletionVectorsAdded(t, ctx, tabs.State)
 		fmt.Fprintf(summary, "%s: %d rows, key %v, version %d\n", st.Table, len(got), key, snap.Version())
 	}
 	sort.Strings(quarantined)
 	for _, q := range quarantined {
 		fmt.Fprintln(summary, q)
 	}
+	return vectors
 }

@@ -327,6 +327,11 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 		return none, err
 	}
 	tc := p.Config.Table(tabs.ID)
+	if tc.DeletionVectors != config.On && tc.DeletionVectors != config.Off {
+		// Load refuses it; a Config built in code is caught here, before
+		// the step writes anything.
+		return none, fmt.Errorf("config: deletion_vectors: %q is not on or off", tc.DeletionVectors)
+	}
 	overwrite := tc.SchemaMode == config.SchemaOverwrite
 	var key []string
 	source := current
@@ -417,7 +422,8 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 		return none, nil // every part left out: nothing to commit
 	}
 	return cdc.ApplyStep(ctx, tabs, step, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log(),
-		StatePartitionColumns: tc.PartitionColumns, Overwrite: overwrite})
+		StatePartitionColumns: tc.PartitionColumns, Overwrite: overwrite,
+		DeletionVectors: tc.DeletionVectors == config.On, DVMinFileBytes: p.dvMinFileBytes})
 }
 
 // partChanges is what reading one staged part gave.

@@ -55,6 +55,9 @@ type Pipeline struct {
 	// partMemory and stepMemory override partMemoryBytes and
 	// stepMemoryBytes in tests (0: the constants).
 	partMemory, stepMemory int64
+	// dvMinFileBytes overrides cdc.Options.DVMinFileBytes in tests, whose
+	// small files would otherwise never take a deletion vector.
+	dvMinFileBytes int64
 }
 
 func (p *Pipeline) log() *slog.Logger {

@@ -31,7 +31,14 @@ type ChildResult struct {
 	RowGroupsCopied  int   `json:"row_groups_copied"`
 	RowGroupsDecoded int   `json:"row_groups_reencoded"`
 	RowsReencoded    int64 `json:"rows_reencoded"`
+	// DeletionVectors counts the state files given a deletion vector
+	// (mode ModeRandomDV) instead of a rewrite.
+	DeletionVectors int `json:"deletion_vectors"`
 }
+
+// ModeRandomDV is the random batch merged with deletion vectors on: the
+// changed rows are marked in vectors rather than their files rewritten.
+const ModeRandomDV = "random-dv"
 
 // RunChild applies the benchmark batch for a table of rows to the tables
 // in dir and prints a ChildResult as JSON on stdout: the merge's time and
@@ -53,7 +60,7 @@ func RunChild(ctx context.Context, dir string, rows int64, mode, cpuProfile, hea
 		return err
 	}
 	start := time.Now()
-	res, err := cdc.Apply(ctx, tabs, 1, b, cdc.Options{TargetFileBytes: TargetFileBytes})
+	res, err := cdc.Apply(ctx, tabs, 1, b, cdc.Options{TargetFileBytes: TargetFileBytes, DeletionVectors: mode == ModeRandomDV})
 	elapsed := time.Since(start)
 	if perr := stopProfiles(); perr != nil {
 		return perr
@@ -70,6 +77,7 @@ func RunChild(ctx context.Context, dir string, rows int64, mode, cpuProfile, hea
 		FilesRead: res.FilesRead, Rewritten: res.FilesRewritten,
 		Inserted: res.Inserted, Updated: res.Updated, Deleted: res.Deleted, StateVersion: res.StateVersion,
 		RowGroupsCopied: res.RowGroupsCopied, RowGroupsDecoded: res.RowGroupsDecoded, RowsReencoded: res.RowsReencoded,
+		DeletionVectors: res.DeletionVectors,
 	})
 }
 

@@ -196,7 +196,7 @@ type BatchChange struct {
 
 // PlanBatch picks the batch's keys for a table of rows ids: distinct keys,
 // updates and deletes from the hot window (clustered) or the whole table
-// (random), inserts above the largest id.
+// (random, and ModeRandomDV), inserts above the largest id.
 func PlanBatch(rows int64, mode string) []BatchChange {
 	lo := int64(1)
 	if mode == "clustered" && rows > HotWindow {
