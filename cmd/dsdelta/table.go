@@ -55,8 +55,15 @@ type describeOutput struct {
 	RecordsCounted int64           `json:"records_counted"`
 	UncountedFiles []uncountedFile `json:"uncounted_files"`
 	SizeBytes      int64           `json:"size_bytes"`
-	LastCheckpoint *int64          `json:"last_checkpoint"`
-	CreatedTime    string          `json:"created_time,omitempty"`
+	// ReaderRequirements name the reader features a reader must support
+	// (those of the protocol, or implied by its reader version), each
+	// with what an engine lacking it cannot do.
+	ReaderRequirements []readerRequirement `json:"reader_requirements"`
+	// DeletionVectors counts the live files with a deletion vector and
+	// the rows those vectors delete (still stored: compaction purges them).
+	DeletionVectors deletionVectorsOutput `json:"deletion_vectors"`
+	LastCheckpoint  *int64                `json:"last_checkpoint"`
+	CreatedTime     string                `json:"created_time,omitempty"`
 }
 
 // uncountedFile is a live file whose record count is unknown: its stats
@@ -67,6 +74,47 @@ type uncountedFile struct {
 	SizeBytes int64  `json:"size_bytes"`
 	Problem   string `json:"problem"` // "missing" or "unreadable"
 	Error     string `json:"error"`
+}
+
+type readerRequirement struct {
+	Feature string `json:"feature"`
+	Note    string `json:"note"`
+}
+
+type deletionVectorsOutput struct {
+	Files       int   `json:"files"`
+	DeletedRows int64 `json:"deleted_rows"`
+}
+
+// readerFeatureNames are how describe names the reader features it
+// explains; others go by their protocol name.
+var readerFeatureNames = map[string]string{
+	"deletionVectors": "deletion vector",
+	"columnMapping":   "column mapping",
+	"timestampNtz":    "timestamp without time zone",
+	"v2Checkpoint":    "V2 checkpoint",
+	"typeWidening":    "type widening",
+}
+
+// readerRequirements lists the reader features of pr: those named by a
+// (3,7) protocol, or the one reader version 2 implies (PROTOCOL.md "Table
+// Features": column mapping). An engine without one of them must refuse
+// the table; for deletion vectors, one that ignored them would return
+// deleted rows.
+func readerRequirements(pr delta.Protocol) []readerRequirement {
+	features := pr.ReaderFeatures
+	if len(features) == 0 && pr.MinReaderVersion == 2 {
+		features = []string{"columnMapping"}
+	}
+	out := []readerRequirement{}
+	for _, f := range features {
+		name := readerFeatureNames[f]
+		if name == "" {
+			name = f
+		}
+		out = append(out, readerRequirement{Feature: f, Note: "engines without " + name + " support cannot read this table"})
+	}
+	return out
 }
 
 type protocolOutput struct {
@@ -104,6 +152,7 @@ func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			ReaderFeatures: orEmpty(pr.ReaderFeatures), WriterFeatures: orEmpty(pr.WriterFeatures)},
 		Schema: json.RawMessage(snap.Schema().SchemaString()), PartitionColumns: orEmpty(snap.PartitionColumns()),
 		Configuration: snap.Configuration(), NumFiles: snap.NumFiles(), SizeBytes: snap.SizeBytes(),
+		ReaderRequirements: readerRequirements(pr),
 	}
 	if out.Configuration == nil {
 		out.Configuration = map[string]string{}
@@ -114,6 +163,10 @@ func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// what the table should hold, which is what an operator needs to see.
 	out.UncountedFiles = []uncountedFile{}
 	for _, f := range snap.Files() {
+		if dv := f.DeletionVector; dv != nil {
+			out.DeletionVectors.Files++
+			out.DeletionVectors.DeletedRows += dv.Cardinality
+		}
 		n, err := delta.FileRowCount(ctx, snap.Store(), f)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -157,6 +210,16 @@ func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(tw, " (reader features %v, writer features %v)", out.Protocol.ReaderFeatures, out.Protocol.WriterFeatures)
 	}
 	fmt.Fprintln(tw)
+	if len(out.ReaderRequirements) > 0 {
+		names := make([]string, len(out.ReaderRequirements))
+		for i, r := range out.ReaderRequirements {
+			names[i] = r.Feature
+		}
+		fmt.Fprintf(tw, "reader features\t%s\n", strings.Join(names, ", "))
+		for _, r := range out.ReaderRequirements {
+			fmt.Fprintf(tw, "\t%s\n", r.Note)
+		}
+	}
 	fmt.Fprintf(tw, "partition columns\t%s\n", strings.Join(out.PartitionColumns, ", "))
 	fmt.Fprintf(tw, "files\t%d\n", out.NumFiles)
 	if out.NumRecords != nil {
@@ -166,6 +229,9 @@ func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			out.RecordsCounted, len(out.UncountedFiles), out.NumFiles)
 	}
 	fmt.Fprintf(tw, "size\t%d bytes\n", out.SizeBytes)
+	if dv := out.DeletionVectors; dv.Files > 0 {
+		fmt.Fprintf(tw, "deletion vectors\ton %d of %d files, deleting %d rows that are still stored (compaction purges them)\n", dv.Files, out.NumFiles, dv.DeletedRows)
+	}
 	for _, f := range out.UncountedFiles {
 		// A missing file needs no reason; an unreadable one does.
 		fmt.Fprintf(tw, "%s file\t%s (%d bytes in the log)", f.Problem, f.Path, f.SizeBytes)

@@ -7,22 +7,31 @@ import (
 	"testing"
 )
 
-// TestVerifyAndRebuildInPassesOfFewKeys: --max-keys bounds the keys a pass
-// holds without changing what verify and rebuild report.
-func TestVerifyAndRebuildInPassesOfFewKeys(t *testing.T) {
+// simulatedTable simulates a source of rows rows and changes changes and
+// runs it into a lake; it returns the customers current-state table and
+// what verify prints for it (which must pass).
+func simulatedTable(t *testing.T, rows, changes, seed string) (table, verified string) {
+	t.Helper()
 	dir := t.TempDir()
 	src, lake := filepath.Join(dir, "src"), filepath.Join(dir, "lake")
-	if out, errOut, code := cli(t, "simulate", "--out", src, "--rows", "12", "--changes", "60", "--seed", "9"); code != 0 {
+	if out, errOut, code := cli(t, "simulate", "--out", src, "--rows", rows, "--changes", changes, "--seed", seed); code != 0 {
 		t.Fatalf("simulate: %d %s %s", code, out, errOut)
 	}
 	if out, errOut, code := cli(t, "run", "--source", src, "--lake", lake); code != 0 {
 		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
 	}
-	table := filepath.Join(lake, "shop", "customers")
-	whole, errOut, code := cli(t, "verify", table)
+	table = filepath.Join(lake, "shop", "customers")
+	verified, errOut, code := cli(t, "verify", table)
 	if code != 0 {
-		t.Fatalf("verify: %s %s", whole, errOut)
+		t.Fatalf("verify: %s %s", verified, errOut)
 	}
+	return table, verified
+}
+
+// TestVerifyAndRebuildInPassesOfFewKeys: --max-keys bounds the keys a pass
+// holds without changing what verify and rebuild report.
+func TestVerifyAndRebuildInPassesOfFewKeys(t *testing.T) {
+	table, whole := simulatedTable(t, "12", "60", "9")
 	for _, cmd := range []string{"verify", "rebuild"} {
 		out, errOut, code := cli(t, cmd, table, "--max-keys", "2", "-v")
 		if code != 0 || out != whole {

@@ -77,7 +77,8 @@ type ExpireResult struct {
 // they are merged in key order into files of about target bytes, dropping
 // expired and superseded rows on the way. Every other file with an expired
 // row is rewritten by delta.RewriteFile, which copies the row groups
-// without an expired row verbatim. One commit replaces them all.
+// without an expired row verbatim. Rows a file's deletion vector deletes
+// are left out of whatever is written. One commit replaces them all.
 func ExpireTombstones(ctx context.Context, store objstore.Store, opts ExpireOptions) (ExpireResult, error) {
 	var res ExpireResult
 	now := time.Now()
@@ -101,10 +102,12 @@ func ExpireTombstones(ctx context.Context, store objstore.Store, opts ExpireOpti
 		return res, fmt.Errorf("%s is not a tombstone table (schema %s)", store.URL(), schema)
 	}
 	tc := tombstoneCut{cutoff: cutoff, at: at, ord: ord, nkey: ord} // key columns come first
-	// Files() is shared: these are copies of its elements.
+	// Files() is shared: these are copies of its elements. Small files
+	// with a deletion vector merge like the others: ReadMerged leaves out
+	// the rows their vectors delete, and the remove carries the vector.
 	var small, rest []delta.Add
 	for _, f := range snap.Files() {
-		if f.Size < target/4 && f.DeletionVector == nil {
+		if f.Size < target/4 {
 			small = append(small, f)
 		} else {
 			rest = append(rest, f)
@@ -112,7 +115,7 @@ func ExpireTombstones(ctx context.Context, store objstore.Store, opts ExpireOpti
 	}
 	var bins [][]delta.Add
 	if len(small) >= tombstoneCompactMinFiles {
-		for _, bin := range tombstoneBins(small, target) {
+		for _, bin := range delta.PackBins(small, target, tombstoneMergeFanIn) {
 			if len(bin) < 2 {
 				rest = append(rest, bin...)
 				continue
@@ -261,26 +264,6 @@ func (c tombstoneCut) fileMayExpire(md delta.Metadata, f delta.Add) bool {
 // gets a bloom filter as in the files merges write.
 func firstKeyColumn(schema value.StructType) []string {
 	return []string{schema.Fields[0].Name}
-}
-
-// tombstoneBins groups small files into bins of about target bytes and at
-// most tombstoneMergeFanIn files, in path order.
-func tombstoneBins(files []delta.Add, target int64) [][]delta.Add {
-	var bins [][]delta.Add
-	var cur []delta.Add
-	var size int64
-	for _, f := range files {
-		if len(cur) > 0 && (size+f.Size > target || len(cur) == tombstoneMergeFanIn) {
-			bins = append(bins, cur)
-			cur, size = nil, 0
-		}
-		cur = append(cur, f)
-		size += f.Size
-	}
-	if len(cur) > 0 {
-		bins = append(bins, cur)
-	}
-	return bins
 }
 
 // mergeTombstones streams the rows of files (each sorted by key, as merges

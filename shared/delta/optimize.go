@@ -20,6 +20,12 @@ type OptimizeOptions struct {
 	// already (as merges and compaction write them): the output is then
 	// clustered. With none, the files are concatenated.
 	ClusterBy []string
+	// MaxDeletedShare is the share of a file's rows its deletion vector
+	// may mark (the vector's cardinality over the file's numRecords, which
+	// counts the marked rows too) before the file is rewritten without
+	// them, whatever its size. 0 or less means DefaultMaxDeletedShare; 1
+	// or more never rewrites a large file for its vector.
+	MaxDeletedShare float64
 	// FanIn caps how many files are read at once (see ReadMerged); 0
 	// means DefaultMergeFanIn.
 	FanIn int
@@ -27,25 +33,51 @@ type OptimizeOptions struct {
 	Now func() time.Time
 }
 
+// DefaultMaxDeletedShare is the deleted share past which Optimize folds a
+// file's deletion vector into a rewrite. Spark's OPTIMIZE uses 5%
+// (optimize.maxDeletedRowsRatio) for a command run now and then; ours runs
+// after merges that mark rows at random in many files, where 5% would
+// rewrite a file after a few batches and give back most of what deletion
+// vectors save. At 20% a scan reads at most a quarter more rows than it
+// returns.
+const DefaultMaxDeletedShare = 0.2
+
 // OptimizeResult reports what Optimize committed.
 type OptimizeResult struct {
-	// FilesRemoved small files were rewritten into FilesAdded files.
+	// FilesRemoved files were rewritten into FilesAdded files.
 	FilesRemoved, FilesAdded int
+	// DeletionVectorsPurged counts the removed files that had a deletion
+	// vector, and RowsPurged the rows those vectors marked: rows no
+	// longer stored.
+	DeletionVectorsPurged int
+	RowsPurged            int64
 }
 
 // Optimize bin-packs the small files of the snapshot, partition by
 // partition, into files of about opts.TargetFileBytes, and commits the
 // result as an OPTIMIZE with dataChange=false: it rearranges rows and
-// changes none. Files with a deletion vector are left alone. Rows stream
-// through ReadMerged: a bounded buffer per file read, never a whole file,
-// and at most opts.FanIn files read at once, however many a bin holds.
-// Nothing is committed when no partition has two small files.
+// changes none. It also folds deletion vectors (PROTOCOL.md "Deletion
+// Vectors"): a file whose vector marks more than opts.MaxDeletedShare of
+// its rows, or that has a vector and no numRecords statistic, is rewritten
+// whatever its size, and small files with a vector join the bins like any
+// other; the output holds only their live rows and has no vector. As in
+// Spark's OPTIMIZE, a bin is rewritten when it holds two files or more, or
+// one with a deletion vector. A file rewritten alone goes through
+// RewriteFile, which copies the row groups its vector spares verbatim;
+// bins of several stream through ReadMerged: a bounded buffer per file
+// read, never a whole file, and at most opts.FanIn files read at once,
+// however many a bin holds. Nothing is committed when there is nothing to
+// rewrite.
 func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeResult, error) {
 	target := opts.TargetFileBytes
+	maxShare := opts.MaxDeletedShare
+	if maxShare <= 0 {
+		maxShare = DefaultMaxDeletedShare
+	}
 	groups := map[string][]Add{}
 	var order []string
 	for _, f := range s.Files() {
-		if f.Size >= target/4 || f.DeletionVector != nil {
+		if f.Size >= target/4 && !foldDeletionVector(f, maxShare) {
 			continue
 		}
 		k := partitionGroup(f.PartitionValues)
@@ -77,42 +109,45 @@ func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (Optimize
 	if opts.Now != nil {
 		now = opts.Now()
 	}
-	var removes []Remove
-	var adds []Add
+	var work [][]Add
 	for _, k := range order {
-		files := groups[k]
-		if len(files) < 2 {
-			continue
-		}
-		// Bins of about the target size.
-		var bins [][]Add
-		var cur []Add
-		var size int64
-		for _, f := range files {
-			if size+f.Size > target && len(cur) > 0 {
-				bins = append(bins, cur)
-				cur, size = nil, 0
+		for _, bin := range PackBins(groups[k], target, 0) {
+			if len(bin) >= 2 || bin[0].DeletionVector != nil {
+				work = append(work, bin)
 			}
-			cur = append(cur, f)
-			size += f.Size
-		}
-		bins = append(bins, cur)
-		for _, bin := range bins {
-			if len(bin) < 2 {
-				continue
-			}
-			a, err := s.rewriteMerged(ctx, bin, MergeOptions{Less: less, FanIn: opts.FanIn}, target)
-			if err != nil {
-				return OptimizeResult{}, err
-			}
-			for _, f := range bin {
-				removes = append(removes, f.Remove(now.UnixMilli(), false))
-			}
-			adds = append(adds, a...)
 		}
 	}
-	if len(removes) == 0 {
+	if len(work) == 0 {
 		return OptimizeResult{}, nil
+	}
+	// Refuse before writing files the commit would refuse.
+	if err := s.Protocol().CheckWrite(s.Metadata()); err != nil {
+		return OptimizeResult{}, fmt.Errorf("optimize %s: %w", s.Store().URL(), err)
+	}
+	var res OptimizeResult
+	var removes []Remove
+	var adds []Add
+	for _, bin := range work {
+		var a []Add
+		var err error
+		if len(bin) == 1 {
+			a, err = s.rewriteAlone(ctx, bin[0], target)
+		} else {
+			a, err = s.rewriteMerged(ctx, bin, MergeOptions{Less: less, FanIn: opts.FanIn}, target)
+		}
+		if err != nil {
+			return OptimizeResult{}, err
+		}
+		for _, f := range bin {
+			// The remove carries the vector: the logical file is the
+			// pair of path and vector.
+			removes = append(removes, f.Remove(now.UnixMilli(), false))
+			if f.DeletionVector != nil {
+				res.DeletionVectorsPurged++
+				res.RowsPurged += f.DeletionVector.Cardinality
+			}
+		}
+		adds = append(adds, a...)
 	}
 	tx := s.NewTransaction(Operation{Name: "OPTIMIZE", Parameters: map[string]string{"predicate": "[]", "zOrderBy": "[]", "auto": "true"}})
 	for _, r := range removes {
@@ -120,11 +155,70 @@ func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (Optimize
 	}
 	tx.Remove(removes...)
 	tx.Add(adds...)
-	tx.SetMetrics(map[string]string{"numRemovedFiles": strconv.Itoa(len(removes)), "numAddedFiles": strconv.Itoa(len(adds))})
+	metrics := map[string]string{"numRemovedFiles": strconv.Itoa(len(removes)), "numAddedFiles": strconv.Itoa(len(adds))}
+	if res.DeletionVectorsPurged > 0 {
+		// Spark's OPTIMIZE metric names.
+		metrics["numDeletionVectorsRemoved"] = strconv.Itoa(res.DeletionVectorsPurged)
+		metrics["numDeletionVectorRowsRemoved"] = strconv.FormatInt(res.RowsPurged, 10)
+	}
+	tx.SetMetrics(metrics)
 	if _, err := tx.Commit(ctx); err != nil {
 		return OptimizeResult{}, err
 	}
-	return OptimizeResult{FilesRemoved: len(removes), FilesAdded: len(adds)}, nil
+	res.FilesRemoved, res.FilesAdded = len(removes), len(adds)
+	return res, nil
+}
+
+// foldDeletionVector reports whether f's deletion vector marks more than
+// maxShare of its rows, or f has a vector and no numRecords to tell (as
+// Spark does, such a file is rewritten so that its output has statistics).
+func foldDeletionVector(f Add, maxShare float64) bool {
+	dv := f.DeletionVector
+	if dv == nil {
+		return false
+	}
+	n, ok := statsNumRecords(f.Stats)
+	if !ok || n <= 0 {
+		return true
+	}
+	return float64(dv.Cardinality) > maxShare*float64(n)
+}
+
+// PackBins groups files, in order, into bins of about targetBytes and at
+// most maxFiles files (0: no limit), a bin closing before the file that
+// would take it past either; a file as large as targetBytes is a bin of its
+// own. Compaction rewrites each bin into new files.
+func PackBins(files []Add, targetBytes int64, maxFiles int) [][]Add {
+	var bins [][]Add
+	var cur []Add
+	var size int64
+	for _, f := range files {
+		if len(cur) > 0 && (size+f.Size > targetBytes || len(cur) == maxFiles) {
+			bins = append(bins, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, f)
+		size += f.Size
+	}
+	if len(cur) > 0 {
+		bins = append(bins, cur)
+	}
+	return bins
+}
+
+// rewriteAlone rewrites one file without the rows its deletion vector
+// marks, in its own order (sorted already), into files of about target
+// bytes (dataChange=false).
+func (s *Snapshot) rewriteAlone(ctx context.Context, f Add, target int64) ([]Add, error) {
+	md := s.Metadata()
+	res, err := RewriteFile(ctx, s.Store(), md, f, RewriteOptions{
+		Write:           WriteOptions{Schema: s.Schema(), PartitionColumns: md.PartitionColumns},
+		TargetFileBytes: target,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.Adds, nil
 }
 
 // partitionGroup identifies a partition by the partition values of an add.

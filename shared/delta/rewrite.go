@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
@@ -44,14 +45,17 @@ type RewriteOptions struct {
 type RewriteResult struct {
 	// Adds are the files written, none when every row was dropped.
 	Adds []Add
-	// Rows kept and Dropped rows.
+	// Rows kept and Dropped rows (those Drop reported).
 	Rows, Dropped int64
+	// Deleted counts the rows the source's deletion vector had deleted
+	// already: they are left out too, and Drop never sees them. Rows,
+	// Dropped and Deleted add up to the source's physical rows.
+	Deleted int64
 	// RowGroupsCopied counts source row groups appended to the output
-	// without decoding their rows (no row of them was dropped);
+	// without decoding their rows (no row of them was dropped or deleted);
 	// RowGroupsDecoded counts those read row by row. A file rewritten
-	// without the copy path (deletion vector, schema change, nested
-	// columns, column mapping, a file not written by dsdelta) counts none
-	// of either.
+	// without the copy path (schema change, nested columns, column
+	// mapping, a file not written by dsdelta) counts none of either.
 	RowGroupsCopied, RowGroupsDecoded int
 	// Reencoded counts the kept rows that were decoded and written again
 	// (all of them on the row path, those of decoded row groups on the
@@ -138,13 +142,17 @@ func rewriteByRow(ctx context.Context, store objstore.Store, md Metadata, add Ad
 		return RewriteResult{}, err
 	}
 	res.Reencoded = res.Rows
+	if add.DeletionVector != nil {
+		// ReadFile left out every row the vector marks.
+		res.Deleted = add.DeletionVector.Cardinality
+	}
 	return res, nil
 }
 
 // rewriteByRowGroup is the row-group path; ok is false, with nothing
 // written, when the file does not qualify for it.
 func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, md Metadata, add Add, opts RewriteOptions) (RewriteResult, bool, error) {
-	if add.DeletionVector != nil || ColumnMappingMode(md) != ColumnMappingNone {
+	if ColumnMappingMode(md) != ColumnMappingNone {
 		return RewriteResult{}, false, nil
 	}
 	if m := opts.Write.ColumnMappingMode; m != "" && m != ColumnMappingNone {
@@ -243,6 +251,11 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 		rw.abort()
 		return RewriteResult{}, false, nil
 	}
+	deleted, err := loadDeletedRows(ctx, store, add, f.NumRows())
+	if err != nil {
+		rw.abort()
+		return RewriteResult{}, false, err
+	}
 
 	var res RewriteResult
 	var base int64
@@ -257,10 +270,16 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 			continue
 		}
 		dropped = slices.Grow(dropped[:0], int(n))[:0]
-		drops := int64(0)
+		drops, dels := int64(0), deleted.countIn(base, n)
 		var err error
 		if filterBounds.keep(rg, opts.RowGroupFilter) {
+			// Keys are read for every row, deleted ones included, so the
+			// mask lines up with the row group; Drop sees live rows only.
 			err = readRowGroup(ctx, ra, f, g, rg, keys.streams, keyOut, base, nil, func(key []any) error {
+				if deleted.has(base + int64(len(dropped))) {
+					dropped = append(dropped, true)
+					return nil
+				}
 				d := opts.Drop(key)
 				if d {
 					drops++
@@ -268,12 +287,16 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 				dropped = append(dropped, d)
 				return nil
 			})
+		} else if dels > 0 {
+			dropped = deleted.mask(dropped, base, n)
 		}
 		if err != nil {
 			rw.abort()
 			return RewriteResult{}, false, fmt.Errorf("row group %d: read keys: %w", g, err)
 		}
 		res.Dropped += drops
+		res.Deleted += dels
+		drops += dels
 		switch {
 		case drops == n:
 			// Nothing of this row group remains.
@@ -307,6 +330,52 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 		return RewriteResult{}, false, err
 	}
 	return res, true, nil
+}
+
+// deletedRows are the physical row indexes a data file's deletion vector
+// marks; the zero value marks none.
+type deletedRows struct{ bm *roaring64.Bitmap }
+
+// loadDeletedRows reads the deletion vector of add, a file of numRows
+// physical rows. A vector marking a row past the end is corrupt: its
+// cardinality would no longer count the rows it removes.
+func loadDeletedRows(ctx context.Context, store objstore.Store, add Add, numRows int64) (deletedRows, error) {
+	if add.DeletionVector == nil {
+		return deletedRows{}, nil
+	}
+	bm, err := loadDeletionVector(ctx, store, *add.DeletionVector)
+	if err != nil {
+		return deletedRows{}, err
+	}
+	if !bm.IsEmpty() && bm.Maximum() >= uint64(numRows) {
+		return deletedRows{}, fmt.Errorf("%w: marks row %d of a file of %d rows", ErrDeletionVector, bm.Maximum(), numRows)
+	}
+	return deletedRows{bm}, nil
+}
+
+// has reports whether row i is deleted.
+func (d deletedRows) has(i int64) bool { return d.bm != nil && d.bm.Contains(uint64(i)) }
+
+// countIn counts the deleted rows among the n rows from base: from the
+// bitmap's ranks, without visiting them.
+func (d deletedRows) countIn(base, n int64) int64 {
+	if d.bm == nil || n <= 0 {
+		return 0
+	}
+	c := d.bm.Rank(uint64(base + n - 1))
+	if base > 0 {
+		c -= d.bm.Rank(uint64(base - 1))
+	}
+	return int64(c)
+}
+
+// mask appends to dst, for each of the n rows from base, whether it is
+// deleted.
+func (d deletedRows) mask(dst []bool, base, n int64) []bool {
+	for i := range n {
+		dst = append(dst, d.has(base+i))
+	}
+	return dst
 }
 
 // chunkRanges are the byte ranges of a row group's column chunks and, with
