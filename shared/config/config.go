@@ -78,6 +78,11 @@ type TableConfig struct {
 	// deletion-vector support can no longer read; "off" writes no new
 	// vectors (a table that has some keeps them until compaction).
 	DeletionVectors Switch `yaml:"deletion_vectors" json:"deletion_vectors"`
+	// DVMinFileBytes: with deletion vectors on, a state file smaller than
+	// this is rewritten rather than given a vector (default 1 MiB: below
+	// it a rewrite costs about what a vector file and the extra reads of
+	// a vector do, and keeps the table free of tiny vectors).
+	DVMinFileBytes int64 `yaml:"deletion_vector_min_file_bytes" json:"deletion_vector_min_file_bytes"`
 }
 
 // Switch is an on/off setting; empty means the default.
@@ -215,6 +220,9 @@ func (t TableConfig) validate(where string) error {
 	default:
 		return fmt.Errorf("%s.deletion_vectors: %q is not on or off", where, t.DeletionVectors)
 	}
+	if t.DVMinFileBytes < 0 {
+		return fmt.Errorf("%s.deletion_vector_min_file_bytes must not be negative", where)
+	}
 	for _, k := range t.PrimaryKey {
 		if k == "" {
 			return fmt.Errorf("%s.primary_key has an empty column name", where)
@@ -264,6 +272,9 @@ func (c Config) Table(tableID string) TableConfig {
 		}
 		if o.DeletionVectors != "" {
 			t.DeletionVectors = o.DeletionVectors
+		}
+		if o.DVMinFileBytes != 0 {
+			t.DVMinFileBytes = o.DVMinFileBytes
 		}
 	}
 	if t.DeletionVectors == "" {

@@ -66,6 +66,7 @@ tables:
 		{"max_record_bytes: -1\n", "max_record_bytes"},
 		{"defaults:\n  deletion_vectors: yes please\n", `defaults.deletion_vectors: "yes please" is not on or off`},
 		{"tables:\n  a.b:\n    deletion_vectors: true\n", `tables.a.b.deletion_vectors: "true" is not on or off`},
+		{"defaults:\n  deletion_vector_min_file_bytes: -1\n", "defaults.deletion_vector_min_file_bytes must not be negative"},
 	} {
 		t.Run("rejects "+bad.want, func(t *testing.T) {
 			_, err := Parse([]byte(bad.doc))
@@ -91,6 +92,15 @@ func TestDeletionVectorsSetting(t *testing.T) {
 		none, err := Parse(nil)
 		if err != nil || none.Table("shop.big").DeletionVectors != Off {
 			t.Fatalf("unset: %q %v, want off", none.Table("shop.big").DeletionVectors, err)
+		}
+	})
+	t.Run("the smallest file given a vector is set in defaults and per table", func(t *testing.T) {
+		c, err := Parse([]byte("defaults:\n  deletion_vector_min_file_bytes: 4096\ntables:\n  a.b:\n    deletion_vector_min_file_bytes: 1\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, other := c.Table("a.b").DVMinFileBytes, c.Table("a.c").DVMinFileBytes; got != 1 || other != 4096 {
+			t.Errorf("a.b %d, a.c %d; want 1 and 4096", got, other)
 		}
 	})
 	t.Run("a table may turn it on over the default", func(t *testing.T) {

@@ -421,9 +421,13 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 	if len(batch.Changes) == 0 {
 		return none, nil // every part left out: nothing to commit
 	}
+	dvMin := tc.DVMinFileBytes
+	if p.dvMinFileBytes != 0 {
+		dvMin = p.dvMinFileBytes
+	}
 	return cdc.ApplyStep(ctx, tabs, step, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log(),
 		StatePartitionColumns: tc.PartitionColumns, Overwrite: overwrite,
-		DeletionVectors: tc.DeletionVectors == config.On, DVMinFileBytes: p.dvMinFileBytes})
+		DeletionVectors: tc.DeletionVectors == config.On, DVMinFileBytes: dvMin})
 }
 
 // partChanges is what reading one staged part gave.
