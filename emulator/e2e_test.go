@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -100,6 +101,15 @@ func stackClients(t *testing.T, ctx context.Context, s *Stack) (*firestore.Clien
 	return fs, co, &pipeline.Pipeline{Lake: gcsstore.New(s.Storage(), opts.LakeBucket, "")}
 }
 
+// e2eDVTables are the simulated tables whose merges use deletion vectors in
+// the e2e run (e2eConfig).
+var e2eDVTables = map[string]bool{"shop.customers": true, "HR.EMPLOYEES": true, "public.invoices": true}
+
+const e2eConfig = `{"batch_max_files": 2, "tables": {` +
+	`"shop.customers": {"deletion_vectors": "on", "deletion_vector_min_file_bytes": 1}, ` +
+	`"HR.EMPLOYEES": {"deletion_vectors": "on", "deletion_vector_min_file_bytes": 1}, ` +
+	`"public.invoices": {"deletion_vectors": "on", "deletion_vector_min_file_bytes": 1}}}`
+
 // TestStackConvergesToTheSourceUnderFaults runs the whole system on the
 // emulators: simulated Datastream files in, Delta tables out, equal to the
 // simulator's reference state; then again with duplicated notifications, a
@@ -112,7 +122,9 @@ func TestStackConvergesToTheSourceUnderFaults(t *testing.T) {
 		LeaseTTL:    e2eLeaseTTL,
 		MergeBudget: time.Minute,
 		// Small batches: a merge runs several, so faults land mid-work.
-		Config: `{"batch_max_files": 2}`,
+		// Deletion vectors are on for some tables (and given to files of
+		// any size) and off for the others, so both merges run here.
+		Config: e2eConfig,
 	})
 	opts := s.Options()
 	fs, co, lake := stackClients(t, ctx, s)
@@ -144,6 +156,41 @@ func TestStackConvergesToTheSourceUnderFaults(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+
+	t.Run("tables with deletion vectors on are upgraded and take vectors, the others are not", func(t *testing.T) {
+		vectors := 0
+		for id := range refs {
+			tabs, err := lake.TableSet(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tab := delta.Open(tabs.State)
+			snap, err := tab.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			on := e2eDVTables[id]
+			if got := snap.Protocol().Supports(delta.FeatureDeletionVectors); got != on {
+				t.Errorf("%s: supports deletion vectors = %v, want %v", id, got, on)
+			}
+			commits, err := tab.History(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range commits {
+				n, _ := strconv.Atoi(c.Metrics["numTargetDeletionVectorsAdded"])
+				m, _ := strconv.Atoi(c.Metrics["numTargetDeletionVectorsUpdated"])
+				if (n > 0 || m > 0) && !on {
+					t.Errorf("%s: version %d added deletion vectors with the setting off", id, c.Version)
+				}
+				vectors += n + m
+			}
+		}
+		if vectors == 0 {
+			t.Error("no merge wrote a deletion vector in the tables that have them on")
+		}
+		t.Logf("merges wrote %d deletion vectors", vectors)
+	})
 
 	t.Run("duplicated notifications change nothing", func(t *testing.T) {
 		before := countLog(t, s, "function-onfile", `"event":"duplicate"`)
