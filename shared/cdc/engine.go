@@ -54,6 +54,9 @@ type Options struct {
 	// StatePartitionColumns partition a current-state table when it is
 	// created (existing tables keep their partitioning).
 	StatePartitionColumns []string
+	// Mode is what the current-state table keeps (default ModeCurrent). A
+	// table built in another mode is refused (ErrModeMismatch).
+	Mode Mode
 	// MaxConflictRetries bounds re-planning after a logical commit conflict
 	// (a concurrent compaction rewrote files we read). Default 5.
 	MaxConflictRetries int
@@ -71,6 +74,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxConflictRetries <= 0 {
 		o.MaxConflictRetries = 5
+	}
+	if o.Mode == "" {
+		o.Mode = ModeCurrent
 	}
 }
 
@@ -138,6 +144,13 @@ func ApplyStep(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 	opts.defaults()
 	if err := ValidateSource(b.Source); err != nil {
 		return Result{}, err
+	}
+	if len(b.Key) > 0 {
+		// Refused before the history is written, not after: a batch must
+		// not reach the history of a table it cannot be merged into.
+		if err := checkStateMode(ctx, t, opts.Mode); err != nil {
+			return Result{}, err
+		}
 	}
 	// A logical conflict means another writer committed meanwhile: a
 	// compaction that rewrote files we read, or another holder applying
@@ -565,6 +578,9 @@ func applyState(ctx context.Context, t TableSet, step Step, b Batch, source valu
 	if st.stateDone && st.tombDone {
 		return nil
 	}
+	if opts.Mode == ModeSoftDelete {
+		return st.applySoftDelete(ctx, res, historyCommitted)
+	}
 	keys := latestSorted(b.Changes)
 	res.Keys = int64(len(keys))
 	res.Collapsed = res.Events - res.Keys
@@ -574,16 +590,7 @@ func applyState(ctx context.Context, t TableSet, step Step, b Batch, source valu
 	}
 	res.FilesRead = len(st.candidates)
 	plan := planState(keys, found)
-	res.Stale, res.Inserted, res.Updated, res.Deleted, res.Buried = plan.stale, plan.inserted, plan.updated, plan.deleted, plan.buried
-	if !st.tombDone {
-		if err := st.commitTombstones(ctx, plan, res, historyCommitted); err != nil {
-			return err
-		}
-	}
-	if st.stateDone {
-		return nil
-	}
-	return st.commitState(ctx, plan, res, historyCommitted)
+	return st.commitPlan(ctx, plan, res, historyCommitted)
 }
 
 func nullIfEmpty(s string) any {
@@ -656,32 +663,17 @@ func firstKeyFilter(col string, firsts []any) *delta.RowGroupFilter {
 // every row whose key is in found; keys are the batch keys sorted by
 // value.CompareKeys, used to skip the row groups that cannot hold one.
 func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, keys []Change, found map[string]*stored, hit func(*stored, []byte, string)) error {
-	cols := append(append([]string(nil), keyNames...), ColOrder)
-	md := snap.Metadata()
-	key := make([]any, len(keyNames))
-	firsts := make([]any, len(keys))
-	for i, c := range keys {
-		firsts[i] = c.Key[0]
+	n := len(keyNames)
+	cols := append(slices.Clone(keyNames), ColOrder)
+	keyIdx := make([]int, n)
+	for i := range keyIdx {
+		keyIdx[i] = i
 	}
-	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: firstKeyFilter(keyNames[0], firsts)}
-	var buf []byte
-	for _, f := range files {
-		err := delta.ReadFile(ctx, snap.Store(), md, f, ro, func(row []any) error {
-			copy(key, row[:len(keyNames)])
-			buf = AppendKeyText(buf[:0], key)
-			s, ok := found[string(buf)]
-			if !ok {
-				return nil
-			}
-			order, _ := row[len(keyNames)].([]byte)
-			hit(s, order, f.Path)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return readKeyed(ctx, snap, files, cols, keyIdx, keyNames[0], keys, found, func(s *stored, row []any, path string) error {
+		order, _ := row[n].([]byte)
+		hit(s, order, path)
+		return nil
+	})
 }
 
 // writeRows writes rows as new data (dataChange=true) rolled at target.

@@ -31,6 +31,9 @@ type stateStep struct {
 	stateWidened        bool
 	stateDone, tombDone bool
 
+	// schema is the state table's schema for a source schema, by mode.
+	schema func(value.StructType) value.StructType
+
 	keyNames []string
 	keyTypes []value.Type
 	// candidates are the state files whose key bounds can hold a step key:
@@ -45,25 +48,28 @@ func openState(ctx context.Context, t TableSet, step Step, b Batch, source value
 	if err != nil {
 		return nil, err
 	}
-	st := &stateStep{t: t, step: step, b: b, opts: opts}
+	st := &stateStep{t: t, step: step, b: b, opts: opts, schema: stateSchemaOf(opts.Mode)}
 	if st.tombSchema, err = TombstoneSchema(source, b.Key); err != nil {
 		return nil, err
 	}
-	stateConf := map[string]string{PropKey: strings.Join(b.Key, ",")}
+	stateConf := map[string]string{PropKey: strings.Join(b.Key, ","), PropMode: string(opts.Mode)}
 	if opts.Overwrite {
 		stateConf = withSchemaOrder(stateConf, order)
 	}
 	st.stateSnap, err = openOrCreate(ctx, t.State, t.ID, "state", delta.CreateOptions{
-		Schema: StateSchema(source), Name: t.ID, Configuration: stateConf, PartitionColumns: opts.StatePartitionColumns,
+		Schema: st.schema(source), Name: t.ID, Configuration: stateConf, PartitionColumns: opts.StatePartitionColumns,
 		Description: "dsdelta current state of " + t.ID + ": one row per primary key",
 	})
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
+	if err := CheckMode(st.stateSnap, t.ID, opts.Mode); err != nil {
+		return nil, err
+	}
 	if st.tombSnap, err = openTombstones(ctx, t, st.tombSchema, b.Key); err != nil {
 		return nil, fmt.Errorf("tombstones: %w", err)
 	}
-	st.stateMD, st.stateSource, _, st.stateWidened, err = evolve(st.stateSnap, source, order, StateSchema, b.Key, opts.Overwrite)
+	st.stateMD, st.stateSource, _, st.stateWidened, err = evolve(st.stateSnap, source, order, st.schema, b.Key, opts.Overwrite)
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
@@ -132,6 +138,10 @@ type statePlan struct {
 	touched    map[string]bool
 	dropKeys   map[string]bool
 	dropFirsts []any
+	// rows, when a mode's planner set them, are the whole new state rows
+	// (in the table's schema, sorted by key) instead of the rows of keys
+	// whose verdict is Insert or Replace.
+	rows [][]any
 
 	stale, inserted, updated, deleted, buried int64
 }
@@ -213,14 +223,14 @@ func (st *stateStep) commitTombstones(ctx context.Context, plan statePlan, res *
 // commitState rewrites the state files that hold a dropped key (copy on
 // write), writes the plan's new rows and commits both.
 func (st *stateStep) commitState(ctx context.Context, plan statePlan, res *Result, historyCommitted <-chan struct{}) error {
-	if plan.upserts() == 0 && len(plan.touched) == 0 && st.stateMD == nil && !st.stateWidened {
+	if plan.upserts() == 0 && len(plan.rows) == 0 && len(plan.touched) == 0 && st.stateMD == nil && !st.stateWidened {
 		return nil // nothing changes: no commit (a re-run finds nothing to do either)
 	}
 	removes, adds, err := st.rewriteTouched(ctx, plan, res)
 	if err != nil {
 		return err
 	}
-	if plan.upserts() > 0 {
+	if plan.upserts() > 0 || len(plan.rows) > 0 {
 		a, err := st.writeUpserts(ctx, plan)
 		if err != nil {
 			return err
@@ -271,7 +281,7 @@ func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, res *Re
 	var adds []delta.Add
 	now := st.opts.Now()
 	md := st.stateSnap.Metadata()
-	stateSchema := StateSchema(st.stateSource)
+	stateSchema := st.schema(st.stateSource)
 	dropFilter := firstKeyFilter(st.keyNames[0], plan.dropFirsts)
 	var keyBuf []byte
 	var convErr error
@@ -316,7 +326,11 @@ func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, res *Re
 // writeUpserts writes the plan's new state rows in key order, streaming
 // through one reused row: a step holds its changes, not a second copy.
 func (st *stateStep) writeUpserts(ctx context.Context, plan statePlan) ([]delta.Add, error) {
-	w := newRolling(ctx, st.t.State, delta.WriteOptions{Schema: StateSchema(st.stateSource), PartitionColumns: st.stateSnap.PartitionColumns(), RowGroupBytes: st.opts.RowGroupBytes}, st.opts.TargetFileBytes)
+	wo := delta.WriteOptions{Schema: st.schema(st.stateSource), PartitionColumns: st.stateSnap.PartitionColumns(), RowGroupBytes: st.opts.RowGroupBytes}
+	if plan.rows != nil {
+		return writeRows(ctx, st.t.State, wo, plan.rows, st.opts.TargetFileBytes)
+	}
+	w := newRolling(ctx, st.t.State, wo, st.opts.TargetFileBytes)
 	var row []any
 	for i, c := range plan.keys {
 		if plan.verdicts[i] != Insert && plan.verdicts[i] != Replace {

@@ -54,7 +54,11 @@ func (r Replay) start(ctx context.Context, t TableSet, keepRows bool) (*delta.Sn
 	if err != nil {
 		return nil, nil, fmt.Errorf("history of %s: %w", t.ID, err)
 	}
-	rr, err := newReplayRun(r, t, hsnap, key, keepRows)
+	mode := TableMode(snap)
+	if keepRows && r.Mode != "" {
+		mode = r.Mode // a rebuild into another mode
+	}
+	rr, err := newReplayRun(r, t, hsnap, key, keepRows, mode)
 	return snap, rr, err
 }
 
@@ -82,7 +86,7 @@ func (r Replay) Verify(ctx context.Context, t TableSet) (VerifyResult, error) {
 		return res, err
 	}
 	key := rr.key
-	v := &verifier{replayRun: rr, snap: snap, want: StateSchema(rr.source)}
+	v := &verifier{replayRun: rr, snap: snap, want: stateSchemaOf(rr.mode)(rr.source)}
 	v.conformState = newConformer(snap.Schema(), v.want)
 	if v.wantKey, err = KeyIndexes(v.want, key); err != nil {
 		return res, err
@@ -101,6 +105,11 @@ func (r Replay) Verify(ctx context.Context, t TableSet) (VerifyResult, error) {
 		}
 		if p.countsAll {
 			res.HistoryEvents = p.rows
+		}
+		if rr.mode != ModeCurrent {
+			if err := rr.settle(p.tab); err != nil {
+				return res, err
+			}
 		}
 		expected := 0
 		for i := int32(0); i < int32(p.tab.len()); i++ {
@@ -143,7 +152,7 @@ func (r Replay) Verify(ctx context.Context, t TableSet) (VerifyResult, error) {
 type verifier struct {
 	*replayRun
 	snap         *delta.Snapshot
-	want         value.StructType // StateSchema(source)
+	want         value.StructType // the state schema of source in the table's mode
 	conformState conformer        // state rows as stored to want
 	wantKey      []int            // key columns in want
 	first        value.Field
@@ -296,11 +305,7 @@ func (v *verifier) explain(ctx context.Context) error {
 		return nil
 	}
 	slices.SortFunc(firsts, value.Compare)
-	type winner struct {
-		c   Change
-		set bool
-	}
-	latest := map[string]*winner{}
+	changes := map[string][]Change{}
 	n := len(historyMeta)
 	keyIdx := make([]int, len(v.keyIdx))
 	for i, k := range v.keyIdx {
@@ -323,14 +328,8 @@ func (v *verifier) explain(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			w := latest[string(code)]
-			if w == nil {
-				w = &winner{}
-				latest[string(code)] = w
-			}
-			if !w.set || string(c.Order) > string(w.c.Order) {
-				w.c, w.set = c, true
-			}
+			c.Row, c.History = slices.Clone(c.Row), nil
+			changes[string(code)] = append(changes[string(code)], c)
 			return nil
 		})
 		if err != nil {
@@ -339,12 +338,11 @@ func (v *verifier) explain(ctx context.Context) error {
 	}
 	for k, f := range pending {
 		f.Reason = "row differs from the latest event in history"
-		w := latest[k]
-		if w == nil {
+		rows := modeRows(v.mode, inOrder(changes[k]))
+		if len(rows) != 1 {
 			continue
 		}
-		tail := stateTail(w.c)
-		exp := append(append([]any(nil), w.c.Row...), tail[:]...)
+		exp := rows[0]
 		for i := range v.want.Fields {
 			if !value.EqualValues(f.got[i], exp[i]) {
 				f.Reason = "column " + v.want.Fields[i].Name + " differs from the latest event in history"
@@ -388,7 +386,7 @@ func (r Replay) Rebuild(ctx context.Context, t TableSet) (VerifyResult, error) {
 	if err != nil {
 		return res, err
 	}
-	stateSchema := StateSchema(rr.source)
+	stateSchema := stateSchemaOf(rr.mode)(rr.source)
 	stateW := newRolling(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: snap.PartitionColumns()}, rr.TargetFileBytes)
 	tombW := newRolling(ctx, t.Tombstones, delta.WriteOptions{Schema: tombSchema, PartitionColumns: tsnap.PartitionColumns()}, rr.TargetFileBytes)
 	abort := func(err error) (VerifyResult, error) {
@@ -407,6 +405,14 @@ func (r Replay) Rebuild(ctx context.Context, t TableSet) (VerifyResult, error) {
 			return abort(err)
 		}
 		for _, i := range p.tab.sortedEntries() {
+			if rr.mode != ModeCurrent {
+				n, nt, err := rr.writeModeRows(p.tab, i, stateW, tombW, deletedAt)
+				if err != nil {
+					return abort(fmt.Errorf("rebuild %s: %w", t.ID, err))
+				}
+				rows, tombs = rows+n, tombs+nt
+				continue
+			}
 			if p.tab.entry(i).flags&entDelete != 0 {
 				row, _, err := readCodes(make([]any, 0, len(tombSchema.Fields)), p.tab.rows[i], len(key)+3)
 				if err == nil {
@@ -442,12 +448,13 @@ func (r Replay) Rebuild(ctx context.Context, t TableSet) (VerifyResult, error) {
 	}
 	seq, _ := hsnap.TxnVersion(AppID(t.ID))
 	stateMD := snap.Metadata()
+	stateMD.Configuration = maps.Clone(stateMD.Configuration)
 	if o, ok := hsnap.Configuration()[PropSchemaOrder]; ok {
 		// The state takes the history's schema, so the order of the
 		// change that set it too (schema mode "overwrite").
-		stateMD.Configuration = maps.Clone(stateMD.Configuration)
 		stateMD.Configuration[PropSchemaOrder] = o
 	}
+	stateMD.Configuration[PropMode] = string(rr.mode)
 	if err := replaceFiles(ctx, snap, stateMD, stateSchema, stateAdds, rows, AppID(t.ID), seq, now); err != nil {
 		return res, fmt.Errorf("rebuild state of %s: %w", t.ID, err)
 	}

@@ -29,6 +29,22 @@ const (
 	SchemaOverwrite SchemaMode = "overwrite"
 )
 
+// Mode is what a table's current-state table keeps (DESIGN.md §3 "Table
+// modes"); the history table is the same in every mode.
+type Mode string
+
+// Table modes.
+const (
+	// ModeCurrent keeps one row per live key (the default).
+	ModeCurrent Mode = "current"
+	// ModeSoftDelete keeps deleted keys too, marked by _ds_is_deleted and
+	// _ds_deleted_at, with the values of their last upsert.
+	ModeSoftDelete Mode = "soft_delete"
+	// ModeSCD2 (one row per version) is not implemented yet; the key is
+	// refused rather than half-working.
+	ModeSCD2 Mode = "scd2"
+)
+
 // Config is the whole configuration. Zero values mean "default".
 type Config struct {
 	// Include and Exclude are glob patterns (path.Match syntax, e.g.
@@ -64,6 +80,10 @@ type TableConfig struct {
 	// IgnoreColumns are dropped from both tables.
 	IgnoreColumns []string   `yaml:"ignore_columns" json:"ignore_columns"`
 	SchemaMode    SchemaMode `yaml:"schema_mode" json:"schema_mode"`
+	// Mode is what the current-state table keeps: current (default),
+	// soft_delete. A table keeps the mode it was built in: changing it
+	// takes 'dsdelta rebuild --mode'.
+	Mode Mode `yaml:"mode" json:"mode"`
 	// TombstoneRetention keeps deleted keys this long (default 7 days).
 	TombstoneRetention Duration `yaml:"tombstone_retention" json:"tombstone_retention"`
 	// TargetFileBytes is the size data files are written up to (128 MiB).
@@ -188,6 +208,13 @@ func (t TableConfig) validate(where string) error {
 	default:
 		return fmt.Errorf("%s.schema_mode: %q is not merge or overwrite", where, t.SchemaMode)
 	}
+	switch t.Mode {
+	case "", ModeCurrent, ModeSoftDelete:
+	case ModeSCD2:
+		return fmt.Errorf("%s.mode: %q is not supported yet (allowed: %s, %s)", where, t.Mode, ModeCurrent, ModeSoftDelete)
+	default:
+		return fmt.Errorf("%s.mode: %q is not one of %s, %s", where, t.Mode, ModeCurrent, ModeSoftDelete)
+	}
 	if t.TombstoneRetention < 0 {
 		return fmt.Errorf("%s.tombstone_retention must not be negative", where)
 	}
@@ -232,6 +259,9 @@ func (c Config) Table(tableID string) TableConfig {
 		if o.SchemaMode != "" {
 			t.SchemaMode = o.SchemaMode
 		}
+		if o.Mode != "" {
+			t.Mode = o.Mode
+		}
 		if o.TombstoneRetention != 0 {
 			t.TombstoneRetention = o.TombstoneRetention
 		}
@@ -244,6 +274,9 @@ func (c Config) Table(tableID string) TableConfig {
 	}
 	if t.SchemaMode == "" {
 		t.SchemaMode = SchemaMerge
+	}
+	if t.Mode == "" {
+		t.Mode = ModeCurrent
 	}
 	if t.TombstoneRetention == 0 {
 		t.TombstoneRetention = Duration(DefaultTombstoneRetention)
