@@ -76,7 +76,7 @@ func TestRebuildModeConvertsATableAndRunFollowsTheConfiguredMode(t *testing.T) {
 		t.Fatalf("run in another mode: exit %d\n%s\n%s", code, out, errOut)
 	}
 	table := filepath.Join(lake, "shop", "customers")
-	if _, errOut, code := cli(t, "rebuild", "--mode", "softdelete", table); code != 2 || !strings.Contains(errOut, "current, soft_delete") {
+	if _, errOut, code := cli(t, "rebuild", "--mode", "softdelete", table); code != 2 || !strings.Contains(errOut, "current, soft_delete, scd2") {
 		t.Fatalf("rebuild --mode softdelete: exit %d %s", code, errOut)
 	}
 	if out, errOut, code := cli(t, "rebuild", "--mode", "soft_delete", table); code != 0 || !strings.Contains(out, " 0 mismatches") {
@@ -87,6 +87,12 @@ func TestRebuildModeConvertsATableAndRunFollowsTheConfiguredMode(t *testing.T) {
 	}
 	if out, errOut, code := cli(t, "verify", table); code != 0 {
 		t.Fatalf("verify in mode soft_delete: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, "rebuild", "--mode", "scd2", table); code != 0 || !strings.Contains(out, " 0 mismatches") {
+		t.Fatalf("rebuild --mode scd2: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, "verify", table); code != 0 {
+		t.Fatalf("verify in mode scd2: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
 

@@ -578,8 +578,11 @@ func applyState(ctx context.Context, t TableSet, step Step, b Batch, source valu
 	if st.stateDone && st.tombDone {
 		return nil
 	}
-	if opts.Mode == ModeSoftDelete {
+	switch opts.Mode {
+	case ModeSoftDelete:
 		return st.applySoftDelete(ctx, res, historyCommitted)
+	case ModeSCD2:
+		return st.applySCD2(ctx, res, historyCommitted)
 	}
 	keys := latestSorted(b.Changes)
 	res.Keys = int64(len(keys))

@@ -23,6 +23,9 @@ const (
 	// last change is a delete is marked (ColIsDeleted, ColDeletedAt), not
 	// removed. See softdelete.go.
 	ModeSoftDelete Mode = "soft_delete"
+	// ModeSCD2 keeps one row per version of a key, with its validity
+	// interval (ColValidFrom, ColValidTo) and ColIsCurrent. See scd2.go.
+	ModeSCD2 Mode = "scd2"
 )
 
 // PropMode records a current-state table's mode in its properties. A table
@@ -45,10 +48,10 @@ func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
 	case "":
 		return ModeCurrent, nil
-	case ModeCurrent, ModeSoftDelete:
+	case ModeCurrent, ModeSoftDelete, ModeSCD2:
 		return m, nil
 	}
-	return "", fmt.Errorf("mode %q is not one of %s, %s", s, ModeCurrent, ModeSoftDelete)
+	return "", fmt.Errorf("mode %q is not one of %s, %s, %s", s, ModeCurrent, ModeSoftDelete, ModeSCD2)
 }
 
 // TableMode is the mode a current-state table was built in.
@@ -83,15 +86,23 @@ var softDeleteMeta = []value.Field{
 // SoftDeleteSchema is a soft_delete table's schema for a source schema:
 // StateSchema's columns, then softDeleteMeta.
 func SoftDeleteSchema(source value.StructType) value.StructType {
+	return stateSchemaWith(source, softDeleteMeta)
+}
+
+// stateSchemaWith is StateSchema(source) followed by a mode's columns.
+func stateSchemaWith(source value.StructType, meta []value.Field) value.StructType {
 	st := StateSchema(source)
-	st.Fields = append(st.Fields, softDeleteMeta...)
+	st.Fields = append(st.Fields, meta...)
 	return st
 }
 
 // stateSchemaOf is the current-state table's schema function in mode m.
 func stateSchemaOf(m Mode) func(value.StructType) value.StructType {
-	if m == ModeSoftDelete {
+	switch m {
+	case ModeSoftDelete:
 		return SoftDeleteSchema
+	case ModeSCD2:
+		return SCD2Schema
 	}
 	return StateSchema
 }

@@ -2,6 +2,8 @@ package cdc
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -74,6 +76,8 @@ func modeRows(m Mode, changes []Change) [][]any {
 		return nil
 	}
 	switch m {
+	case ModeSCD2:
+		return scd2Rows(changes)
 	case ModeSoftDelete:
 		if row := softDeleteRule(changes); row != nil {
 			return [][]any{row}
@@ -89,14 +93,17 @@ func modeRows(m Mode, changes []Change) [][]any {
 }
 
 // settle applies the mode's rule to the changes of every key of a verify
-// pass: an entry's sum becomes that of the row the key should have, and
-// entDelete marks a key that should have none, which is what the
-// comparison of current-mode rows reads.
-func (rr *replayRun) settle(tab *keyTable) error {
+// pass and returns how many rows the pass's keys should have: an entry's
+// sum becomes that of the key's rows (for several rows, as scd2 has, the
+// sum of their sums, which does not depend on their order), and entDelete
+// marks a key that should have none, which is what the comparison with
+// the state rows reads.
+func (rr *replayRun) settle(tab *keyTable) (int, error) {
+	expected := 0
 	for i := int32(0); i < int32(tab.len()); i++ {
 		changes, err := rr.changesOf(tab, i)
 		if err != nil {
-			return err
+			return expected, err
 		}
 		e := tab.entry(i)
 		rows := modeRows(rr.mode, changes)
@@ -104,15 +111,29 @@ func (rr *replayRun) settle(tab *keyTable) error {
 			e.flags |= entDelete
 			continue
 		}
-		if len(rows) > 1 {
-			return fmt.Errorf("mode %s: %d rows for one key", rr.mode, len(rows))
-		}
 		e.flags &^= entDelete
-		if e.sum, err = rr.sum(rows[0], nil); err != nil {
-			return err
+		e.sum = [16]byte{}
+		for _, row := range rows {
+			sum, err := rr.sum(row, nil)
+			if err != nil {
+				return expected, err
+			}
+			e.sum = addSums(e.sum, sum)
 		}
+		expected += len(rows)
 	}
-	return nil
+	return expected, nil
+}
+
+// addSums adds two 128-bit row sums as two 64-bit halves: the sum of a
+// key's row sums is the same in whatever order its rows come.
+func addSums(a, b [16]byte) [16]byte {
+	x0, x1 := binary.LittleEndian.Uint64(a[:8]), binary.LittleEndian.Uint64(a[8:])
+	y0, y1 := binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])
+	var out [16]byte
+	binary.LittleEndian.PutUint64(out[:8], x0+y0)
+	binary.LittleEndian.PutUint64(out[8:], x1+y1)
+	return out
 }
 
 // tombstoneOf is the tombstone row a key's changes imply (sorted by
@@ -145,4 +166,52 @@ func (rr *replayRun) writeModeRows(tab *keyTable, i int32, stateW, tombW *delta.
 		tombs++
 	}
 	return rows, tombs, nil
+}
+
+// compareVersions is compare for a mode with several rows per key (scd2):
+// it sums the sums of each key's state rows and compares the total with
+// the sum of the rows the history implies, listing a key that differs at
+// its first row.
+func (v *verifier) compareVersions(ctx context.Context, p *pass) (int, error) {
+	type seen struct {
+		sum        [16]byte
+		fi         int
+		row        []any
+		rowNum     int64
+		unexpected bool // already listed as unexpected
+	}
+	keys := map[int32]*seen{}
+	var order []int32
+	actual, err := v.stateRows(ctx, p, func(fi int, rowNum int64, row []any, i int32, e *keyEntry) error {
+		s := keys[i]
+		if s == nil {
+			s = &seen{fi: fi, rowNum: rowNum, row: row}
+			keys[i] = s
+			order = append(order, i)
+		}
+		e.flags |= entSeen
+		if e.flags&(entAbsent|entDelete) != 0 {
+			if !s.unexpected {
+				s.unexpected = true
+				v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row), Reason: "unexpected: history says the key has no version"}})
+			}
+			return nil
+		}
+		sum, err := v.sum(row, nil)
+		if err != nil {
+			return err
+		}
+		s.sum = addSums(s.sum, sum)
+		return nil
+	})
+	if err != nil {
+		return actual, err
+	}
+	for _, i := range order {
+		s := keys[i]
+		if !s.unexpected && s.sum != p.tab.entry(i).sum {
+			v.add(&found{file: s.fi, row: s.rowNum, Mismatch: Mismatch{Key: v.keyText(s.row), Reason: "versions differ from the replay of its history"}})
+		}
+	}
+	return actual, nil
 }

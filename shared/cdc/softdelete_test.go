@@ -135,34 +135,11 @@ func TestSoftDeleteMatchesReferenceModel(t *testing.T) {
 				region := []string{"eu", "us"}[rng.IntN(2)]
 				events = append(events, genEvent(n, id, region, rng.IntN(3) == 0, rng.Int64N(1_000_000)))
 			}
-			delivered := slices.Clone(events)
-			for _, ev := range events {
-				if rng.IntN(5) == 0 {
-					delivered = append(delivered, ev)
-				}
-			}
-			rng.Shuffle(len(delivered), func(i, j int) { delivered[i], delivered[j] = delivered[j], delivered[i] })
-			tabs := memTables()
 			opts := Options{TargetFileBytes: 1 << 12, Mode: ModeSoftDelete, Overwrite: seed%3 == 0}
 			if seed%2 == 0 {
 				opts.StatePartitionColumns = []string{"region"}
 			}
-			seq := int64(0)
-			for i := 0; i < len(delivered); {
-				end := min(i+1+rng.IntN(30), len(delivered))
-				b := softBatch(t, delivered[i:end]...)
-				seq++
-				if _, err := Apply(ctx, tabs, seq, b, opts); err != nil {
-					t.Fatal(err)
-				}
-				if rng.IntN(4) == 0 {
-					r, err := Apply(ctx, tabs, seq, b, opts)
-					if err != nil || !r.AlreadyHistory || !r.AlreadyState {
-						t.Fatalf("re-applied batch %d: %v %+v", seq, err, r)
-					}
-				}
-				i = end
-			}
+			tabs := applyShuffled(t, rng, events, opts)
 			checkSoft(t, ctx, tabs, events)
 			if n := countRows(t, ctx, tabs.History); n != len(events) {
 				t.Fatalf("history holds %d rows, want %d", n, len(events))
@@ -182,6 +159,39 @@ func TestSoftDeleteMatchesReferenceModel(t *testing.T) {
 			checkSoft(t, ctx, tabs, events)
 		})
 	}
+}
+
+// applyShuffled delivers events to new tables in random batches, shuffled,
+// a fifth of them twice, and a quarter of the batches twice (a re-run must
+// find the batch applied).
+func applyShuffled(t *testing.T, rng *rand.Rand, events []datastream.Event, opts Options) TableSet {
+	t.Helper()
+	ctx := context.Background()
+	delivered := slices.Clone(events)
+	for _, ev := range events {
+		if rng.IntN(5) == 0 {
+			delivered = append(delivered, ev)
+		}
+	}
+	rng.Shuffle(len(delivered), func(i, j int) { delivered[i], delivered[j] = delivered[j], delivered[i] })
+	tabs := memTables()
+	seq := int64(0)
+	for i := 0; i < len(delivered); {
+		end := min(i+1+rng.IntN(30), len(delivered))
+		b := softBatch(t, delivered[i:end]...)
+		seq++
+		if _, err := Apply(ctx, tabs, seq, b, opts); err != nil {
+			t.Fatal(err)
+		}
+		if rng.IntN(4) == 0 {
+			r, err := Apply(ctx, tabs, seq, b, opts)
+			if err != nil || !r.AlreadyHistory || !r.AlreadyState {
+				t.Fatalf("re-applied batch %d: %v %+v", seq, err, r)
+			}
+		}
+		i = end
+	}
+	return tabs
 }
 
 // TestSoftDeleteRules walks the contract's cases one batch at a time.
@@ -249,13 +259,20 @@ func TestSoftDeleteRules(t *testing.T) {
 // TestSoftDeleteCrashBetweenCommitsConverges replays a batch after each
 // prefix of its three commits landed.
 func TestSoftDeleteCrashBetweenCommitsConverges(t *testing.T) {
-	ctx := context.Background()
 	base := []datastream.Event{genEvent(1, 1, "eu", false, 1), genEvent(2, 2, "eu", false, 2), genEvent(3, 3, "eu", false, 3)}
 	batch2 := []datastream.Event{genEvent(4, 1, "eu", true, 0), genEvent(5, 2, "eu", false, 22), genEvent(6, 4, "us", true, 0), genEvent(7, 3, "eu", true, 0), genEvent(0, 3, "eu", false, 9)}
+	crashBetweenCommits(t, ModeSoftDelete, base, batch2, checkSoft)
+}
+
+// crashBetweenCommits applies base, then batch2 to the history alone and
+// to the history and the tombstones (the crashes between the commits of
+// a batch), re-runs batch2 on the whole set and checks the tables.
+func crashBetweenCommits(t *testing.T, mode Mode, base, batch2 []datastream.Event, check func(*testing.T, context.Context, TableSet, []datastream.Event)) {
+	ctx := context.Background()
 	for _, crash := range []string{"after history", "after tombstones"} {
 		t.Run("crash "+crash+" then re-run", func(t *testing.T) {
 			tabs := memTables()
-			opts := Options{Mode: ModeSoftDelete}
+			opts := Options{Mode: mode}
 			if _, err := Apply(ctx, tabs, 1, softBatch(t, base...), opts); err != nil {
 				t.Fatal(err)
 			}
@@ -271,9 +288,23 @@ func TestSoftDeleteCrashBetweenCommitsConverges(t *testing.T) {
 			if err != nil || !r.AlreadyHistory || r.AlreadyState {
 				t.Fatalf("re-run: %v %+v", err, r)
 			}
-			checkSoft(t, ctx, tabs, append(slices.Clone(base), batch2...))
+			check(t, ctx, tabs, append(slices.Clone(base), batch2...))
 		})
 	}
+}
+
+// widerSource is testSource with a column added.
+var widerSource = value.StructType{Fields: append(slices.Clone(testSource.Fields), value.Field{Name: "vip", Type: value.Boolean, Nullable: true})}
+
+// widerBatch is a batch of ev in widerSource, vip set.
+func widerBatch(t *testing.T, ev datastream.Event) Batch {
+	t.Helper()
+	ev.Schema, ev.Row = widerSource, append(slices.Clone(ev.Row), true)
+	c, err := ChangeFromHistory(HistoryRow(ev), widerSource, []int{0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Batch{Source: widerSource, Key: []string{"id", "region"}, Changes: []Change{c}}
 }
 
 // TestSoftDeleteFollowsSchemaEvolution: a column added by a newer batch and
@@ -281,7 +312,7 @@ func TestSoftDeleteCrashBetweenCommitsConverges(t *testing.T) {
 // deleted mark changes keeps its values in the table's schema.
 func TestSoftDeleteFollowsSchemaEvolution(t *testing.T) {
 	ctx := context.Background()
-	wider := value.StructType{Fields: append(slices.Clone(testSource.Fields), value.Field{Name: "vip", Type: value.Boolean, Nullable: true})}
+	wider := widerSource
 	for _, overwrite := range []bool{false, true} {
 		t.Run(fmt.Sprintf("schema mode overwrite=%v", overwrite), func(t *testing.T) {
 			tabs := memTables()
@@ -289,13 +320,7 @@ func TestSoftDeleteFollowsSchemaEvolution(t *testing.T) {
 			if _, err := Apply(ctx, tabs, 1, softBatch(t, genEvent(1, 1, "eu", false, 1), genEvent(2, 2, "eu", false, 2)), opts); err != nil {
 				t.Fatal(err)
 			}
-			ev := genEvent(10, 2, "eu", false, 20)
-			ev.Schema, ev.Row = wider, append(ev.Row, true)
-			c, err := ChangeFromHistory(HistoryRow(ev), wider, []int{0, 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := Apply(ctx, tabs, 2, Batch{Source: wider, Key: []string{"id", "region"}, Changes: []Change{c}}, opts); err != nil {
+			if _, err := Apply(ctx, tabs, 2, widerBatch(t, genEvent(10, 2, "eu", false, 20)), opts); err != nil {
 				t.Fatal(err)
 			}
 			// A late batch in the old schema deletes key 1 (its row is

@@ -106,19 +106,24 @@ func (r Replay) Verify(ctx context.Context, t TableSet) (VerifyResult, error) {
 		if p.countsAll {
 			res.HistoryEvents = p.rows
 		}
+		expected := 0
 		if rr.mode != ModeCurrent {
-			if err := rr.settle(p.tab); err != nil {
+			if expected, err = rr.settle(p.tab); err != nil {
 				return res, err
 			}
-		}
-		expected := 0
-		for i := int32(0); i < int32(p.tab.len()); i++ {
-			if p.tab.entry(i).flags&entDelete == 0 {
-				expected++
+		} else {
+			for i := int32(0); i < int32(p.tab.len()); i++ {
+				if p.tab.entry(i).flags&entDelete == 0 {
+					expected++
+				}
 			}
 		}
 		res.ExpectedRows += expected
-		actual, err := v.compare(ctx, p)
+		compare := v.compare
+		if rr.mode == ModeSCD2 {
+			compare = v.compareVersions
+		}
+		actual, err := compare(ctx, p)
 		if err != nil {
 			return res, err
 		}
@@ -200,6 +205,33 @@ func (v *verifier) add(f *found) {
 // compare reads the state rows of p's range and compares each with the
 // pass's table, and returns how many rows it read.
 func (v *verifier) compare(ctx context.Context, p *pass) (int, error) {
+	return v.stateRows(ctx, p, func(fi int, rowNum int64, row []any, i int32, e *keyEntry) error {
+		if e.flags&entSeen != 0 {
+			v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row), Reason: "key appears more than once"}})
+			return nil
+		}
+		e.flags |= entSeen
+		if e.flags&(entAbsent|entDelete) != 0 {
+			v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row), Reason: "unexpected: history says the key is deleted or never existed"}})
+			return nil
+		}
+		sum, err := v.sum(row, nil)
+		if err != nil {
+			return err
+		}
+		if sum != e.sum {
+			// The reason waits for explain, which finds the column.
+			v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row)}, key: v.keyOf(row), got: row})
+		}
+		return nil
+	})
+}
+
+// stateRows reads the state rows of p's range, conformed to the state
+// schema, and calls fn with each row's position, the row and its key's
+// entry in p's table (inserted with entAbsent when history has no change
+// of the key); it returns how many rows it read.
+func (v *verifier) stateRows(ctx context.Context, p *pass, fn func(fi int, rowNum int64, row []any, i int32, e *keyEntry) error) (int, error) {
 	actual := 0
 	var code []byte
 	for fi, f := range v.snap.Files() {
@@ -221,28 +253,10 @@ func (v *verifier) compare(ctx context.Context, p *pass) (int, error) {
 			}
 			actual++
 			i, ok := p.tab.find(code)
-			if ok && p.tab.entry(i).flags&entSeen != 0 {
-				v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row), Reason: "key appears more than once"}})
-				return nil
-			}
 			if !ok {
 				i = p.tab.insert(code, nil, entAbsent)
 			}
-			e := p.tab.entry(i)
-			e.flags |= entSeen
-			if e.flags&(entAbsent|entDelete) != 0 {
-				v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row), Reason: "unexpected: history says the key is deleted or never existed"}})
-				return nil
-			}
-			sum, err := v.sum(row, nil)
-			if err != nil {
-				return err
-			}
-			if sum != e.sum {
-				// The reason waits for explain, which finds the column.
-				v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row)}, key: v.keyOf(row), got: row})
-			}
-			return nil
+			return fn(fi, rowNum, row, i, p.tab.entry(i))
 		})
 		if err != nil {
 			return actual, fmt.Errorf("state of %s: %w", v.id, err)

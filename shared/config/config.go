@@ -40,8 +40,8 @@ const (
 	// ModeSoftDelete keeps deleted keys too, marked by _ds_is_deleted and
 	// _ds_deleted_at, with the values of their last upsert.
 	ModeSoftDelete Mode = "soft_delete"
-	// ModeSCD2 (one row per version) is not implemented yet; the key is
-	// refused rather than half-working.
+	// ModeSCD2 keeps one row per version of a key, with _ds_valid_from,
+	// _ds_valid_to and _ds_is_current.
 	ModeSCD2 Mode = "scd2"
 )
 
@@ -81,8 +81,8 @@ type TableConfig struct {
 	IgnoreColumns []string   `yaml:"ignore_columns" json:"ignore_columns"`
 	SchemaMode    SchemaMode `yaml:"schema_mode" json:"schema_mode"`
 	// Mode is what the current-state table keeps: current (default),
-	// soft_delete. A table keeps the mode it was built in: changing it
-	// takes 'dsdelta rebuild --mode'.
+	// soft_delete, scd2. A table keeps the mode it was built in: changing
+	// it takes 'dsdelta rebuild --mode'.
 	Mode Mode `yaml:"mode" json:"mode"`
 	// TombstoneRetention keeps deleted keys this long (default 7 days).
 	TombstoneRetention Duration `yaml:"tombstone_retention" json:"tombstone_retention"`
@@ -209,11 +209,9 @@ func (t TableConfig) validate(where string) error {
 		return fmt.Errorf("%s.schema_mode: %q is not merge or overwrite", where, t.SchemaMode)
 	}
 	switch t.Mode {
-	case "", ModeCurrent, ModeSoftDelete:
-	case ModeSCD2:
-		return fmt.Errorf("%s.mode: %q is not supported yet (allowed: %s, %s)", where, t.Mode, ModeCurrent, ModeSoftDelete)
+	case "", ModeCurrent, ModeSoftDelete, ModeSCD2:
 	default:
-		return fmt.Errorf("%s.mode: %q is not one of %s, %s", where, t.Mode, ModeCurrent, ModeSoftDelete)
+		return fmt.Errorf("%s.mode: %q is not one of %s, %s, %s", where, t.Mode, ModeCurrent, ModeSoftDelete, ModeSCD2)
 	}
 	if t.TombstoneRetention < 0 {
 		return fmt.Errorf("%s.tombstone_retention must not be negative", where)

@@ -64,9 +64,8 @@ tables:
 		{"batch_max_events: -1\n", "batch_max_events"},
 		{"batch_max_source_bytes: -1\n", "batch_max_source_bytes"},
 		{"max_record_bytes: -1\n", "max_record_bytes"},
-		{"defaults:\n  mode: history\n", `defaults.mode: "history" is not one of current, soft_delete`},
-		{"tables:\n  a.b:\n    mode: softdelete\n", `tables.a.b.mode: "softdelete" is not one of current, soft_delete`},
-		{"tables:\n  a.b:\n    mode: scd2\n", `tables.a.b.mode: "scd2" is not supported yet`},
+		{"defaults:\n  mode: history\n", `defaults.mode: "history" is not one of current, soft_delete, scd2`},
+		{"tables:\n  a.b:\n    mode: softdelete\n", `tables.a.b.mode: "softdelete" is not one of current, soft_delete, scd2`},
 	} {
 		t.Run("rejects "+bad.want, func(t *testing.T) {
 			_, err := Parse([]byte(bad.doc))
@@ -125,12 +124,15 @@ func TestIsDataFile(t *testing.T) {
 }
 
 func TestMode(t *testing.T) {
-	c, err := Parse([]byte("defaults:\n  mode: soft_delete\ntables:\n  a.b:\n    mode: current\n"))
+	c, err := Parse([]byte("defaults:\n  mode: soft_delete\ntables:\n  a.b:\n    mode: current\n  c.d:\n    mode: scd2\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m := c.Table("a.b").Mode; m != ModeCurrent {
 		t.Errorf("a table's own mode overrides the default: got %s", m)
+	}
+	if m := c.Table("c.d").Mode; m != ModeSCD2 {
+		t.Errorf("mode scd2: got %s", m)
 	}
 	if m := c.Table("x.y").Mode; m != ModeSoftDelete {
 		t.Errorf("a table without its own mode takes the default's: got %s", m)

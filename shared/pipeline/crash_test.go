@@ -66,7 +66,7 @@ func TestMergeCrashAtEveryStepConverges(t *testing.T) {
 		{"after the tombstone commit", func(n string) bool { return strings.HasPrefix(n, "shop/customers/_delta_log/") }, false},
 		{"after every commit, before the registry update", func(string) bool { return false }, true},
 	}
-	for _, mode := range []config.Mode{config.ModeCurrent, config.ModeSoftDelete} {
+	for _, mode := range tableModes {
 		for i, step := range steps {
 			t.Run("mode "+string(mode)+": crash "+step.name, func(t *testing.T) {
 				crashAndResume(t, i, step.store, step.coord, config.Config{BatchMaxFiles: 2, Defaults: config.TableConfig{Mode: mode}})

@@ -86,13 +86,19 @@ func checkTables(t *testing.T, ctx context.Context, p *Pipeline, ref map[string]
 			cols[i] = f.Name
 		}
 		got := map[string]string{}
-		// A soft_delete table also holds deleted keys: its live rows
-		// equal the source, and verify checks the rest.
+		// A soft_delete table also holds deleted keys, an scd2 table
+		// past versions: the live rows equal the source, and verify
+		// checks the rest.
 		isDeleted, softDeleted := snap.Schema().Index(cdc.ColIsDeleted), 0
+		isCurrent, past := snap.Schema().Index(cdc.ColIsCurrent), 0
 		for _, f := range snap.Files() {
 			err := delta.ReadFile(ctx, tabs.State, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
 				if isDeleted >= 0 && row[isDeleted] == true {
 					softDeleted++
+					return nil
+				}
+				if isCurrent >= 0 && row[isCurrent] == false {
+					past++
 					return nil
 				}
 				j := sourceJSON(t, snap.Schema(), row, cols)
@@ -136,6 +142,9 @@ func checkTables(t *testing.T, ctx context.Context, p *Pipeline, ref map[string]
 		if cdc.TableMode(snap) == cdc.ModeSoftDelete && want.Deletes > 0 && softDeleted == 0 {
 			t.Fatalf("%s: the source deleted rows and the soft_delete table marks none deleted", id)
 		}
+		if cdc.TableMode(snap) == cdc.ModeSCD2 && want.Events > len(want.Rows) && past == 0 {
+			t.Fatalf("%s: the source changed rows and the scd2 table holds no past version", id)
+		}
 		// History: every distinct event exactly once.
 		hs, err := delta.Open(tabs.History).Snapshot(ctx)
 		if err != nil {
@@ -171,11 +180,11 @@ func checkTables(t *testing.T, ctx context.Context, p *Pipeline, ref map[string]
 // interleaved with staging at random, and random batch sizes.
 func TestPipelineConvergesToTheSource(t *testing.T) {
 	ctx := context.Background()
-	for seed := uint64(1); seed <= 4; seed++ {
+	for seed := uint64(1); seed <= 5; seed++ {
 		formats := []dssim.Format{dssim.JSONL, dssim.Avro, dssim.JSONLGz}
 		f := formats[int(seed)%3]
-		// Odd seeds keep the current state, even ones soft-delete.
-		mode := []config.Mode{config.ModeSoftDelete, config.ModeCurrent}[seed%2]
+		// The seeds take turns at the table modes.
+		mode := tableModes[seed%3]
 		t.Run(fmt.Sprintf("seed %d (%s, mode %s) equals the source", seed, f, mode), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			sim, err := dssim.Run(dssim.Options{

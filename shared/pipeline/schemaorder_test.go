@@ -82,7 +82,7 @@ func overwriteConfig(t *testing.T) config.Config {
 }
 
 // tableModes are the table modes the schema-order scenarios run in.
-var tableModes = []config.Mode{config.ModeCurrent, config.ModeSoftDelete}
+var tableModes = []config.Mode{config.ModeCurrent, config.ModeSoftDelete, config.ModeSCD2}
 
 // overwriteConfigIn is overwriteConfig with the table mode mode.
 func overwriteConfigIn(t *testing.T, mode config.Mode) config.Config {

@@ -40,8 +40,12 @@ func stateRows(t *testing.T, ctx context.Context, p *Pipeline, tableID string, k
 		}
 	}
 	rows := map[string]string{}
+	isCurrent := snap.Schema().Index(cdc.ColIsCurrent) // scd2: the current versions only
 	for _, f := range snap.Files() {
 		err := delta.ReadFile(ctx, tabs.State, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
+			if isCurrent >= 0 && row[isCurrent] == false {
+				return nil
+			}
 			rows[sourceJSON(t, snap.Schema(), row, key)] = sourceJSON(t, snap.Schema(), row, cols)
 			return nil
 		})
