@@ -40,6 +40,15 @@ package cdc
 // history needs nothing new and cannot disagree with verify, which replays
 // the same history under the same rule.
 //
+// Most batches need no history at all: CDC moves on, and a key's new
+// changes come after all its earlier ones. The key's last version records
+// the order of the key's last change of any kind (ColLastOrder; for a key
+// without versions, the tombstone table records its last delete), and
+// when every change of the batch is newer
+// the rule only extends the stored versions (scd2Extend: close or keep
+// the open one, open new ones). Only the keys with a late change, or
+// whose last change is a backfill row, read their history (extendsKey).
+//
 // Tombstones are recorded as in mode current (a key whose last change is
 // a delete), so that rebuild and the other modes agree on them.
 
@@ -59,6 +68,12 @@ const (
 	ColValidFrom = "_ds_valid_from"
 	ColValidTo   = "_ds_valid_to"
 	ColIsCurrent = "_ds_is_current"
+	// ColLastOrder is, on a key's last version only, the ordering key of
+	// the key's last change of any kind (an upsert that opened nothing, a
+	// delete): what tells the merge that a batch only adds changes after
+	// every change the key has, which it can apply without the key's
+	// history (see applySCD2).
+	ColLastOrder = "_ds_last_order"
 )
 
 // scd2Meta follow stateMeta in an scd2 table.
@@ -66,6 +81,7 @@ var scd2Meta = []value.Field{
 	{Name: ColValidFrom, Type: value.Timestamp, Nullable: false},
 	{Name: ColValidTo, Type: value.Timestamp, Nullable: true},
 	{Name: ColIsCurrent, Type: value.Boolean, Nullable: false},
+	{Name: ColLastOrder, Type: value.Binary, Nullable: true},
 }
 
 // SCD2Schema is an scd2 table's schema for a source schema.
@@ -77,20 +93,48 @@ func SCD2Schema(source value.StructType) value.StructType {
 // keys start with their own class byte, below every CDC key's.
 func isBackfill(order []byte) bool { return len(order) > 0 && order[0] == 0x00 }
 
+// scd2Row is the layout of a version row: the source columns, stateMeta
+// (the opening change's), then scd2Meta.
+type scd2Row struct{ n int } // source columns
+
+func (l scd2Row) validFrom() int { return l.n + len(stateMeta) }
+func (l scd2Row) validTo() int   { return l.validFrom() + 1 }
+func (l scd2Row) current() int   { return l.validFrom() + 2 }
+func (l scd2Row) lastOrder() int { return l.validFrom() + 3 }
+
 // scd2Rows are the versions a key's changes imply (sorted by ordering key,
 // each order once), as rows of SCD2Schema of the changes' source schema,
-// in ordering-key order.
+// in ordering-key order: the rule of the file comment.
 func scd2Rows(changes []Change) [][]any {
-	var rows [][]any
+	return scd2Extend(nil, changes)
+}
+
+// scd2Extend applies the rule to changes that all come after every change
+// that made rows (a key's versions, the last one open when its
+// ColIsCurrent is set): the rows it returns are rows with the last one
+// closed or extended, then the versions changes open. With no rows it is
+// the whole rule.
+func scd2Extend(rows [][]any, changes []Change) [][]any {
+	if len(changes) == 0 {
+		return rows
+	}
+	l := scd2Row{n: len(changes[0].Row)}
 	open := -1
+	if k := len(rows) - 1; k >= 0 {
+		rows[k] = slices.Clone(rows[k])
+		rows[k][l.lastOrder()] = nil
+		if rows[k][l.current()] == true {
+			open = k
+			rows[k][l.current()] = false
+		}
+	}
 	// Backfill rows sort before every CDC change, so the next CDC change
 	// of each is the key's first.
 	firstCDC := slices.IndexFunc(changes, func(c Change) bool { return !isBackfill(c.Order) })
 	for _, c := range changes {
-		n := len(c.Row)
 		if c.Delete {
 			if open >= 0 {
-				rows[open][n+len(stateMeta)+1] = c.SourceTS
+				rows[open][l.validTo()] = c.SourceTS
 				open = -1
 			}
 			continue
@@ -98,20 +142,23 @@ func scd2Rows(changes []Change) [][]any {
 		if isBackfill(c.Order) && firstCDC >= 0 && c.SourceTS > changes[firstCDC].SourceTS {
 			continue // read after the key's next CDC change, which covers it
 		}
-		if open >= 0 && sameValues(rows[open][:n], c.Row) {
+		if open >= 0 && sameValues(rows[open][:l.n], c.Row) {
 			continue // nothing changed
 		}
 		if open >= 0 {
-			rows[open][n+len(stateMeta)+1] = c.SourceTS
+			rows[open][l.validTo()] = c.SourceTS
 		}
 		tail := stateTail(c)
-		row := make([]any, 0, n+len(stateMeta)+len(scd2Meta))
-		row = append(append(append(row, c.Row...), tail[:]...), c.SourceTS, nil, false)
+		row := make([]any, 0, l.n+len(stateMeta)+len(scd2Meta))
+		row = append(append(append(row, c.Row...), tail[:]...), c.SourceTS, nil, false, nil)
 		rows = append(rows, row)
 		open = len(rows) - 1
 	}
 	if open >= 0 {
-		rows[open][len(rows[open])-1] = true
+		rows[open][l.current()] = true
+	}
+	if k := len(rows) - 1; k >= 0 {
+		rows[k][l.lastOrder()] = changes[len(changes)-1].Order
 	}
 	return rows
 }
@@ -129,6 +176,10 @@ type scd2Key struct {
 	batch   map[string]bool // orders of the batch's changes
 	stored  [][]any         // the key's version rows, in the step's state schema
 	files   []string        // files holding them
+	// fast: every change of the batch comes after every change the key
+	// has, so the rule extends the stored versions (scd2Extend) and the
+	// key's history is not read.
+	fast bool
 }
 
 // planSCD2 applies the rule to each touched key and plans the rows that
@@ -139,7 +190,12 @@ func planSCD2(keys []*scd2Key, tombOrder map[string]*stored) statePlan {
 	p := statePlan{touched: map[string]bool{}, dropKeys: map[string]bool{}, rows: [][]any{}}
 	for _, k := range keys {
 		changes := inOrder(k.changes)
-		rows := scd2Rows(changes)
+		var rows [][]any
+		if k.fast {
+			rows = scd2Extend(slices.Clone(k.stored), changes)
+		} else {
+			rows = scd2Rows(changes)
+		}
 		last := changes[len(changes)-1]
 		buried := false
 		if last.Delete && k.batch[string(last.Order)] {
@@ -195,7 +251,7 @@ func versionChanges(old, new [][]any) (inserted, updated, deleted int64) {
 
 // scd2Order is the ordering key of the change that opened a version row.
 func scd2Order(row []any) []byte {
-	b, _ := row[len(row)-len(scd2Meta)-1].([]byte)
+	b, _ := row[len(row)-len(scd2Meta)-1].([]byte) // stateMeta's last column
 	return b
 }
 
@@ -220,9 +276,6 @@ func (st *stateStep) applySCD2(ctx context.Context, res *Result, historyCommitte
 	if err := st.scd2Lookup(ctx, probe, byText); err != nil {
 		return err
 	}
-	if err := st.keyHistory(ctx, probe, byText); err != nil {
-		return err
-	}
 	tombFiles := prune(st.tombSnap.Files(), st.keyNames[0], st.keyTypes[0], probe)
 	err = lookup(ctx, st.tombSnap, tombFiles, st.keyNames, probe, tombs, func(s *stored, order []byte, _ string) {
 		if s.tombOrder == nil || bytes.Compare(order, s.tombOrder) > 0 {
@@ -232,8 +285,56 @@ func (st *stateStep) applySCD2(ctx context.Context, res *Result, historyCommitte
 	if err != nil {
 		return fmt.Errorf("tombstone lookup: %w", err)
 	}
+	// Only the keys a batch does not simply extend need their history.
+	slow := map[string]*scd2Key{}
+	var slowProbe []Change
+	for i, k := range keys {
+		if k.fast = extendsKey(k, tombs[k.keyText].tombOrder); !k.fast {
+			slow[k.keyText] = k
+			slowProbe = append(slowProbe, probe[i])
+		}
+	}
+	if len(slow) > 0 {
+		if err := st.keyHistory(ctx, slowProbe, slow); err != nil {
+			return err
+		}
+	}
 	res.FilesRead = len(st.candidates)
 	return st.commitPlan(ctx, planSCD2(keys, tombs), res, historyCommitted)
+}
+
+// extendsKey reports whether the batch's changes of k all come after every
+// change the key has, as far as the tables tell: the last order recorded
+// on its last version, or its last recorded delete (tombOrder). Then the
+// versions before the open one cannot change, and neither can backfill
+// coverage, unless the key's last change is a backfill row (a batch CDC
+// change would then be the key's first, which may cover earlier backfill
+// versions): such keys take the history. A key the tables know nothing of
+// is new, or has only deletes whose tombstones expired: the trade-off of
+// a bounded tombstone table that mode current makes too.
+func extendsKey(k *scd2Key, tombOrder []byte) bool {
+	var last []byte
+	if n := len(k.stored); n > 0 {
+		row := k.stored[n-1]
+		if last, _ = row[scd2Row{n: len(row) - len(stateMeta) - len(scd2Meta)}.lastOrder()].([]byte); last == nil {
+			return false
+		}
+	}
+	if bytes.Compare(tombOrder, last) > 0 {
+		last = tombOrder
+	}
+	if last == nil {
+		return true
+	}
+	if isBackfill(last) {
+		return false
+	}
+	for _, c := range k.changes {
+		if bytes.Compare(c.Order, last) <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // scd2Keys groups the step's changes by key, sorted by key, their rows in

@@ -125,6 +125,13 @@ func checkSCD2(t *testing.T, ctx context.Context, tabs TableSet, events []datast
 	t.Helper()
 	got := readSCD2(t, ctx, tabs)
 	model := scd2Reference(events)
+	lastOrders := map[string][]byte{} // per key, its last change's order
+	for _, ev := range events {
+		k := KeyText(ev.KeyValues)
+		if bytes.Compare(ev.Order.Bytes, lastOrders[k]) > 0 {
+			lastOrders[k] = ev.Order.Bytes
+		}
+	}
 	n := len(testSource.Fields)
 	for k, want := range model {
 		rows := got[k]
@@ -138,6 +145,13 @@ func checkSCD2(t *testing.T, ctx context.Context, tabs TableSet, events []datast
 			}
 			if r[n+4] != w.ev.SourceTimestamp || r[n+5] != w.to || r[n+6] != w.current {
 				t.Fatalf("key %s version %d: from %v to %v current %v, want %v %v %v", k, i, r[n+4], r[n+5], r[n+6], w.ev.SourceTimestamp, w.to, w.current)
+			}
+			var wantLast any
+			if i == len(want)-1 {
+				wantLast = lastOrders[k]
+			}
+			if !value.EqualValues(r[n+7], wantLast) {
+				t.Fatalf("key %s version %d: last order %v, want %v", k, i, r[n+7], wantLast)
 			}
 			if i > 0 {
 				prevTo, _ := rows[i-1][n+5].(value.Micros)
@@ -227,8 +241,9 @@ func TestSCD2Rules(t *testing.T) {
 	if v := versions(2); len(v) != 1 || v[0][2].(value.Decimal).String() != "0.01" {
 		t.Fatalf("key 2: the backfill row read after the first change opens none: %v", v)
 	}
-	// An unchanged upsert collapses into the open version.
-	if r := apply(2, scd2Event(40, 1, false, 1)); r.Stale != 1 {
+	// An unchanged upsert collapses into the open version: only the
+	// version's record of the key's last change moves.
+	if r := apply(2, scd2Event(40, 1, false, 1)); r.Inserted != 0 || len(versions(1)) != 2 {
 		t.Fatalf("unchanged upsert: %+v", r)
 	}
 	// A late change between the version's opening and the collapsed
@@ -263,6 +278,16 @@ func TestSCD2Rules(t *testing.T) {
 	apply(8, backfillEvent(60, 3, 7))
 	if v := versions(3); len(v) != 2 || v[0][n+5] != scd2Event(62, 0, false, 0).SourceTimestamp || v[1][n+6] != true {
 		t.Fatalf("key 3 after a late backfill row: %v", v)
+	}
+	// A key's backfill row merged alone opens a version; the key's first
+	// CDC change, older than the backfill read, covers it when it comes.
+	apply(10, backfillEvent(80, 5, 1))
+	if v := versions(5); len(v) != 1 {
+		t.Fatalf("key 5 backfilled: %v", v)
+	}
+	apply(11, scd2Event(75, 5, false, 2))
+	if v := versions(5); len(v) != 1 || v[0][2].(value.Decimal).String() != "0.02" {
+		t.Fatalf("key 5 after its first CDC change: %v", v)
 	}
 	// A delete of a key never upserted: no version, a tombstone.
 	if r := apply(9, scd2Event(70, 4, true, 0)); r.Buried != 1 || versions(4) != nil {
@@ -312,7 +337,8 @@ func TestSCD2FollowsSchemaEvolution(t *testing.T) {
 			slices.SortFunc(rows, func(a, b []any) int { return bytes.Compare(scd2Order(a), scd2Order(b)) })
 			// 1 (amount 1), 5 (amount 5), 10 (amount 1 again, vip): three
 			// versions, only the last with vip set.
-			if len(rows) != 3 || rows[0][4] != nil || rows[1][4] != nil || rows[2][4] != true || rows[2][len(rows[2])-1] != true {
+			cur := scd2Row{n: len(widerSource.Fields)}.current()
+			if len(rows) != 3 || rows[0][4] != nil || rows[1][4] != nil || rows[2][4] != true || rows[2][cur] != true {
 				t.Fatalf("versions: %v", rows)
 			}
 			if vr, err := Verify(ctx, tabs); err != nil || !vr.OK() {
