@@ -135,3 +135,13 @@ func (st *stateStep) commitPlan(ctx context.Context, plan statePlan, res *Result
 	}
 	return st.commitState(ctx, plan, res, historyCommitted)
 }
+
+// rowConform is conformFor from one schema to another, the schemas compared
+// once: a lookup conforms every row it keeps, and most tables need nothing
+// done.
+func rowConform(overwrite bool, from, to value.StructType) func([]any) ([]any, error) {
+	if value.Equal(from, to) {
+		return func(row []any) ([]any, error) { return row, nil }
+	}
+	return func(row []any) ([]any, error) { return conformFor(overwrite, row, from, to) }
+}

@@ -205,15 +205,22 @@ func planSCD2(keys []*scd2Key, tombOrder map[string]*stored) statePlan {
 				buried = true
 			}
 		}
-		if slices.EqualFunc(rows, k.stored, sameValues) {
+		var ins, upd, del int64
+		switch {
+		case k.fast && len(k.stored) > 0:
+			// The last stored version changes (it records the key's last
+			// change), those before it do not, the rest are new.
+			ins, upd = int64(len(rows)-len(k.stored)), 1
+		case slices.EqualFunc(rows, k.stored, sameValues):
 			if buried && len(rows) == 0 {
 				p.buried++
 			} else {
 				p.stale++
 			}
 			continue
+		default:
+			ins, upd, del = versionChanges(k.stored, rows)
 		}
-		ins, upd, del := versionChanges(k.stored, rows)
 		p.inserted += ins
 		p.updated += upd
 		p.deleted += del
@@ -371,8 +378,9 @@ func (st *stateStep) scd2Lookup(ctx context.Context, probe []Change, keys map[st
 		return err
 	}
 	st.candidates = prune(st.stateSnap.Files(), st.keyNames[0], st.keyTypes[0], probe)
+	conform := rowConform(st.opts.Overwrite, stored, schema)
 	err = readKeyed(ctx, st.stateSnap, st.candidates, nil, keyIdx, st.keyNames[0], probe, keys, func(k *scd2Key, row []any, path string) error {
-		r, err := conformFor(st.opts.Overwrite, slices.Clone(row), stored, schema)
+		r, err := conform(slices.Clone(row))
 		if err != nil {
 			return err
 		}
@@ -410,8 +418,9 @@ func (st *stateStep) keyHistory(ctx context.Context, probe []Change, keys map[st
 		return err
 	}
 	files := prune(hsnap.Files(), st.keyNames[0], st.keyTypes[0], probe)
+	conform := rowConform(st.opts.Overwrite, from, to)
 	err = readKeyed(ctx, hsnap, files, nil, keyIdx, st.keyNames[0], probe, keys, func(k *scd2Key, row []any, _ string) error {
-		h, err := conformFor(st.opts.Overwrite, slices.Clone(row), from, to)
+		h, err := conform(slices.Clone(row))
 		if err != nil {
 			return err
 		}

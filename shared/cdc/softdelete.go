@@ -231,8 +231,9 @@ func (st *stateStep) softLookup(ctx context.Context, keys []softKey) (map[string
 		return nil, err
 	}
 	st.candidates = prune(st.stateSnap.Files(), st.keyNames[0], st.keyTypes[0], probe)
+	conform := rowConform(st.opts.Overwrite, stored, schema)
 	err = readKeyed(ctx, st.stateSnap, st.candidates, nil, keyIdx, st.keyNames[0], probe, found, func(s *softStored, row []any, path string) error {
-		r, err := conformFor(st.opts.Overwrite, slices.Clone(row), stored, schema)
+		r, err := conform(slices.Clone(row))
 		if err != nil {
 			return err
 		}
