@@ -145,13 +145,6 @@ func ApplyStep(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 	if err := ValidateSource(b.Source); err != nil {
 		return Result{}, err
 	}
-	if len(b.Key) > 0 {
-		// Refused before the history is written, not after: a batch must
-		// not reach the history of a table it cannot be merged into.
-		if err := checkStateMode(ctx, t, opts.Mode); err != nil {
-			return Result{}, err
-		}
-	}
 	// A logical conflict means another writer committed meanwhile: a
 	// compaction that rewrote files we read, or another holder applying
 	// this very batch (a stale lease). Planning again from fresh snapshots
@@ -174,7 +167,7 @@ func ApplyStep(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options) (Result, error) {
 	res := Result{Events: int64(len(b.Changes)), HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
 	if len(b.Key) == 0 { // history-only table
-		_, _, _, err := applyHistory(ctx, t, step, b, opts, &res, nil)
+		_, _, _, err := applyHistory(ctx, t, step, b, opts, &res, nil, nil)
 		if err != nil {
 			return res, fmt.Errorf("history: %w", err)
 		}
@@ -186,12 +179,30 @@ func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 	}
 	planned := make(chan plan, 1)
 	committed := make(chan struct{})
+	// opened carries the outcome of opening the state side's tables: the
+	// history commits only once they are open and their mode is the
+	// configured one, so that a batch never reaches the history of a
+	// table it cannot be merged into.
+	opened := make(chan error, 1)
 	sres := res
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		_, _, _, err := applyHistory(gctx, t, step, b, opts, &res, func(source value.StructType, order []byte) {
 			planned <- plan{source, order}
+		}, func(ctx context.Context) error {
+			select {
+			case err := <-opened:
+				if err != nil {
+					return errStateFailed
+				}
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		})
+		if errors.Is(err, errStateFailed) {
+			return nil // the state side returns its own error
+		}
 		if err != nil {
 			return fmt.Errorf("history: %w", err)
 		}
@@ -201,7 +212,7 @@ func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 	g.Go(func() error {
 		select {
 		case p := <-planned:
-			return applyState(gctx, t, step, b, p.source, p.order, opts, &sres, committed)
+			return applyState(gctx, t, step, b, p.source, p.order, opts, &sres, committed, opened)
 		case <-gctx.Done():
 			return gctx.Err() // the history failed: its error is the one returned
 		}
@@ -351,9 +362,12 @@ func mergeEvolve(snap *delta.Snapshot, incoming value.StructType, full func(valu
 // history's source schema after the batch, which the state table follows,
 // and in overwrite mode the order of the change that set it.
 //
+// stateReady, when set, is waited on before the commit: the state side
+// must have opened its tables first.
+//
 // planned, when set, is told the history's source schema after the batch
 // (and its order) as soon as they are known, before any row is written.
-func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Options, res *Result, planned func(value.StructType, []byte)) (*delta.Snapshot, value.StructType, []byte, error) {
+func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Options, res *Result, planned func(value.StructType, []byte), stateReady func(context.Context) error) (*delta.Snapshot, value.StructType, []byte, error) {
 	order := BatchOrder(b)
 	co := delta.CreateOptions{
 		Schema: HistorySchema(b.Source), PartitionColumns: []string{ColSourceDate},
@@ -449,6 +463,11 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 		tx.SetMetadata(*md)
 	}
 	tx.SetMetrics(map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.FormatInt(rows, 10), "numOutputBytes": strconv.FormatInt(sumSize(adds), 10)})
+	if stateReady != nil {
+		if err := stateReady(ctx); err != nil {
+			return nil, source, nil, err // the written files stay unreferenced: vacuum removes them
+		}
+	}
 	committed, err := tx.Commit(ctx)
 	if err != nil {
 		return nil, source, nil, err
@@ -568,8 +587,9 @@ func sumSize(adds []delta.Add) int64 {
 // to each key, pure), execute (the tombstone and the state commits). source
 // is the history's source schema after the batch and order (overwrite
 // mode) the order of the change that set it: the state table follows both.
-func applyState(ctx context.Context, t TableSet, step Step, b Batch, source value.StructType, order []byte, opts Options, res *Result, historyCommitted <-chan struct{}) error {
+func applyState(ctx context.Context, t TableSet, step Step, b Batch, source value.StructType, order []byte, opts Options, res *Result, historyCommitted <-chan struct{}, opened chan<- error) error {
 	st, err := openState(ctx, t, step, b, source, order, opts)
+	opened <- err
 	if err != nil {
 		return err
 	}

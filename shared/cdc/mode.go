@@ -107,18 +107,9 @@ func stateSchemaOf(m Mode) func(value.StructType) value.StructType {
 	return StateSchema
 }
 
-// checkStateMode refuses a state table built in another mode than want; a
-// table not created yet takes want.
-func checkStateMode(ctx context.Context, t TableSet, want Mode) error {
-	snap, err := delta.Open(t.State).Snapshot(ctx)
-	if errors.Is(err, delta.ErrNotATable) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("state: %w", err)
-	}
-	return CheckMode(snap, t.ID, want)
-}
+// errStateFailed tells the history side of a batch that the state side
+// could not open its tables (and returns why itself).
+var errStateFailed = errors.New("state side failed")
 
 // commitPlan executes a step's plan, whatever the mode planned it: the
 // tombstone commit, then the state commit (the order exactly-once relies

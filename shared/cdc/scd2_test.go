@@ -289,8 +289,20 @@ func TestSCD2Rules(t *testing.T) {
 	if v := versions(5); len(v) != 1 || v[0][2].(value.Decimal).String() != "0.02" {
 		t.Fatalf("key 5 after its first CDC change: %v", v)
 	}
+	// A primary-key change: the UPDATE-DELETE of the old key closes its
+	// version, the UPDATE-INSERT of the new key opens one.
+	apply(12, scd2Event(90, 6, false, 3))
+	del, ins := scd2Event(95, 6, true, 0), scd2Event(96, 7, false, 3)
+	del.ChangeType, del.Meta.ChangeType = "UPDATE-DELETE", "UPDATE-DELETE"
+	apply(13, del, ins)
+	if v := versions(6); len(v) != 1 || v[0][n+5] != del.SourceTimestamp || v[0][n+6] != false {
+		t.Fatalf("old key of a key change: %v", v)
+	}
+	if v := versions(7); len(v) != 1 || v[0][n+4] != ins.SourceTimestamp || v[0][n+6] != true {
+		t.Fatalf("new key of a key change: %v", v)
+	}
 	// A delete of a key never upserted: no version, a tombstone.
-	if r := apply(9, scd2Event(70, 4, true, 0)); r.Buried != 1 || versions(4) != nil {
+	if r := apply(14, scd2Event(70, 4, true, 0)); r.Buried != 1 || versions(4) != nil {
 		t.Fatalf("delete of a key without versions: %+v", r)
 	}
 }
