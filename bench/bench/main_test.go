@@ -8,7 +8,7 @@ import (
 func TestSummaryMarksUnmeasuredFiguresNA(t *testing.T) {
 	r := &report{decodeRatio: 1.5, peakMiB: 300}
 	got := r.summary()
-	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA random_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA latency_p99_ms=NA backfill_vs_duckdb=NA backfill_events_per_s=NA backfill_peak_mib=NA"
+	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA random_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA latency_p99_ms=NA backfill_vs_duckdb=NA backfill_events_per_s=NA backfill_peak_mib=NA scd2_vs_current=NA"
 	if got != want {
 		t.Errorf("summary = %q, want %q", got, want)
 	}
@@ -69,7 +69,7 @@ func TestMarkdownListsEveryPastRunAndThisOne(t *testing.T) {
 
 func TestSummaryAndTargetsCarryTheBackfillFigures(t *testing.T) {
 	r := &report{backfillRatio: 2.5, backfillEventsPerS: 123456.4, backfillPeakMiB: 2048.2, backfillStageMBs: 80}
-	if got, want := r.summary(), " backfill_vs_duckdb=2.50 backfill_events_per_s=123456 backfill_peak_mib=2048"; !strings.HasSuffix(got, want) {
+	if got, want := r.summary(), " backfill_vs_duckdb=2.50 backfill_events_per_s=123456 backfill_peak_mib=2048 scd2_vs_current=NA"; !strings.HasSuffix(got, want) {
 		t.Errorf("summary = %q, want it to end with %q", got, want)
 	}
 	md := r.markdown()
@@ -119,4 +119,14 @@ func TestSelectScenarios(t *testing.T) {
 			t.Error("selectScenarios(\"backfil\") did not fail")
 		}
 	})
+}
+
+func TestSummaryAndTargetsCarryTheSCD2Ratio(t *testing.T) {
+	r := &report{scd2Ratio: 1.234}
+	if got := r.summary(); !strings.HasSuffix(got, " scd2_vs_current=1.23") {
+		t.Errorf("summary = %q, want it to end with scd2_vs_current=1.23", got)
+	}
+	if md := r.markdown(); !strings.Contains(md, "| scd2 merge ≤ 2× current | 1.23× | **met** |") {
+		t.Errorf("targets lack the scd2 row:\n%s", md)
+	}
 }

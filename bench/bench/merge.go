@@ -57,8 +57,16 @@ func prepareChild(ctx context.Context, dir string) (childRunner, string) {
 
 // mergeInChild runs one merge in the child program.
 func mergeInChild(ctx context.Context, child childRunner, dir string, rows int64, mode, cpuProfile, heapProfile string) (mergebench.ChildResult, error) {
+	return mergeModeInChild(ctx, child, dir, rows, mode, "", cpuProfile, heapProfile)
+}
+
+// mergeModeInChild is mergeInChild into a table of table mode tableMode.
+func mergeModeInChild(ctx context.Context, child childRunner, dir string, rows int64, mode, tableMode, cpuProfile, heapProfile string) (mergebench.ChildResult, error) {
 	var r mergebench.ChildResult
 	args := []string{"-dir", dir, "-rows", strconv.FormatInt(rows, 10), "-mode", mode}
+	if tableMode != "" {
+		args = append(args, "-table-mode", tableMode)
+	}
 	if _, err := child.run(ctx, args, cpuProfile, heapProfile, &r); err != nil {
 		return r, fmt.Errorf("merge child %d rows %s: %w", rows, mode, err)
 	}

@@ -117,10 +117,15 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func cmdRebuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("rebuild", stderr)
-	replay := replayFlags(fs, "Recreates the current-state table TABLE and its tombstones from its history\n(TABLE_log), in one commit each, then verifies it.")
+	mode := fs.String("mode", "", "recreate the table in this mode (current, soft_delete, scd2); default: the table's own mode. The merge refuses a table whose mode differs from its configuration's, so set the same mode there")
+	replay := replayFlags(fs, "Recreates the current-state table TABLE and its tombstones from its history\n(TABLE_log), in one commit each, then verifies it. --mode changes the table's\nmode: the table is recreated from its history under the new mode's rule.")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
+	}
+	m, err := cdc.ParseMode(*mode)
+	if *mode != "" && err != nil {
+		return configError{fmt.Errorf("--mode: %w", err)}
 	}
 	url, err := tableArg(fs, pos, "rebuild")
 	if err != nil {
@@ -131,7 +136,11 @@ func cmdRebuild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer closeStores()
-	r, err := replay().Rebuild(ctx, tabs)
+	rp := replay()
+	if *mode != "" {
+		rp.Mode = m
+	}
+	r, err := rp.Rebuild(ctx, tabs)
 	if err != nil {
 		return err
 	}

@@ -72,3 +72,57 @@ func TestVerifyOfNoDsdeltaTableSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestRebuildModeConvertsATableAndRunFollowsTheConfiguredMode: a table
+// run in mode current refuses a configuration in mode soft_delete, naming
+// 'dsdelta rebuild --mode'; the rebuild converts it, verify checks it in
+// its new mode, and the run then goes on.
+func TestRebuildModeConvertsATableAndRunFollowsTheConfiguredMode(t *testing.T) {
+	dir, lake := simulatedLake(t, "4")
+	src := filepath.Join(dir, "src")
+	cfg := filepath.Join(dir, "dsdelta.yaml")
+	if err := os.WriteFile(cfg, []byte("tables:\n  shop.customers:\n    mode: soft_delete\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := cli(t, "simulate", "--out", src, "--rows", "12", "--changes", "30", "--seed", "5"); code != 0 {
+		t.Fatalf("simulate more: %d %s %s", code, out, errOut)
+	}
+	out, errOut, code := cli(t, "run", "--source", src, "--lake", lake, "--config", cfg)
+	if code == 0 || !strings.Contains(out+errOut, "dsdelta rebuild --mode soft_delete") {
+		t.Fatalf("run in another mode: exit %d\n%s\n%s", code, out, errOut)
+	}
+	table := filepath.Join(lake, "shop", "customers")
+	if _, errOut, code := cli(t, "rebuild", "--mode", "softdelete", table); code != 2 || !strings.Contains(errOut, "current, soft_delete, scd2") {
+		t.Fatalf("rebuild --mode softdelete: exit %d %s", code, errOut)
+	}
+	if out, errOut, code := cli(t, "rebuild", "--mode", "soft_delete", table); code != 0 || !strings.Contains(out, " 0 mismatches") {
+		t.Fatalf("rebuild --mode soft_delete: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, "run", "--source", src, "--lake", lake, "--config", cfg); code != 0 {
+		t.Fatalf("run after the rebuild: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, "verify", table); code != 0 {
+		t.Fatalf("verify in mode soft_delete: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, "rebuild", "--mode", "scd2", table); code != 0 || !strings.Contains(out, " 0 mismatches") {
+		t.Fatalf("rebuild --mode scd2: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, "verify", table); code != 0 {
+		t.Fatalf("verify in mode scd2: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// simulatedLake simulates a source with seed in a temporary folder and
+// runs it into a lake there: it returns the folder and the lake.
+func simulatedLake(t *testing.T, seed string) (dir, lake string) {
+	t.Helper()
+	dir = t.TempDir()
+	src, lake := filepath.Join(dir, "src"), filepath.Join(dir, "lake")
+	if out, errOut, code := cli(t, "simulate", "--out", src, "--rows", "12", "--changes", "60", "--seed", seed); code != 0 {
+		t.Fatalf("simulate: %d %s %s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, "run", "--source", src, "--lake", lake); code != 0 {
+		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
+	}
+	return dir, lake
+}

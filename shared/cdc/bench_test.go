@@ -11,10 +11,19 @@ import (
 
 // BenchmarkApplyClustered merges a 10k-change batch (70% updates, 20%
 // inserts, 10% deletes of recent keys) into a current-state table of
-// baseRows rows, and reports the changes applied per second.
+// baseRows rows, in each table mode, and reports the changes applied per
+// second.
 func BenchmarkApplyClustered(b *testing.B) {
-	for _, baseRows := range []int{100_000} {
-		b.Run(fmt.Sprintf("rows=%d", baseRows), func(b *testing.B) {
+	for _, mode := range []Mode{ModeCurrent, ModeSoftDelete, ModeSCD2} {
+		for _, baseRows := range []int{100_000} {
+			b.Run(fmt.Sprintf("mode=%s/rows=%d", mode, baseRows), func(b *testing.B) { benchApply(b, mode, baseRows) })
+		}
+	}
+}
+
+func benchApply(b *testing.B, mode Mode, baseRows int) {
+	{
+		{
 			ctx := context.Background()
 			base := memTablesB()
 			var seed Batch
@@ -22,7 +31,7 @@ func BenchmarkApplyClustered(b *testing.B) {
 			for i := 0; i < baseRows; i++ {
 				seed.Changes = append(seed.Changes, toChangeB(b, genEvent(uint64(i+1), int64(i), "eu", false, int64(i))))
 			}
-			if _, err := Apply(ctx, base, 1, seed, Options{}); err != nil {
+			if _, err := Apply(ctx, base, 1, seed, Options{Mode: mode}); err != nil {
 				b.Fatal(err)
 			}
 			var batch Batch
@@ -44,12 +53,12 @@ func BenchmarkApplyClustered(b *testing.B) {
 				b.StopTimer()
 				tabs := cloneTables(b, ctx, base)
 				b.StartTimer()
-				if _, err := Apply(ctx, tabs, 2, batch, Options{}); err != nil {
+				if _, err := Apply(ctx, tabs, 2, batch, Options{Mode: mode}); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(len(batch.Changes)*b.N)/b.Elapsed().Seconds(), "changes/s")
-		})
+		}
 	}
 }
 

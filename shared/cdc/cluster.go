@@ -9,7 +9,8 @@ import (
 // ClusterColumns are the columns compaction clusters a table by: for a
 // current-state table, the primary key recorded when it was created (the
 // columns of it still in the schema), so that a merge's key lookups prune
-// to few files; none for the history, which stays in arrival order.
+// to few files, then in mode scd2 the versions' _ds_valid_from; none for
+// the history, which stays in arrival order.
 func ClusterColumns(snap *delta.Snapshot) []string {
 	conf := snap.Configuration()
 	if conf[PropRole] != "state" || conf[PropKey] == "" {
@@ -21,6 +22,10 @@ func ClusterColumns(snap *delta.Snapshot) []string {
 		if schema.Index(k) >= 0 {
 			out = append(out, k)
 		}
+	}
+	if TableMode(snap) == ModeSCD2 && len(out) > 0 {
+		// A key's versions side by side, in their order in time.
+		out = append(out, ColValidFrom)
 	}
 	return out
 }

@@ -22,6 +22,8 @@ func TestClusterColumnsAreTheKeyOfACurrentStateTableOnly(t *testing.T) {
 		{"a key column no longer in the schema is left out", map[string]string{PropRole: "state", PropKey: "gone,id"}, []string{"id"}},
 		{"a history table is not clustered", map[string]string{PropRole: "history", PropKey: "id"}, nil},
 		{"a table without a key is not clustered", map[string]string{PropRole: "state"}, nil},
+		{"an scd2 table clusters by its key, then each version's valid-from", map[string]string{PropRole: "state", PropKey: "id", PropMode: "scd2"}, []string{"id", ColValidFrom}},
+		{"a soft_delete table clusters by its key", map[string]string{PropRole: "state", PropKey: "id", PropMode: "soft_delete"}, []string{"id"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap, err := delta.Create(ctx, objstore.NewMemory(), delta.CreateOptions{Schema: schema, Configuration: tc.conf})

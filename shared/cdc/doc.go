@@ -15,4 +15,10 @@
 // genuinely older event (strictly smaller order) stays ignored. Distinct
 // events of one key never share an order (the order includes the change
 // type's rank), so ">=" only ever matches a re-delivery of the same delete.
+//
+// That rule is mode current's. A table's Mode (mode.go, recorded in the
+// state table's properties) can keep more: soft_delete (softdelete.go)
+// keeps deleted keys, marked. Every mode is merged batch by batch from what
+// the tables hold, and replayed from the history by Verify and Rebuild
+// (replaymode.go) under the same rule.
 package cdc

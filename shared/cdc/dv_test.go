@@ -424,3 +424,20 @@ func TestAVectorFileMostlyOrWhollyDeletedLeavesTheTable(t *testing.T) {
 		t.Fatalf("%d files left after every row was deleted", len(snap.Files()))
 	}
 }
+
+// vectorsWritten sums the deletion vectors a state table's merges added or
+// updated (Spark's MERGE metrics).
+func vectorsWritten(t *testing.T, ctx context.Context, store objstore.Store) int {
+	t.Helper()
+	h, err := delta.Open(store).History(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range h {
+		a, _ := strconv.Atoi(e.Metrics["numTargetDeletionVectorsAdded"])
+		u, _ := strconv.Atoi(e.Metrics["numTargetDeletionVectorsUpdated"])
+		n += a + u
+	}
+	return n
+}

@@ -54,6 +54,9 @@ type Options struct {
 	// StatePartitionColumns partition a current-state table when it is
 	// created (existing tables keep their partitioning).
 	StatePartitionColumns []string
+	// Mode is what the current-state table keeps (default ModeCurrent). A
+	// table built in another mode is refused (ErrModeMismatch).
+	Mode Mode
 	// MaxConflictRetries bounds re-planning after a logical commit conflict
 	// (a concurrent compaction rewrote files we read). Default 5.
 	MaxConflictRetries int
@@ -107,6 +110,9 @@ func (o *Options) defaults() {
 	}
 	if o.RecommendDVShare <= 0 {
 		o.RecommendDVShare = DefaultRecommendDVShare
+	}
+	if o.Mode == "" {
+		o.Mode = ModeCurrent
 	}
 }
 
@@ -201,7 +207,7 @@ func ApplyStep(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options) (Result, error) {
 	res := Result{Events: int64(len(b.Changes)), HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
 	if len(b.Key) == 0 { // history-only table
-		_, _, _, err := applyHistory(ctx, t, step, b, opts, &res, nil)
+		_, _, _, err := applyHistory(ctx, t, step, b, opts, &res, nil, nil)
 		if err != nil {
 			return res, fmt.Errorf("history: %w", err)
 		}
@@ -213,12 +219,30 @@ func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 	}
 	planned := make(chan plan, 1)
 	committed := make(chan struct{})
+	// opened carries the outcome of opening the state side's tables: the
+	// history commits only once they are open and their mode is the
+	// configured one, so that a batch never reaches the history of a
+	// table it cannot be merged into.
+	opened := make(chan error, 1)
 	sres := res
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		_, _, _, err := applyHistory(gctx, t, step, b, opts, &res, func(source value.StructType, order []byte) {
 			planned <- plan{source, order}
+		}, func(ctx context.Context) error {
+			select {
+			case err := <-opened:
+				if err != nil {
+					return errStateFailed
+				}
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		})
+		if errors.Is(err, errStateFailed) {
+			return nil // the state side returns its own error
+		}
 		if err != nil {
 			return fmt.Errorf("history: %w", err)
 		}
@@ -228,7 +252,7 @@ func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 	g.Go(func() error {
 		select {
 		case p := <-planned:
-			return applyState(gctx, t, step, b, p.source, p.order, opts, &sres, committed)
+			return applyState(gctx, t, step, b, p.source, p.order, opts, &sres, committed, opened)
 		case <-gctx.Done():
 			return gctx.Err() // the history failed: its error is the one returned
 		}
@@ -379,9 +403,12 @@ func mergeEvolve(snap *delta.Snapshot, incoming value.StructType, full func(valu
 // history's source schema after the batch, which the state table follows,
 // and in overwrite mode the order of the change that set it.
 //
+// stateReady, when set, is waited on before the commit: the state side
+// must have opened its tables first.
+//
 // planned, when set, is told the history's source schema after the batch
 // (and its order) as soon as they are known, before any row is written.
-func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Options, res *Result, planned func(value.StructType, []byte)) (*delta.Snapshot, value.StructType, []byte, error) {
+func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Options, res *Result, planned func(value.StructType, []byte), stateReady func(context.Context) error) (*delta.Snapshot, value.StructType, []byte, error) {
 	order := BatchOrder(b)
 	co := delta.CreateOptions{
 		Schema: HistorySchema(b.Source), PartitionColumns: []string{ColSourceDate},
@@ -477,6 +504,11 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 		tx.SetMetadata(*md)
 	}
 	tx.SetMetrics(map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.FormatInt(rows, 10), "numOutputBytes": strconv.FormatInt(sumSize(adds), 10)})
+	if stateReady != nil {
+		if err := stateReady(ctx); err != nil {
+			return nil, source, nil, err // the written files stay unreferenced: vacuum removes them
+		}
+	}
 	committed, err := tx.Commit(ctx)
 	if err != nil {
 		return nil, source, nil, err
@@ -596,8 +628,9 @@ func sumSize(adds []delta.Add) int64 {
 // to each key, pure), execute (the tombstone and the state commits). source
 // is the history's source schema after the batch and order (overwrite
 // mode) the order of the change that set it: the state table follows both.
-func applyState(ctx context.Context, t TableSet, step Step, b Batch, source value.StructType, order []byte, opts Options, res *Result, historyCommitted <-chan struct{}) error {
+func applyState(ctx context.Context, t TableSet, step Step, b Batch, source value.StructType, order []byte, opts Options, res *Result, historyCommitted <-chan struct{}, opened chan<- error) error {
 	st, err := openState(ctx, t, step, b, source, order, opts)
+	opened <- err
 	if err != nil {
 		return err
 	}
@@ -605,6 +638,12 @@ func applyState(ctx context.Context, t TableSet, step Step, b Batch, source valu
 	res.StateVersion, res.TombstoneVersion = st.stateSnap.Version(), st.tombSnap.Version()
 	if st.stateDone && st.tombDone {
 		return nil
+	}
+	switch opts.Mode {
+	case ModeSoftDelete:
+		return st.applySoftDelete(ctx, res, historyCommitted)
+	case ModeSCD2:
+		return st.applySCD2(ctx, res, historyCommitted)
 	}
 	keys := latestSorted(b.Changes)
 	res.Keys = int64(len(keys))
@@ -615,16 +654,7 @@ func applyState(ctx context.Context, t TableSet, step Step, b Batch, source valu
 	}
 	res.FilesRead = len(st.candidates)
 	plan := planState(keys, found)
-	res.Stale, res.Inserted, res.Updated, res.Deleted, res.Buried = plan.stale, plan.inserted, plan.updated, plan.deleted, plan.buried
-	if !st.tombDone {
-		if err := st.commitTombstones(ctx, plan, res, historyCommitted); err != nil {
-			return err
-		}
-	}
-	if st.stateDone {
-		return nil
-	}
-	return st.commitState(ctx, plan, res, historyCommitted)
+	return st.commitPlan(ctx, plan, res, historyCommitted)
 }
 
 func nullIfEmpty(s string) any {
@@ -701,32 +731,17 @@ func firstKeyFilter(col string, firsts []any) *delta.RowGroupFilter {
 // row index a deletion vector marks); keys are the batch keys sorted by
 // value.CompareKeys, used to skip the row groups that cannot hold one.
 func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, keys []Change, found map[string]*stored, hit func(s *stored, order []byte, path string, pos int64)) error {
-	cols := append(append([]string(nil), keyNames...), ColOrder)
-	md := snap.Metadata()
-	key := make([]any, len(keyNames))
-	firsts := make([]any, len(keys))
-	for i, c := range keys {
-		firsts[i] = c.Key[0]
+	n := len(keyNames)
+	cols := append(slices.Clone(keyNames), ColOrder)
+	keyIdx := make([]int, n)
+	for i := range keyIdx {
+		keyIdx[i] = i
 	}
-	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: firstKeyFilter(keyNames[0], firsts)}
-	var buf []byte
-	for _, f := range files {
-		err := delta.ReadFileAt(ctx, snap.Store(), md, f, ro, func(pos int64, row []any) error {
-			copy(key, row[:len(keyNames)])
-			buf = AppendKeyText(buf[:0], key)
-			s, ok := found[string(buf)]
-			if !ok {
-				return nil
-			}
-			order, _ := row[len(keyNames)].([]byte)
-			hit(s, order, f.Path, pos)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return readKeyed(ctx, snap, files, cols, keyIdx, keyNames[0], keys, found, func(s *stored, row []any, path string, pos int64) error {
+		order, _ := row[n].([]byte)
+		hit(s, order, path, pos)
+		return nil
+	})
 }
 
 // writeRows writes rows as new data (dataChange=true) rolled at target.

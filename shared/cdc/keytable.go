@@ -154,6 +154,14 @@ func (t *keyTable) setRow(i int32, b []byte) {
 	t.bytes += int64(cap(row) - cap(old))
 }
 
+// appendRow appends b to the row code of entry i (modes that keep every
+// change of a key, see replayRun.collect).
+func (t *keyTable) appendRow(i int32, b []byte) {
+	old := t.rows[i]
+	t.rows[i] = append(old, b...)
+	t.bytes += int64(cap(t.rows[i]) - cap(old))
+}
+
 // sortedEntries returns the entries in the order of their keys.
 func (t *keyTable) sortedEntries() []int32 {
 	out := make([]int32, t.n)

@@ -45,6 +45,10 @@ type Replay struct {
 	Now func() time.Time
 	// Logger receives progress, a line per pass; default slog.Default().
 	Logger *slog.Logger
+	// Mode is the mode Rebuild recreates the current-state table in;
+	// empty: the table's own (TableMode). Verify always checks a table
+	// against its own mode.
+	Mode Mode
 }
 
 func (r *Replay) defaults() {
@@ -89,13 +93,17 @@ type replayRun struct {
 	key      []string
 	keyIdx   []int // key columns in source
 	keepRows bool  // rebuild: a pass keeps each key's winning row
+	// mode is the table mode replayed. Modes other than current keep
+	// every change of a key (collect) and apply the mode's rule once the
+	// pass has read them all (settle, modeRows).
+	mode     Mode
 	seed     maphash.Seed
 	sumSeeds [2]maphash.Seed
 	perKey   float64 // bytes a pass held per key, measured
 	buf      []byte
 }
 
-func newReplayRun(r Replay, t TableSet, hsnap *delta.Snapshot, key []string, keepRows bool) (*replayRun, error) {
+func newReplayRun(r Replay, t TableSet, hsnap *delta.Snapshot, key []string, keepRows bool, mode Mode) (*replayRun, error) {
 	r.defaults()
 	hs := hsnap.Schema()
 	source := SourceSchema(hs)
@@ -105,11 +113,11 @@ func newReplayRun(r Replay, t TableSet, hsnap *delta.Snapshot, key []string, kee
 	}
 	rr := &replayRun{
 		Replay: r, t: t, id: t.ID, hsnap: hsnap, source: source, conform: newConformer(hs, HistorySchema(source)),
-		key: key, keyIdx: keyIdx, keepRows: keepRows,
+		key: key, keyIdx: keyIdx, keepRows: keepRows, mode: mode,
 		seed: maphash.MakeSeed(), sumSeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		perKey: verifyKeyBytes,
 	}
-	if keepRows {
+	if keepRows || mode != ModeCurrent {
 		rr.perKey = rebuildKeyBytes
 	}
 	return rr, nil
@@ -219,7 +227,7 @@ type pass struct {
 
 // newPass starts the pass after prev (nil for the first).
 func (rr *replayRun) newPass(plan *passPlan, prev *pass) *pass {
-	p := &pass{tab: newKeyTable(rr.seed, rr.keepRows), start: time.Now(), countsAll: prev == nil && plan == nil}
+	p := &pass{tab: newKeyTable(rr.seed, rr.keepRows || rr.mode != ModeCurrent), start: time.Now(), countsAll: prev == nil && plan == nil}
 	if prev != nil {
 		p.n = prev.n + 1
 		p.rng.setLo(prev.rng.hi)
@@ -278,6 +286,7 @@ func (rr *replayRun) scanHistory(ctx context.Context, p *pass) error {
 				flags = entDelete
 			}
 			i, ok := p.tab.find(code)
+			newer := true
 			switch {
 			case !ok:
 				i = p.tab.insert(code, c.Order, flags)
@@ -285,9 +294,15 @@ func (rr *replayRun) scanHistory(ctx context.Context, p *pass) error {
 				p.tab.setOrder(i, c.Order)
 				p.tab.entry(i).flags = flags
 			default:
-				return nil
+				newer = false
 			}
-			if err := rr.keep(p.tab, i, c); err != nil {
+			switch {
+			case rr.mode != ModeCurrent:
+				err = rr.collect(p.tab, i, c)
+			case newer:
+				err = rr.keep(p.tab, i, c)
+			}
+			if err != nil {
 				return fmt.Errorf("key %s: %w", c.KeyText, err)
 			}
 			if (p.tab.len() > rr.MaxKeys || p.tab.bytes > rr.MaxBytes) && p.tab.len() > 1 {

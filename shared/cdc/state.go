@@ -34,6 +34,9 @@ type stateStep struct {
 	stateWidened        bool
 	stateDone, tombDone bool
 
+	// schema is the state table's schema for a source schema, by mode.
+	schema func(value.StructType) value.StructType
+
 	keyNames []string
 	keyTypes []value.Type
 	// candidates are the state files whose key bounds can hold a step key:
@@ -48,11 +51,11 @@ func openState(ctx context.Context, t TableSet, step Step, b Batch, source value
 	if err != nil {
 		return nil, err
 	}
-	st := &stateStep{t: t, step: step, b: b, opts: opts}
+	st := &stateStep{t: t, step: step, b: b, opts: opts, schema: stateSchemaOf(opts.Mode)}
 	if st.tombSchema, err = TombstoneSchema(source, b.Key); err != nil {
 		return nil, err
 	}
-	stateConf := map[string]string{PropKey: strings.Join(b.Key, ",")}
+	stateConf := map[string]string{PropKey: strings.Join(b.Key, ","), PropMode: string(opts.Mode)}
 	if opts.DeletionVectors {
 		stateConf[delta.PropEnableDeletionVectors] = "true"
 	}
@@ -60,16 +63,19 @@ func openState(ctx context.Context, t TableSet, step Step, b Batch, source value
 		stateConf = withSchemaOrder(stateConf, order)
 	}
 	st.stateSnap, err = openOrCreate(ctx, t.State, t.ID, "state", delta.CreateOptions{
-		Schema: StateSchema(source), Name: t.ID, Configuration: stateConf, PartitionColumns: opts.StatePartitionColumns,
+		Schema: st.schema(source), Name: t.ID, Configuration: stateConf, PartitionColumns: opts.StatePartitionColumns,
 		Description: "dsdelta current state of " + t.ID + ": one row per primary key",
 	})
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
+	if err := CheckMode(st.stateSnap, t.ID, opts.Mode); err != nil {
+		return nil, err
+	}
 	if st.tombSnap, err = openTombstones(ctx, t, st.tombSchema, b.Key); err != nil {
 		return nil, fmt.Errorf("tombstones: %w", err)
 	}
-	st.stateMD, st.stateSource, _, st.stateWidened, err = evolve(st.stateSnap, source, order, StateSchema, b.Key, opts.Overwrite)
+	st.stateMD, st.stateSource, _, st.stateWidened, err = evolve(st.stateSnap, source, order, st.schema, b.Key, opts.Overwrite)
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
@@ -145,6 +151,10 @@ type statePlan struct {
 	touched    map[string]*roaring64.Bitmap
 	dropKeys   map[string]bool
 	dropFirsts []any
+	// rows, when a mode's planner set them, are the whole new state rows
+	// (in the table's schema, sorted by key) instead of the rows of keys
+	// whose verdict is Insert or Replace.
+	rows [][]any
 
 	stale, inserted, updated, deleted, buried int64
 }
@@ -175,15 +185,20 @@ func planState(keys []Change, found map[string]*stored) statePlan {
 		if v == Replace || v == Delete {
 			p.dropKeys[c.KeyText] = true
 			p.dropFirsts = append(p.dropFirsts, c.Key[0])
-			for _, r := range s.rows {
-				if p.touched[r.path] == nil {
-					p.touched[r.path] = roaring64.New()
-				}
-				p.touched[r.path].Add(uint64(r.pos))
-			}
+			p.touch(s.rows)
 		}
 	}
 	return p
+}
+
+// touch records that the rows leave their state files.
+func (p *statePlan) touch(rows []rowAt) {
+	for _, r := range rows {
+		if p.touched[r.path] == nil {
+			p.touched[r.path] = roaring64.New()
+		}
+		p.touched[r.path].Add(uint64(r.pos))
+	}
 }
 
 // upserts is how many keys get a new state row.
@@ -306,7 +321,7 @@ type stateChanges struct {
 // chooseFileAction), writes the plan's new rows and commits both.
 func (st *stateStep) commitState(ctx context.Context, plan statePlan, res *Result, historyCommitted <-chan struct{}) error {
 	upgrade := st.opts.DeletionVectors && !st.stateSnap.DeletionVectorsWritable()
-	if plan.upserts() == 0 && len(plan.touched) == 0 && st.stateMD == nil && !st.stateWidened {
+	if plan.upserts() == 0 && len(plan.rows) == 0 && len(plan.touched) == 0 && st.stateMD == nil && !st.stateWidened {
 		return nil // nothing changes: no commit (a re-run finds nothing to do either)
 	}
 	// A widened column rewrites every file: vectors would spare nothing.
@@ -321,7 +336,7 @@ func (st *stateStep) commitState(ctx context.Context, plan statePlan, res *Resul
 	}
 	res.DeletionVectors += len(ch.marked)
 	adds := ch.adds
-	if plan.upserts() > 0 {
+	if plan.upserts() > 0 || len(plan.rows) > 0 {
 		a, err := st.writeUpserts(ctx, plan)
 		if err != nil {
 			return err
@@ -420,7 +435,7 @@ func (st *stateStep) recommendDV(ctx context.Context, ch stateChanges) {
 func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, acts map[string]fileAction, res *Result, ch *stateChanges) error {
 	now := st.opts.Now()
 	md := st.stateSnap.Metadata()
-	stateSchema := StateSchema(st.stateSource)
+	stateSchema := st.schema(st.stateSource)
 	dropFilter := firstKeyFilter(st.keyNames[0], plan.dropFirsts)
 	var keyBuf []byte
 	var convErr error
@@ -521,7 +536,11 @@ func (st *stateStep) markTouched(ctx context.Context, plan statePlan, acts map[s
 // writeUpserts writes the plan's new state rows in key order, streaming
 // through one reused row: a step holds its changes, not a second copy.
 func (st *stateStep) writeUpserts(ctx context.Context, plan statePlan) ([]delta.Add, error) {
-	w := newRolling(ctx, st.t.State, delta.WriteOptions{Schema: StateSchema(st.stateSource), PartitionColumns: st.stateSnap.PartitionColumns(), RowGroupBytes: st.opts.RowGroupBytes, BloomFilterColumns: st.keyNames[:1]}, st.opts.TargetFileBytes)
+	wo := delta.WriteOptions{Schema: st.schema(st.stateSource), PartitionColumns: st.stateSnap.PartitionColumns(), RowGroupBytes: st.opts.RowGroupBytes, BloomFilterColumns: st.keyNames[:1]}
+	if plan.rows != nil {
+		return writeRows(ctx, st.t.State, wo, plan.rows, st.opts.TargetFileBytes)
+	}
+	w := newRolling(ctx, st.t.State, wo, st.opts.TargetFileBytes)
 	var row []any
 	for i, c := range plan.keys {
 		if plan.verdicts[i] != Insert && plan.verdicts[i] != Replace {

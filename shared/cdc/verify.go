@@ -54,7 +54,11 @@ func (r Replay) start(ctx context.Context, t TableSet, keepRows bool) (*delta.Sn
 	if err != nil {
 		return nil, nil, fmt.Errorf("history of %s: %w", t.ID, err)
 	}
-	rr, err := newReplayRun(r, t, hsnap, key, keepRows)
+	mode := TableMode(snap)
+	if keepRows && r.Mode != "" {
+		mode = r.Mode // a rebuild into another mode
+	}
+	rr, err := newReplayRun(r, t, hsnap, key, keepRows, mode)
 	return snap, rr, err
 }
 
@@ -82,7 +86,7 @@ func (r Replay) Verify(ctx context.Context, t TableSet) (VerifyResult, error) {
 		return res, err
 	}
 	key := rr.key
-	v := &verifier{replayRun: rr, snap: snap, want: StateSchema(rr.source)}
+	v := &verifier{replayRun: rr, snap: snap, want: stateSchemaOf(rr.mode)(rr.source)}
 	v.conformState = newConformer(snap.Schema(), v.want)
 	if v.wantKey, err = KeyIndexes(v.want, key); err != nil {
 		return res, err
@@ -103,13 +107,23 @@ func (r Replay) Verify(ctx context.Context, t TableSet) (VerifyResult, error) {
 			res.HistoryEvents = p.rows
 		}
 		expected := 0
-		for i := int32(0); i < int32(p.tab.len()); i++ {
-			if p.tab.entry(i).flags&entDelete == 0 {
-				expected++
+		if rr.mode != ModeCurrent {
+			if expected, err = rr.settle(p.tab); err != nil {
+				return res, err
+			}
+		} else {
+			for i := int32(0); i < int32(p.tab.len()); i++ {
+				if p.tab.entry(i).flags&entDelete == 0 {
+					expected++
+				}
 			}
 		}
 		res.ExpectedRows += expected
-		actual, err := v.compare(ctx, p)
+		compare := v.compare
+		if rr.mode == ModeSCD2 {
+			compare = v.compareVersions
+		}
+		actual, err := compare(ctx, p)
 		if err != nil {
 			return res, err
 		}
@@ -143,7 +157,7 @@ func (r Replay) Verify(ctx context.Context, t TableSet) (VerifyResult, error) {
 type verifier struct {
 	*replayRun
 	snap         *delta.Snapshot
-	want         value.StructType // StateSchema(source)
+	want         value.StructType // the state schema of source in the table's mode
 	conformState conformer        // state rows as stored to want
 	wantKey      []int            // key columns in want
 	first        value.Field
@@ -191,6 +205,33 @@ func (v *verifier) add(f *found) {
 // compare reads the state rows of p's range and compares each with the
 // pass's table, and returns how many rows it read.
 func (v *verifier) compare(ctx context.Context, p *pass) (int, error) {
+	return v.stateRows(ctx, p, func(fi int, rowNum int64, row []any, i int32, e *keyEntry) error {
+		if e.flags&entSeen != 0 {
+			v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row), Reason: "key appears more than once"}})
+			return nil
+		}
+		e.flags |= entSeen
+		if e.flags&(entAbsent|entDelete) != 0 {
+			v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row), Reason: "unexpected: history says the key is deleted or never existed"}})
+			return nil
+		}
+		sum, err := v.sum(row, nil)
+		if err != nil {
+			return err
+		}
+		if sum != e.sum {
+			// The reason waits for explain, which finds the column.
+			v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row)}, key: v.keyOf(row), got: row})
+		}
+		return nil
+	})
+}
+
+// stateRows reads the state rows of p's range, conformed to the state
+// schema, and calls fn with each row's position, the row and its key's
+// entry in p's table (inserted with entAbsent when history has no change
+// of the key); it returns how many rows it read.
+func (v *verifier) stateRows(ctx context.Context, p *pass, fn func(fi int, rowNum int64, row []any, i int32, e *keyEntry) error) (int, error) {
 	actual := 0
 	var code []byte
 	for fi, f := range v.snap.Files() {
@@ -212,28 +253,10 @@ func (v *verifier) compare(ctx context.Context, p *pass) (int, error) {
 			}
 			actual++
 			i, ok := p.tab.find(code)
-			if ok && p.tab.entry(i).flags&entSeen != 0 {
-				v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row), Reason: "key appears more than once"}})
-				return nil
-			}
 			if !ok {
 				i = p.tab.insert(code, nil, entAbsent)
 			}
-			e := p.tab.entry(i)
-			e.flags |= entSeen
-			if e.flags&(entAbsent|entDelete) != 0 {
-				v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row), Reason: "unexpected: history says the key is deleted or never existed"}})
-				return nil
-			}
-			sum, err := v.sum(row, nil)
-			if err != nil {
-				return err
-			}
-			if sum != e.sum {
-				// The reason waits for explain, which finds the column.
-				v.add(&found{file: fi, row: rowNum, Mismatch: Mismatch{Key: v.keyText(row)}, key: v.keyOf(row), got: row})
-			}
-			return nil
+			return fn(fi, rowNum, row, i, p.tab.entry(i))
 		})
 		if err != nil {
 			return actual, fmt.Errorf("state of %s: %w", v.id, err)
@@ -296,11 +319,7 @@ func (v *verifier) explain(ctx context.Context) error {
 		return nil
 	}
 	slices.SortFunc(firsts, value.Compare)
-	type winner struct {
-		c   Change
-		set bool
-	}
-	latest := map[string]*winner{}
+	changes := map[string][]Change{}
 	n := len(historyMeta)
 	keyIdx := make([]int, len(v.keyIdx))
 	for i, k := range v.keyIdx {
@@ -323,14 +342,8 @@ func (v *verifier) explain(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			w := latest[string(code)]
-			if w == nil {
-				w = &winner{}
-				latest[string(code)] = w
-			}
-			if !w.set || string(c.Order) > string(w.c.Order) {
-				w.c, w.set = c, true
-			}
+			c.Row, c.History = slices.Clone(c.Row), nil
+			changes[string(code)] = append(changes[string(code)], c)
 			return nil
 		})
 		if err != nil {
@@ -339,12 +352,11 @@ func (v *verifier) explain(ctx context.Context) error {
 	}
 	for k, f := range pending {
 		f.Reason = "row differs from the latest event in history"
-		w := latest[k]
-		if w == nil {
+		rows := modeRows(v.mode, inOrder(changes[k]))
+		if len(rows) != 1 {
 			continue
 		}
-		tail := stateTail(w.c)
-		exp := append(append([]any(nil), w.c.Row...), tail[:]...)
+		exp := rows[0]
 		for i := range v.want.Fields {
 			if !value.EqualValues(f.got[i], exp[i]) {
 				f.Reason = "column " + v.want.Fields[i].Name + " differs from the latest event in history"
@@ -388,7 +400,7 @@ func (r Replay) Rebuild(ctx context.Context, t TableSet) (VerifyResult, error) {
 	if err != nil {
 		return res, err
 	}
-	stateSchema := StateSchema(rr.source)
+	stateSchema := stateSchemaOf(rr.mode)(rr.source)
 	stateW := newRolling(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: snap.PartitionColumns()}, rr.TargetFileBytes)
 	tombW := newRolling(ctx, t.Tombstones, delta.WriteOptions{Schema: tombSchema, PartitionColumns: tsnap.PartitionColumns()}, rr.TargetFileBytes)
 	abort := func(err error) (VerifyResult, error) {
@@ -407,6 +419,14 @@ func (r Replay) Rebuild(ctx context.Context, t TableSet) (VerifyResult, error) {
 			return abort(err)
 		}
 		for _, i := range p.tab.sortedEntries() {
+			if rr.mode != ModeCurrent {
+				n, nt, err := rr.writeModeRows(p.tab, i, stateW, tombW, deletedAt)
+				if err != nil {
+					return abort(fmt.Errorf("rebuild %s: %w", t.ID, err))
+				}
+				rows, tombs = rows+n, tombs+nt
+				continue
+			}
 			if p.tab.entry(i).flags&entDelete != 0 {
 				row, _, err := readCodes(make([]any, 0, len(tombSchema.Fields)), p.tab.rows[i], len(key)+3)
 				if err == nil {
@@ -442,12 +462,13 @@ func (r Replay) Rebuild(ctx context.Context, t TableSet) (VerifyResult, error) {
 	}
 	seq, _ := hsnap.TxnVersion(AppID(t.ID))
 	stateMD := snap.Metadata()
+	stateMD.Configuration = maps.Clone(stateMD.Configuration)
 	if o, ok := hsnap.Configuration()[PropSchemaOrder]; ok {
 		// The state takes the history's schema, so the order of the
 		// change that set it too (schema mode "overwrite").
-		stateMD.Configuration = maps.Clone(stateMD.Configuration)
 		stateMD.Configuration[PropSchemaOrder] = o
 	}
+	stateMD.Configuration[PropMode] = string(rr.mode)
 	if err := replaceFiles(ctx, snap, stateMD, stateSchema, stateAdds, rows, AppID(t.ID), seq, now); err != nil {
 		return res, fmt.Errorf("rebuild state of %s: %w", t.ID, err)
 	}

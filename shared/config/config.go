@@ -29,6 +29,22 @@ const (
 	SchemaOverwrite SchemaMode = "overwrite"
 )
 
+// Mode is what a table's current-state table keeps (DESIGN.md §3 "Table
+// modes"); the history table is the same in every mode.
+type Mode string
+
+// Table modes.
+const (
+	// ModeCurrent keeps one row per live key (the default).
+	ModeCurrent Mode = "current"
+	// ModeSoftDelete keeps deleted keys too, marked by _ds_is_deleted and
+	// _ds_deleted_at, with the values of their last upsert.
+	ModeSoftDelete Mode = "soft_delete"
+	// ModeSCD2 keeps one row per version of a key, with _ds_valid_from,
+	// _ds_valid_to and _ds_is_current.
+	ModeSCD2 Mode = "scd2"
+)
+
 // Config is the whole configuration. Zero values mean "default".
 type Config struct {
 	// Include and Exclude are glob patterns (path.Match syntax, e.g.
@@ -64,6 +80,10 @@ type TableConfig struct {
 	// IgnoreColumns are dropped from both tables.
 	IgnoreColumns []string   `yaml:"ignore_columns" json:"ignore_columns"`
 	SchemaMode    SchemaMode `yaml:"schema_mode" json:"schema_mode"`
+	// Mode is what the current-state table keeps: current (default),
+	// soft_delete, scd2. A table keeps the mode it was built in: changing
+	// it takes 'dsdelta rebuild --mode'.
+	Mode Mode `yaml:"mode" json:"mode"`
 	// TombstoneRetention keeps deleted keys this long (default 7 days).
 	TombstoneRetention Duration `yaml:"tombstone_retention" json:"tombstone_retention"`
 	// TargetFileBytes is the size data files are written up to (128 MiB).
@@ -209,6 +229,11 @@ func (t TableConfig) validate(where string) error {
 	default:
 		return fmt.Errorf("%s.schema_mode: %q is not merge or overwrite", where, t.SchemaMode)
 	}
+	switch t.Mode {
+	case "", ModeCurrent, ModeSoftDelete, ModeSCD2:
+	default:
+		return fmt.Errorf("%s.mode: %q is not one of %s, %s, %s", where, t.Mode, ModeCurrent, ModeSoftDelete, ModeSCD2)
+	}
 	if t.TombstoneRetention < 0 {
 		return fmt.Errorf("%s.tombstone_retention must not be negative", where)
 	}
@@ -261,6 +286,9 @@ func (c Config) Table(tableID string) TableConfig {
 		if o.SchemaMode != "" {
 			t.SchemaMode = o.SchemaMode
 		}
+		if o.Mode != "" {
+			t.Mode = o.Mode
+		}
 		if o.TombstoneRetention != 0 {
 			t.TombstoneRetention = o.TombstoneRetention
 		}
@@ -282,6 +310,9 @@ func (c Config) Table(tableID string) TableConfig {
 	}
 	if t.SchemaMode == "" {
 		t.SchemaMode = SchemaMerge
+	}
+	if t.Mode == "" {
+		t.Mode = ModeCurrent
 	}
 	if t.TombstoneRetention == 0 {
 		t.TombstoneRetention = Duration(DefaultTombstoneRetention)

@@ -67,6 +67,8 @@ tables:
 		{"defaults:\n  deletion_vectors: yes please\n", `defaults.deletion_vectors: "yes please" is not on or off`},
 		{"tables:\n  a.b:\n    deletion_vectors: true\n", `tables.a.b.deletion_vectors: "true" is not on or off`},
 		{"defaults:\n  deletion_vector_min_file_bytes: -1\n", "defaults.deletion_vector_min_file_bytes must not be negative"},
+		{"defaults:\n  mode: history\n", `defaults.mode: "history" is not one of current, soft_delete, scd2`},
+		{"tables:\n  a.b:\n    mode: softdelete\n", `tables.a.b.mode: "softdelete" is not one of current, soft_delete, scd2`},
 	} {
 		t.Run("rejects "+bad.want, func(t *testing.T) {
 			_, err := Parse([]byte(bad.doc))
@@ -155,5 +157,24 @@ func TestIsDataFile(t *testing.T) {
 		if c.IsDataFile(name) != want {
 			t.Errorf("IsDataFile(%q) = %v", name, !want)
 		}
+	}
+}
+
+func TestMode(t *testing.T) {
+	c, err := Parse([]byte("defaults:\n  mode: soft_delete\ntables:\n  a.b:\n    mode: current\n  c.d:\n    mode: scd2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := c.Table("a.b").Mode; m != ModeCurrent {
+		t.Errorf("a table's own mode overrides the default: got %s", m)
+	}
+	if m := c.Table("c.d").Mode; m != ModeSCD2 {
+		t.Errorf("mode scd2: got %s", m)
+	}
+	if m := c.Table("x.y").Mode; m != ModeSoftDelete {
+		t.Errorf("a table without its own mode takes the default's: got %s", m)
+	}
+	if m := (Config{}).Table("x.y").Mode; m != ModeCurrent {
+		t.Errorf("no mode anywhere is mode current: got %s", m)
 	}
 }

@@ -78,76 +78,84 @@ func mergeCrashAtEveryStepConverges(t *testing.T, dv config.Switch) {
 			return strings.HasPrefix(n, "shop/customers/deletion_vector_")
 		}, false, true},
 	}
-	for i, step := range steps {
-		if step.dv && dv != config.On {
-			continue
+	for _, mode := range tableModes {
+		for i, step := range steps {
+			if step.dv && dv != config.On {
+				continue
+			}
+			t.Run("mode "+string(mode)+": crash "+step.name, func(t *testing.T) {
+				crashAndResume(t, i, step.store, step.coord, config.Config{BatchMaxFiles: 2, Defaults: config.TableConfig{Mode: mode, DeletionVectors: dv}})
+			})
 		}
-		t.Run("crash "+step.name, func(t *testing.T) {
-			ctx := context.Background()
-			sim, err := dssim.Run(dssim.Options{Seed: uint64(100 + i), EventsPerFile: 15, DuplicateEvents: 0.1, Shuffle: true, Tables: []dssim.TableSpec{
-				{Source: dssim.MySQL, Database: "shop", Table: "customers", InitialRows: 10, Changes: 80},
-			}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			source := objstore.NewMemory()
-			lake := &crashingStore{Store: objstore.NewMemory(), match: step.store}
-			local, err := coord.NewLocal(lake.Store, coord.LocalOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cc := &crashingBatches{Batches: local}
-			cfg := config.Config{BatchMaxFiles: 2, Defaults: config.TableConfig{DeletionVectors: dv}}
-			p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "crashy", dvMinFileBytes: -1}
-			p.Batches = cc
-			notes := write(t, ctx, source, sim.Files)
-			half := len(notes) / 2
-			for _, n := range notes[:half] {
-				if _, err := p.Stage(ctx, n); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := p.MergeTable(ctx, "shop.customers"); err != nil {
-				t.Fatal(err)
-			}
-			for _, n := range notes[half:] {
-				if _, err := p.Stage(ctx, n); err != nil {
-					t.Fatal(err)
-				}
-			}
-			lake.armed.Store(true)
-			cc.armed.Store(step.coord)
-			_, err = p.MergeTable(ctx, "shop.customers")
-			if !errors.Is(err, errCrash) {
-				t.Fatalf("the crash did not happen: %v (store hits %d)", err, lake.hits.Load())
-			}
-			// Each layer adds its own context once: the merge names the
-			// table and the batch, the engine what it was writing.
-			if msg := err.Error(); strings.Count(msg, "shop.customers") != 1 || strings.Count(msg, " batch ") != 1 {
-				t.Errorf("error %q names the table or the batch more than once", msg)
-			}
-			lake.armed.Store(false)
-			cc.armed.Store(false)
-			if st, _ := local.Status(ctx, "shop.customers"); st.OpenBatchSeq == 0 {
-				t.Fatal("the crash left no open batch to resume")
-			}
-			// A new process: another holder.
-			p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: p.Config, Holder: "restarted", dvMinFileBytes: -1}
-			// The failed merge gave its lease up, so the restart resumes
-			// the open batch at once.
-			res, err := p2.MergeTable(ctx, "shop.customers")
-			if err != nil || res.Busy {
-				t.Fatalf("restart: %+v %v", res, err)
-			}
-			checkTables(t, ctx, p2, sim.Tables)
-			tabs, err := p2.TableSet("shop.customers")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := deletionVectorsAdded(t, ctx, tabs.State); (n > 0) != (dv == config.On) {
-				t.Fatalf("deletion vectors %s, and the merges added %d", dv, n)
-			}
-		})
+	}
+}
+
+// crashAndResume merges half a simulated workload, then the rest with the
+// crash armed, and resumes in a new process: the tables equal the source.
+func crashAndResume(t *testing.T, i int, crashWrite func(string) bool, crashCoord bool, cfg config.Config) {
+	ctx := context.Background()
+	sim, err := dssim.Run(dssim.Options{Seed: uint64(100 + i), EventsPerFile: 15, DuplicateEvents: 0.1, Shuffle: true, Tables: []dssim.TableSpec{
+		{Source: dssim.MySQL, Database: "shop", Table: "customers", InitialRows: 10, Changes: 80},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := objstore.NewMemory()
+	lake := &crashingStore{Store: objstore.NewMemory(), match: crashWrite}
+	local, err := coord.NewLocal(lake.Store, coord.LocalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &crashingBatches{Batches: local}
+	p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "crashy", dvMinFileBytes: -1}
+	p.Batches = cc
+	notes := write(t, ctx, source, sim.Files)
+	half := len(notes) / 2
+	for _, n := range notes[:half] {
+		if _, err := p.Stage(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.MergeTable(ctx, "shop.customers"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range notes[half:] {
+		if _, err := p.Stage(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lake.armed.Store(true)
+	cc.armed.Store(crashCoord)
+	_, err = p.MergeTable(ctx, "shop.customers")
+	if !errors.Is(err, errCrash) {
+		t.Fatalf("the crash did not happen: %v (store hits %d)", err, lake.hits.Load())
+	}
+	// Each layer adds its own context once: the merge names the
+	// table and the batch, the engine what it was writing.
+	if msg := err.Error(); strings.Count(msg, "shop.customers") != 1 || strings.Count(msg, " batch ") != 1 {
+		t.Errorf("error %q names the table or the batch more than once", msg)
+	}
+	lake.armed.Store(false)
+	cc.armed.Store(false)
+	if st, _ := local.Status(ctx, "shop.customers"); st.OpenBatchSeq == 0 {
+		t.Fatal("the crash left no open batch to resume")
+	}
+	// A new process: another holder.
+	p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: p.Config, Holder: "restarted", dvMinFileBytes: -1}
+	// The failed merge gave its lease up, so the restart resumes
+	// the open batch at once.
+	res, err := p2.MergeTable(ctx, "shop.customers")
+	if err != nil || res.Busy {
+		t.Fatalf("restart: %+v %v", res, err)
+	}
+	checkTables(t, ctx, p2, sim.Tables)
+	tabs, err := p2.TableSet("shop.customers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dv := cfg.Defaults.DeletionVectors == config.On
+	if n := deletionVectorsAdded(t, ctx, tabs.State); (n > 0) != dv {
+		t.Fatalf("deletion vectors %v, and the merges added %d", dv, n)
 	}
 }
 

@@ -294,13 +294,18 @@ next:
 }
 
 // tableSource is the current-state table's source schema (empty before the
-// table exists).
+// table exists), once its mode is checked against the configuration's.
 func (p *Pipeline) tableSource(ctx context.Context, tabs cdc.TableSet) (value.StructType, error) {
 	snap, err := delta.Open(tabs.State).Snapshot(ctx)
 	if errors.Is(err, delta.ErrNotATable) {
 		return value.StructType{}, nil
 	}
 	if err != nil {
+		return value.StructType{}, err
+	}
+	// A table built in another mode is refused before the batch reads,
+	// quarantines or writes anything.
+	if err := cdc.CheckMode(snap, tabs.ID, cdc.Mode(p.Config.Table(tabs.ID).Mode)); err != nil {
 		return value.StructType{}, err
 	}
 	return cdc.SourceSchema(snap.Schema()), nil
@@ -426,7 +431,7 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 		dvMin = p.dvMinFileBytes
 	}
 	return cdc.ApplyStep(ctx, tabs, step, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log(),
-		StatePartitionColumns: tc.PartitionColumns, Overwrite: overwrite,
+		StatePartitionColumns: tc.PartitionColumns, Overwrite: overwrite, Mode: cdc.Mode(tc.Mode),
 		DeletionVectors: tc.DeletionVectors == config.On, DVMinFileBytes: dvMin})
 }
 

@@ -86,8 +86,21 @@ func checkTables(t *testing.T, ctx context.Context, p *Pipeline, ref map[string]
 			cols[i] = f.Name
 		}
 		got := map[string]string{}
+		// A soft_delete table also holds deleted keys, an scd2 table
+		// past versions: the live rows equal the source, and verify
+		// checks the rest.
+		isDeleted, softDeleted := snap.Schema().Index(cdc.ColIsDeleted), 0
+		isCurrent, past := snap.Schema().Index(cdc.ColIsCurrent), 0
 		for _, f := range snap.Files() {
 			err := delta.ReadFile(ctx, tabs.State, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
+				if isDeleted >= 0 && row[isDeleted] == true {
+					softDeleted++
+					return nil
+				}
+				if isCurrent >= 0 && row[isCurrent] == false {
+					past++
+					return nil
+				}
 				j := sourceJSON(t, snap.Schema(), row, cols)
 				key := sourceJSON(t, snap.Schema(), row, want.Key)
 				if _, dup := got[key]; dup {
@@ -122,6 +135,15 @@ func checkTables(t *testing.T, ctx context.Context, p *Pipeline, ref map[string]
 		}
 		if len(got) > 0 {
 			t.Fatalf("%s: %d rows the source does not hold, e.g. %v", id, len(got), got)
+		}
+		if mode := cdc.TableMode(snap); mode != cdc.Mode(p.Config.Table(id).Mode) {
+			t.Fatalf("%s: table mode %s, configured %s", id, mode, p.Config.Table(id).Mode)
+		}
+		if cdc.TableMode(snap) == cdc.ModeSoftDelete && want.Deletes > 0 && softDeleted == 0 {
+			t.Fatalf("%s: the source deleted rows and the soft_delete table marks none deleted", id)
+		}
+		if cdc.TableMode(snap) == cdc.ModeSCD2 && want.Events > len(want.Rows) && past == 0 {
+			t.Fatalf("%s: the source changed rows and the scd2 table holds no past version", id)
 		}
 		// History: every distinct event exactly once.
 		hs, err := delta.Open(tabs.History).Snapshot(ctx)
@@ -158,10 +180,12 @@ func checkTables(t *testing.T, ctx context.Context, p *Pipeline, ref map[string]
 // interleaved with staging at random, and random batch sizes.
 func TestPipelineConvergesToTheSource(t *testing.T) {
 	ctx := context.Background()
-	for seed := uint64(1); seed <= 4; seed++ {
+	for seed := uint64(1); seed <= 5; seed++ {
 		formats := []dssim.Format{dssim.JSONL, dssim.Avro, dssim.JSONLGz}
 		f := formats[int(seed)%3]
-		t.Run(fmt.Sprintf("seed %d (%s) equals the source", seed, f), func(t *testing.T) {
+		// The seeds take turns at the table modes.
+		mode := tableModes[seed%3]
+		t.Run(fmt.Sprintf("seed %d (%s, mode %s) equals the source", seed, f, mode), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			sim, err := dssim.Run(dssim.Options{
 				Seed: seed, EventsPerFile: 5 + rng.IntN(30), DuplicateEvents: 0.1, RedeliveredFiles: 0.15, Shuffle: true,
@@ -175,7 +199,7 @@ func TestPipelineConvergesToTheSource(t *testing.T) {
 				t.Fatal(err)
 			}
 			source := objstore.NewMemory()
-			p := newPipeline(t, source, config.Config{BatchMaxFiles: 1 + rng.IntN(6)})
+			p := newPipeline(t, source, config.Config{BatchMaxFiles: 1 + rng.IntN(6), Defaults: config.TableConfig{Mode: mode}})
 			notes := write(t, ctx, source, sim.Files)
 			// Duplicate notifications of the same generation, too.
 			for i := 0; i < 5; i++ {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"testing"
 
@@ -80,6 +81,20 @@ func overwriteConfig(t *testing.T) config.Config {
 	return cfg
 }
 
+// tableModes are the table modes the schema-order scenarios run in.
+var tableModes = []config.Mode{config.ModeCurrent, config.ModeSoftDelete, config.ModeSCD2}
+
+// overwriteConfigIn is overwriteConfig with the table mode mode.
+func overwriteConfigIn(t *testing.T, mode config.Mode) config.Config {
+	cfg := overwriteConfig(t)
+	cfg.Defaults.Mode = mode
+	return cfg
+}
+
+// softDeletedRow is, in mode soft_delete, the row the scenario's deleted
+// key 3 keeps: its last upsert in the table's schema.
+const softDeletedRow = `{"id":3,"a":3,"b":"three","d":null}`
+
 // checkConverged asserts the table holds B's schema, the expected rows,
 // history in B's schema with every event once, and passes verify.
 func checkConverged(t *testing.T, ctx context.Context, p *Pipeline) {
@@ -88,10 +103,18 @@ func checkConverged(t *testing.T, ctx context.Context, p *Pipeline) {
 	if schema.String() != wantNewSchema {
 		t.Errorf("state schema %s, want %s", schema, wantNewSchema)
 	}
-	if len(rows) != len(wantRows) {
-		t.Errorf("state has %d rows, want %d: %v", len(rows), len(wantRows), rows)
+	want := wantRows
+	if p.Config.Table("shop.t").Mode == config.ModeSoftDelete {
+		want = maps.Clone(wantRows)
+		want[`{"id":3}`] = softDeletedRow
+		if d := deletedKeys(t, ctx, p, "shop.t", "id"); len(d) != 1 || !d[`{"id":3}`] {
+			t.Errorf("deleted keys %v, want only id 3", d)
+		}
 	}
-	for k, w := range wantRows {
+	if len(rows) != len(want) {
+		t.Errorf("state has %d rows, want %d: %v", len(rows), len(want), rows)
+	}
+	for k, w := range want {
 		if rows[k] != w {
 			t.Errorf("row %s = %s, want %s", k, rows[k], w)
 		}
@@ -166,23 +189,25 @@ func TestSchemaModeOverwriteFollowsTheNewestChange(t *testing.T) {
 			[][]dssim.File{{schemaB, schemaBase, schemaA}},
 			[]string{wantNewSchema}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			source := objstore.NewMemory()
-			p := newPipeline(t, source, overwriteConfig(t))
-			for i, files := range tc.batches {
-				stageOnly(t, ctx, p, source, files...)
-				mr, err := p.MergeTable(ctx, "shop.t")
-				if err != nil || mr.Batches != 1 || mr.Quarantined != 0 {
-					t.Fatalf("merge %d: %+v %v", i, mr, err)
+	for _, mode := range tableModes {
+		for _, tc := range cases {
+			t.Run("mode "+string(mode)+": "+tc.name, func(t *testing.T) {
+				ctx := context.Background()
+				source := objstore.NewMemory()
+				p := newPipeline(t, source, overwriteConfigIn(t, mode))
+				for i, files := range tc.batches {
+					stageOnly(t, ctx, p, source, files...)
+					mr, err := p.MergeTable(ctx, "shop.t")
+					if err != nil || mr.Batches != 1 || mr.Quarantined != 0 {
+						t.Fatalf("merge %d: %+v %v", i, mr, err)
+					}
+					if schema, _ := stateRows(t, ctx, p, "shop.t", "id"); schema.String() != tc.schemas[i] {
+						t.Fatalf("after batch %d the schema is %s, want %s", i, schema, tc.schemas[i])
+					}
 				}
-				if schema, _ := stateRows(t, ctx, p, "shop.t", "id"); schema.String() != tc.schemas[i] {
-					t.Fatalf("after batch %d the schema is %s, want %s", i, schema, tc.schemas[i])
-				}
-			}
-			checkConverged(t, ctx, p)
-		})
+				checkConverged(t, ctx, p)
+			})
+		}
 	}
 }
 
@@ -210,40 +235,42 @@ func TestSchemaModeOverwriteCrashAtEveryStepConverges(t *testing.T) {
 		{"of the late old file", schemaB, schemaA},
 		{"of the new file merged late", schemaA, schemaB},
 	}
-	for _, o := range orders {
-		for _, step := range steps {
-			t.Run("a crash "+step.name+" in the merge "+o.name, func(t *testing.T) {
-				ctx := context.Background()
-				source := objstore.NewMemory()
-				lake := &crashingStore{Store: objstore.NewMemory(), match: step.store}
-				local, err := coord.NewLocal(lake.Store, coord.LocalOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				cc := &crashingBatches{Batches: local}
-				p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: overwriteConfig(t), Holder: "crashy"}
-				p.Batches = cc
-				for _, f := range []dssim.File{schemaBase, o.first} {
-					stageOnly(t, ctx, p, source, f)
-					if _, err := p.MergeTable(ctx, "shop.t"); err != nil {
+	for _, mode := range tableModes {
+		for _, o := range orders {
+			for _, step := range steps {
+				t.Run("mode "+string(mode)+": a crash "+step.name+" in the merge "+o.name, func(t *testing.T) {
+					ctx := context.Background()
+					source := objstore.NewMemory()
+					lake := &crashingStore{Store: objstore.NewMemory(), match: step.store}
+					local, err := coord.NewLocal(lake.Store, coord.LocalOptions{})
+					if err != nil {
 						t.Fatal(err)
 					}
-				}
-				stageOnly(t, ctx, p, source, o.crashed)
-				lake.armed.Store(true)
-				cc.armed.Store(step.coord)
-				_, err = p.MergeTable(ctx, "shop.t")
-				if !errors.Is(err, errCrash) {
-					t.Fatalf("the crash did not happen: %v (store hits %d)", err, lake.hits.Load())
-				}
-				lake.armed.Store(false)
-				cc.armed.Store(false)
-				p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: p.Config, Holder: "restarted"}
-				if res, err := p2.MergeTable(ctx, "shop.t"); err != nil || res.Busy || res.Batches != 1 {
-					t.Fatalf("restart: %+v %v", res, err)
-				}
-				checkConverged(t, ctx, p2)
-			})
+					cc := &crashingBatches{Batches: local}
+					p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: overwriteConfigIn(t, mode), Holder: "crashy"}
+					p.Batches = cc
+					for _, f := range []dssim.File{schemaBase, o.first} {
+						stageOnly(t, ctx, p, source, f)
+						if _, err := p.MergeTable(ctx, "shop.t"); err != nil {
+							t.Fatal(err)
+						}
+					}
+					stageOnly(t, ctx, p, source, o.crashed)
+					lake.armed.Store(true)
+					cc.armed.Store(step.coord)
+					_, err = p.MergeTable(ctx, "shop.t")
+					if !errors.Is(err, errCrash) {
+						t.Fatalf("the crash did not happen: %v (store hits %d)", err, lake.hits.Load())
+					}
+					lake.armed.Store(false)
+					cc.armed.Store(false)
+					p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: p.Config, Holder: "restarted"}
+					if res, err := p2.MergeTable(ctx, "shop.t"); err != nil || res.Busy || res.Batches != 1 {
+						t.Fatalf("restart: %+v %v", res, err)
+					}
+					checkConverged(t, ctx, p2)
+				})
+			}
 		}
 	}
 }
@@ -317,5 +344,52 @@ func TestNewestFileUsesTheManifestsGreatestOrderAndAgreesWithTheStagedRows(t *te
 		if bytes.Compare(part.MaxOrder, withOrder[fromManifests].MaxOrder) > 0 {
 			t.Fatalf("%s holds a greater order than the newest part %s", part.Add.Path, withOrder[fromManifests].Add.Path)
 		}
+	}
+}
+
+// TestChangingATablesModeIsRefusedUntilARebuild: a later configuration
+// with another mode fails the merge before it writes anything, naming
+// 'dsdelta rebuild --mode'; after the rebuild the merge goes on.
+func TestChangingATablesModeIsRefusedUntilARebuild(t *testing.T) {
+	ctx := context.Background()
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{})
+	stageOnly(t, ctx, p, source, schemaBase)
+	if _, err := p.MergeTable(ctx, "shop.t"); err != nil {
+		t.Fatal(err)
+	}
+	tabs, err := p.TableSet("shop.t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := func() [3]int64 {
+		var out [3]int64
+		for i, s := range []objstore.Store{tabs.History, tabs.State, tabs.Tombstones} {
+			snap, err := delta.Open(s).Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = snap.Version()
+		}
+		return out
+	}
+	before := versions()
+	p.Config.Defaults.Mode = config.ModeSoftDelete
+	stageOnly(t, ctx, p, source, schemaA)
+	_, err = p.MergeTable(ctx, "shop.t")
+	if !errors.Is(err, cdc.ErrModeMismatch) || !strings.Contains(err.Error(), "dsdelta rebuild --mode soft_delete") {
+		t.Fatalf("merge after the mode changed: %v", err)
+	}
+	if after := versions(); after != before {
+		t.Fatalf("the refused merge wrote: versions %v, then %v", before, after)
+	}
+	if vr, err := (cdc.Replay{Mode: cdc.ModeSoftDelete}).Rebuild(ctx, tabs); err != nil || !vr.OK() {
+		t.Fatalf("rebuild --mode soft_delete: %v %+v", err, vr)
+	}
+	if _, err := p.MergeTable(ctx, "shop.t"); err != nil {
+		t.Fatal(err)
+	}
+	if d := deletedKeys(t, ctx, p, "shop.t", "id"); len(d) != 1 || !d[`{"id":3}`] {
+		t.Fatalf("deleted keys after the rebuild and the merge: %v", d)
 	}
 }

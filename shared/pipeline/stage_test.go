@@ -30,14 +30,7 @@ func jsonlFile(name string, pos int, payloads ...string) dssim.File {
 // canonical JSON of the key columns, that of each row's source columns.
 func stateRows(t *testing.T, ctx context.Context, p *Pipeline, tableID string, key ...string) (value.StructType, map[string]string) {
 	t.Helper()
-	tabs, err := p.TableSet(tableID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := delta.Open(tabs.State).Snapshot(ctx)
-	if err != nil {
-		t.Fatalf("%s: %v", tableID, err)
-	}
+	tabs, snap := stateSnapshot(t, ctx, p, tableID)
 	var cols []string
 	var src value.StructType
 	for _, f := range snap.Schema().Fields {
@@ -47,8 +40,12 @@ func stateRows(t *testing.T, ctx context.Context, p *Pipeline, tableID string, k
 		}
 	}
 	rows := map[string]string{}
+	isCurrent := snap.Schema().Index(cdc.ColIsCurrent) // scd2: the current versions only
 	for _, f := range snap.Files() {
 		err := delta.ReadFile(ctx, tabs.State, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
+			if isCurrent >= 0 && row[isCurrent] == false {
+				return nil
+			}
 			rows[sourceJSON(t, snap.Schema(), row, key)] = sourceJSON(t, snap.Schema(), row, cols)
 			return nil
 		})
@@ -57,6 +54,43 @@ func stateRows(t *testing.T, ctx context.Context, p *Pipeline, tableID string, k
 		}
 	}
 	return src, rows
+}
+
+// stateSnapshot returns a table's tables and its current-state snapshot.
+func stateSnapshot(t *testing.T, ctx context.Context, p *Pipeline, tableID string) (cdc.TableSet, *delta.Snapshot) {
+	t.Helper()
+	tabs, err := p.TableSet(tableID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := delta.Open(tabs.State).Snapshot(ctx)
+	if err != nil {
+		t.Fatalf("%s: %v", tableID, err)
+	}
+	return tabs, snap
+}
+
+// deletedKeys returns the keys a soft_delete table marks deleted.
+func deletedKeys(t *testing.T, ctx context.Context, p *Pipeline, tableID string, key ...string) map[string]bool {
+	t.Helper()
+	tabs, snap := stateSnapshot(t, ctx, p, tableID)
+	i := snap.Schema().Index(cdc.ColIsDeleted)
+	if i < 0 {
+		t.Fatalf("%s has no %s column", tableID, cdc.ColIsDeleted)
+	}
+	out := map[string]bool{}
+	for _, f := range snap.Files() {
+		err := delta.ReadFile(ctx, tabs.State, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
+			if row[i] == true {
+				out[sourceJSON(t, snap.Schema(), row, key)] = true
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }
 
 // stageAll stages files in order and merges the table after each file.

@@ -161,6 +161,14 @@ func stagedObjects(t *testing.T, ctx context.Context, lake objstore.Store) []str
 // resumed merge follows the first attempt's split, and the tables equal the
 // source with every event once in history.
 func TestMergeInStepsCrashAtEveryCommitConverges(t *testing.T) {
+	for _, mode := range tableModes {
+		t.Run("mode "+string(mode), func(t *testing.T) { crashAtEveryCommit(t, mode) })
+	}
+}
+
+// crashAtEveryCommit crashes a merge in steps at each of its commits in
+// turn, in table mode mode, and resumes it in a new process.
+func crashAtEveryCommit(t *testing.T, mode config.Mode) {
 	ctx := context.Background()
 	sim, err := dssim.Run(dssim.Options{Seed: 21, EventsPerFile: 40, DuplicateEvents: 0.1, Shuffle: true, Tables: []dssim.TableSpec{
 		{Source: dssim.MySQL, Database: "shop", Table: "customers", InitialRows: 30, Changes: 90},
@@ -182,7 +190,7 @@ func TestMergeInStepsCrashAtEveryCommitConverges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: config.Config{BatchMaxFiles: 50, BatchMaxEvents: 25}, Holder: "crashy"}
+		p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: config.Config{BatchMaxFiles: 50, BatchMaxEvents: 25, Defaults: config.TableConfig{Mode: mode}}, Holder: "crashy"}
 		for _, note := range write(t, ctx, source, sim.Files) {
 			if _, err := p.Stage(ctx, note); err != nil {
 				t.Fatal(err)
@@ -205,7 +213,7 @@ func TestMergeInStepsCrashAtEveryCommitConverges(t *testing.T) {
 		}
 		crashes++
 		// A new process with a bound that would split the batch otherwise.
-		p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: config.Config{BatchMaxFiles: 50, BatchMaxEvents: 1000}, Holder: "restarted"}
+		p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: config.Config{BatchMaxFiles: 50, BatchMaxEvents: 1000, Defaults: config.TableConfig{Mode: mode}}, Holder: "restarted"}
 		if r, err := p2.MergeTable(ctx, "shop.customers"); err != nil || r.Busy {
 			t.Fatalf("restart after a crash at write %d: %+v %v", n, r, err)
 		}

@@ -10,9 +10,9 @@ import (
 
 // Flags are a child's parsed flags.
 type Flags struct {
-	dir, mode, source, lake, cpuProfile, heapProfile *string
-	rows                                             *int64
-	backfill                                         *bool
+	dir, mode, tableMode, source, lake, cpuProfile, heapProfile *string
+	rows                                                        *int64
+	backfill                                                    *bool
 }
 
 // Register defines the child flags on fs.
@@ -21,6 +21,7 @@ func Register(fs *flag.FlagSet) *Flags {
 		dir:         fs.String("dir", "", "child: table directory (state, history, tombstones below it)"),
 		rows:        fs.Int64("rows", 0, "child: rows of the base table"),
 		mode:        fs.String("mode", "clustered", "child: batch key distribution, clustered or random"),
+		tableMode:   fs.String("table-mode", "", "child: the table's mode (current, soft_delete, scd2; default current)"),
 		backfill:    fs.Bool("backfill", false, "child: stage every file of -source into the lake -lake and merge, instead of a merge"),
 		source:      fs.String("source", "", "child: with -backfill, the Datastream files"),
 		lake:        fs.String("lake", "", "child: with -backfill, the lake to create"),
@@ -35,5 +36,5 @@ func (f *Flags) Run(ctx context.Context) error {
 	if *f.backfill {
 		return backfillbench.RunChild(ctx, backfillbench.ChildOptions{Source: *f.source, Lake: *f.lake, CPUProfile: *f.cpuProfile, HeapProfile: *f.heapProfile})
 	}
-	return mergebench.RunChild(ctx, *f.dir, *f.rows, *f.mode, *f.cpuProfile, *f.heapProfile)
+	return mergebench.RunChild(ctx, *f.dir, *f.rows, *f.mode, *f.tableMode, *f.cpuProfile, *f.heapProfile)
 }

@@ -44,7 +44,10 @@ const ModeRandomDV = "random-dv"
 // in dir and prints a ChildResult as JSON on stdout: the merge's time and
 // this process's own peak RSS, so the figure is the merge's and not the
 // benchmark driver's. The profiles are written when their paths are set.
-func RunChild(ctx context.Context, dir string, rows int64, mode, cpuProfile, heapProfile string) error {
+//
+// tableMode is the table mode of the table in dir (cdc.Mode; "" is mode
+// current).
+func RunChild(ctx context.Context, dir string, rows int64, mode, tableMode, cpuProfile, heapProfile string) error {
 	startKiB, _ := ProcField("/proc/self/status", "VmRSS")
 	b, err := BuildBatch(PlanBatch(rows, mode))
 	if err != nil {
@@ -60,7 +63,7 @@ func RunChild(ctx context.Context, dir string, rows int64, mode, cpuProfile, hea
 		return err
 	}
 	start := time.Now()
-	res, err := cdc.Apply(ctx, tabs, 1, b, cdc.Options{TargetFileBytes: TargetFileBytes, DeletionVectors: mode == ModeRandomDV})
+	res, err := cdc.Apply(ctx, tabs, 1, b, cdc.Options{TargetFileBytes: TargetFileBytes, DeletionVectors: mode == ModeRandomDV, Mode: cdc.Mode(tableMode)})
 	elapsed := time.Since(start)
 	if perr := stopProfiles(); perr != nil {
 		return perr

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -126,15 +127,38 @@ func (d TableDirs) TableSet() (cdc.TableSet, error) {
 // compaction leaves one: key-sorted, rolled at the target file size, with
 // the table properties cdc expects.
 func BuildStateTable(ctx context.Context, d TableDirs, rows int64) (files int, bytes int64, err error) {
+	return buildTable(ctx, d, cdc.StateSchema(SourceSchema), nil, rows, func(id int64) [][]any { return [][]any{BaseStateRow(id)} })
+}
+
+// BuildSCD2Table writes an scd2 table (cdc.ModeSCD2) of ids 1..keys, two
+// versions each, as compaction leaves it (sorted by key and valid-from):
+// an older version closed by the current one, whose values are the
+// BaseStateRow's, so that a batch update opens a third version.
+func BuildSCD2Table(ctx context.Context, d TableDirs, keys int64) (files int, bytes int64, err error) {
+	return buildTable(ctx, d, cdc.SCD2Schema(SourceSchema), map[string]string{cdc.PropMode: string(cdc.ModeSCD2)}, keys, SCD2Rows)
+}
+
+// SCD2Rows are the two version rows of key id in BuildSCD2Table's table.
+func SCD2Rows(id int64) [][]any {
+	from0 := value.Micros(streamTS + id*1000)
+	from1 := from0 + 500
+	pos := "mysql-bin.000017:" + strconv.FormatInt(id, 10)
+	old := append(sourceRow(id, 2), from0, "INSERT", pos+"a", orderBytes(uint64(id)<<1), from0, from1, false, nil)
+	cur := orderBytes(uint64(id)<<1 | 1)
+	now := append(sourceRow(id, 0), from1, "UPDATE-INSERT", pos+"b", cur, from1, nil, true, cur)
+	return [][]any{old, now}
+}
+
+// buildTable writes a state table of schema, with the properties cdc
+// expects and conf, holding rowsOf(id) for ids 1..keys in that order.
+func buildTable(ctx context.Context, d TableDirs, schema value.StructType, conf map[string]string, keys int64, rowsOf func(int64) [][]any) (files int, bytes int64, err error) {
 	store, err := objstore.NewLocal(mustMkdir(d.State()))
 	if err != nil {
 		return 0, 0, fmt.Errorf("open state store: %w", err)
 	}
-	schema := cdc.StateSchema(SourceSchema)
-	snap, err := delta.Create(ctx, store, delta.CreateOptions{
-		Schema: schema, Name: tableID,
-		Configuration: map[string]string{cdc.PropTable: tableID, cdc.PropRole: "state", cdc.PropKey: "id"},
-	})
+	props := map[string]string{cdc.PropTable: tableID, cdc.PropRole: "state", cdc.PropKey: "id"}
+	maps.Copy(props, conf)
+	snap, err := delta.Create(ctx, store, delta.CreateOptions{Schema: schema, Name: tableID, Configuration: props})
 	if err != nil {
 		return 0, 0, fmt.Errorf("create state table: %w", err)
 	}
@@ -152,14 +176,16 @@ func BuildStateTable(ctx context.Context, d TableDirs, rows int64) (files int, b
 		adds = append(adds, a)
 		return nil
 	}
-	for id := int64(1); id <= rows; id++ {
+	for id := int64(1); id <= keys; id++ {
 		if w == nil {
 			if w, err = delta.NewFileWriter(ctx, store, delta.WriteOptions{Schema: schema, DataChange: true}); err != nil {
 				return 0, 0, fmt.Errorf("new data file: %w", err)
 			}
 		}
-		if err := w.Write(BaseStateRow(id)); err != nil {
-			return 0, 0, fmt.Errorf("write row %d: %w", id, err)
+		for _, row := range rowsOf(id) {
+			if err := w.Write(row); err != nil {
+				return 0, 0, fmt.Errorf("write row of key %d: %w", id, err)
+			}
 		}
 		if id%4096 == 0 && w.BytesWritten() >= TargetFileBytes {
 			if err := roll(); err != nil {

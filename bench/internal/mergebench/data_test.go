@@ -1,6 +1,12 @@
 package mergebench
 
-import "testing"
+import (
+	"context"
+	"testing"
+
+	"github.com/dsdelta/dsdelta/shared/cdc"
+	"github.com/dsdelta/dsdelta/shared/delta"
+)
 
 func TestPlanBatch(t *testing.T) {
 	for _, tc := range []struct {
@@ -73,5 +79,41 @@ func TestBuildBatchOrdersAfterTheBaseRows(t *testing.T) {
 		if string(c.Order) <= string(base) {
 			t.Fatalf("change of key %v has order %x, not after the base rows' %x", c.Key, c.Order, base)
 		}
+	}
+}
+
+// TestSCD2TableTakesTheBatchAsTheRuleSays: the scd2 base table is what the
+// merge expects of one (its last versions record the keys' last change),
+// so the batch extends it: a version per update and insert, deletes close
+// the current version.
+func TestSCD2TableTakesTheBatchAsTheRuleSays(t *testing.T) {
+	ctx := context.Background()
+	d := TableDirs{Root: t.TempDir()}
+	const keys = 20_000
+	if _, _, err := BuildSCD2Table(ctx, d, keys); err != nil {
+		t.Fatal(err)
+	}
+	plan := PlanBatch(keys, "clustered")
+	b, err := BuildBatch(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tabs, err := d.TableSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cdc.Apply(ctx, tabs, 1, b, cdc.Options{Mode: cdc.ModeSCD2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Inserted != BatchUpdates+BatchInserts || res.Updated != BatchUpdates+BatchDeletes || res.Deleted != 0 {
+		t.Fatalf("versions inserted %d, updated %d, deleted %d; want %d, %d, 0", res.Inserted, res.Updated, res.Deleted, BatchUpdates+BatchInserts, BatchUpdates+BatchDeletes)
+	}
+	snap, err := delta.Open(tabs.State).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := snap.NumRecords(); n != 2*keys+BatchUpdates+BatchInserts {
+		t.Fatalf("%d versions after the batch, want %d", n, 2*keys+BatchUpdates+BatchInserts)
 	}
 }
