@@ -24,6 +24,10 @@ type MaintainResult struct {
 	LogFilesDeleted    int
 	StagedFilesDeleted int
 	Checkpoints        int
+	// DeletionVectorsFolded counts the files compaction rewrote without
+	// the rows their deletion vectors marked, and RowsPurged those rows.
+	DeletionVectorsFolded int
+	RowsPurged            int64
 	// Conflicts counts the Delta tables whose compaction (or tombstone
 	// expiry) lost the race to a concurrent commit twice and was left to
 	// the next run.
@@ -60,7 +64,7 @@ func (p *Pipeline) Maintain(ctx context.Context, tableID string) (MaintainResult
 		return res, err
 	}
 	p.log().Info("table maintained", "event", "maintained", "table", tableID, "compacted", res.CompactedFiles, "vacuumed", res.VacuumedFiles, "tombstones_expired", res.ExpiredTombstones,
-		"conflicts", res.Conflicts, "compact_ms", compacted.Milliseconds(), "duration_ms", time.Since(start).Milliseconds())
+		"deletion_vectors_folded", res.DeletionVectorsFolded, "rows_purged", res.RowsPurged, "conflicts", res.Conflicts, "compact_ms", compacted.Milliseconds(), "duration_ms", time.Since(start).Milliseconds())
 	return res, nil
 }
 
@@ -137,6 +141,8 @@ func (p *Pipeline) compactTables(ctx context.Context, tableID string, tabs cdc.T
 		}
 		res.CompactedFiles += r.FilesRemoved
 		res.CompactedInto += r.FilesAdded
+		res.DeletionVectorsFolded += r.DeletionVectorsPurged
+		res.RowsPurged += r.RowsPurged
 	}
 	var expired cdc.ExpireResult
 	err := p.compactOptimistically(ctx, tableID, tabs.Tombstones, res, func(ctx context.Context) error {

@@ -95,3 +95,56 @@ func TestMaintainCompactsClustersAndExpires(t *testing.T) {
 		t.Fatalf("%d tombstones left after expiry", n)
 	}
 }
+
+// TestMaintainFoldsDeletionVectors: merges with deletion vectors on leave
+// vectors in the state table; maintenance rewrites those files without the
+// rows the vectors mark, says so, and the tables still equal the source.
+func TestMaintainFoldsDeletionVectors(t *testing.T) {
+	ctx := context.Background()
+	sim, err := dssim.Run(dssim.Options{Seed: 12, EventsPerFile: 10, Tables: []dssim.TableSpec{
+		{Source: dssim.MySQL, Database: "shop", Table: "customers", InitialRows: 40, Changes: 120},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{BatchMaxFiles: 1, Defaults: config.TableConfig{DeletionVectors: config.On}})
+	p.dvMinFileBytes = -1
+	for _, n := range write(t, ctx, source, sim.Files) {
+		if _, err := p.Stage(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.MergeTable(ctx, "shop.customers"); err != nil {
+		t.Fatal(err)
+	}
+	tabs, _ := p.TableSet("shop.customers")
+	withVectors := func() int {
+		snap, err := delta.Open(tabs.State).Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, f := range snap.Files() {
+			if f.DeletionVector != nil {
+				n++
+			}
+		}
+		return n
+	}
+	before := withVectors()
+	if before == 0 {
+		t.Fatal("the merges left no file with a deletion vector")
+	}
+	res, err := p.Maintain(ctx, "shop.customers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DeletionVectorsFolded == 0 || res.RowsPurged == 0 {
+		t.Errorf("maintenance folded %d vectors (%d rows), want some of the %d files with vectors", res.DeletionVectorsFolded, res.RowsPurged, before)
+	}
+	if after := withVectors(); after >= before {
+		t.Errorf("files with deletion vectors: %d before maintenance, %d after", before, after)
+	}
+	checkTables(t, ctx, p, sim.Tables)
+}
