@@ -699,7 +699,10 @@ func firstKeyFilter(col string, firsts []any) *delta.RowGroupFilter {
 // lookup reads the key columns and the order of candidate files and reports
 // every row whose key is in found, with its file and physical position (the
 // row index a deletion vector marks); keys are the batch keys sorted by
-// value.CompareKeys, used to skip the row groups that cannot hold one.
+// value.CompareKeys, used to skip the row groups that cannot hold one and,
+// through the Parquet page index (delta.ReadOptions.OnlyValues), to read
+// of the rest only the pages that can hold one: the cost follows the batch,
+// not the table.
 func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, keys []Change, found map[string]*stored, hit func(s *stored, order []byte, path string, pos int64)) error {
 	cols := append(append([]string(nil), keyNames...), ColOrder)
 	md := snap.Metadata()
@@ -708,7 +711,8 @@ func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNam
 	for i, c := range keys {
 		firsts[i] = c.Key[0]
 	}
-	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: firstKeyFilter(keyNames[0], firsts)}
+	flt := firstKeyFilter(keyNames[0], firsts)
+	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: flt, OnlyValues: flt != nil}
 	var buf []byte
 	for _, f := range files {
 		err := delta.ReadFileAt(ctx, snap.Store(), md, f, ro, func(pos int64, row []any) error {
