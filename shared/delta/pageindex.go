@@ -31,8 +31,10 @@ import (
 // valueMatch tests the values of a ReadOptions.OnlyValues read against the
 // values looked for.
 type valueMatch struct {
-	// col is the filter column's position in the read's output columns.
+	// col is the filter column's position in the read's output columns,
+	// typ its type.
 	col int
+	typ value.Type
 	// values are the values looked for, sorted by value.Compare, without
 	// duplicates.
 	values []any
@@ -82,7 +84,7 @@ func newValueMatch(fld value.Field, col int, values []any) *valueMatch {
 	sorted := slices.Clone(values)
 	slices.SortFunc(sorted, value.Compare)
 	sorted = slices.CompactFunc(sorted, func(a, b any) bool { return value.Compare(a, b) == 0 })
-	m := &valueMatch{col: col, values: sorted}
+	m := &valueMatch{col: col, typ: fld.Type, values: sorted}
 	if fld.Type == value.String {
 		m.strs = make(map[string]struct{}, len(sorted))
 		for _, v := range sorted {
@@ -113,6 +115,35 @@ func (m *valueMatch) has(v any) bool {
 	}
 	_, ok := m.others[v]
 	return ok
+}
+
+// rawTest returns a test of the stored values of a leaf of physical type
+// phys that rules out most values without converting them, or nil. It
+// never rules out a match: for strings it is exact, and it is made for
+// integer columns only where the conversion keeps the low 32 bits of the
+// stored value (long, integer and date columns, stored as INT32 or INT64),
+// not where it truncates (byte, short) or scales (timestamps).
+func (m *valueMatch) rawTest(phys format.Type) func(parquet.Value) bool {
+	switch {
+	case m.strs != nil && phys == format.ByteArray:
+		return func(v parquet.Value) bool {
+			_, ok := m.strs[string(v.ByteArray())]
+			return ok
+		}
+	case phys == format.Int64 && m.typ == value.Long:
+		set := make(map[int64]struct{}, len(m.values))
+		for _, v := range m.values {
+			set[v.(int64)] = struct{}{}
+		}
+		return func(v parquet.Value) bool { _, ok := set[v.Int64()]; return ok }
+	case phys == format.Int32 && (m.typ == value.Long || m.typ == value.Integer || m.typ == value.Date):
+		set := make(map[uint32]struct{}, len(m.values))
+		for _, v := range m.values {
+			set[uint32(reflect.ValueOf(v).Int())] = struct{}{}
+		}
+		return func(v parquet.Value) bool { _, ok := set[uint32(v.Int32())]; return ok }
+	}
+	return nil
 }
 
 // within reports whether one of the values lies in [lo, hi]; a nil hi has
@@ -203,6 +234,10 @@ type sparseReader struct {
 	cols  []sparseCol
 	index []groupIndex // per row group; nil entries are read densely
 	vals  []parquet.Value
+	// raw, when set, rules out most values of the filter leaf before they
+	// are converted (boxing a value to test it cost a third of a lookup):
+	// false means no match, true a possible one.
+	raw func(parquet.Value) bool
 }
 
 // groupIndex is the page index of the leaves a sparse read of one row
@@ -240,6 +275,7 @@ func newSparseReader(ra *storeReaderAt, f *parquet.File, m *valueMatch, bounds *
 		return nil, nil
 	}
 	s.phys = phys
+	s.raw = m.rawTest(phys)
 	leaves := s.leaves()
 	md := f.Metadata()
 	var ranges [][2]int64
@@ -448,6 +484,12 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 	err = s.readPages(g, want, gi, func(_ pageWant, first int64, vals []parquet.Value) error {
 		c := s.cols[s.m.col]
 		for j, v := range vals {
+			if v.DefinitionLevel() < c.maxDef || v.IsNull() {
+				continue // null keys match nothing
+			}
+			if s.raw != nil && !s.raw(v) {
+				continue
+			}
 			x, err := c.value(v)
 			if err != nil {
 				return fmt.Errorf("row %d: %w", base+first+int64(j), err)
