@@ -118,39 +118,78 @@ func (m *valueMatch) has(v any) bool {
 }
 
 // rawTest returns a test of the stored values of a leaf of physical type
-// phys that rules out most values without converting them, or nil. It
-// never rules out a match: for strings it is exact, and it is made for
-// integer columns only where the conversion keeps the low 32 bits of the
-// stored value (long, integer and date columns, stored as INT32 or INT64),
-// not where it truncates (byte, short) or scales (timestamps).
-func (m *valueMatch) rawTest(phys format.Type) func(parquet.Value) bool {
+// phys that rules out most values other than vals (values of m) without
+// converting them, or nil. It never rules out a match: for strings it is
+// exact, and it is made for integer columns only where the conversion
+// keeps the low 32 bits of the stored value (long, integer and date
+// columns, stored as INT32 or INT64), not where it truncates (byte, short)
+// or scales (timestamps). A page of a sorted file has one or two values
+// within its bounds: they are compared one by one, cheaper than hashing.
+func (m *valueMatch) rawTest(phys format.Type, vals []any) func(parquet.Value) bool {
+	const few = 8
 	switch {
 	case m.strs != nil && phys == format.ByteArray:
+		if len(vals) > few {
+			return func(v parquet.Value) bool {
+				_, ok := m.strs[string(v.ByteArray())]
+				return ok
+			}
+		}
+		cands := make([]string, len(vals))
+		for i, v := range vals {
+			cands[i] = v.(string)
+		}
 		return func(v parquet.Value) bool {
-			_, ok := m.strs[string(v.ByteArray())]
-			return ok
+			b := v.ByteArray()
+			for _, c := range cands {
+				if string(b) == c {
+					return true
+				}
+			}
+			return false
 		}
 	case phys == format.Int64 && m.typ == value.Long:
-		set := make(map[int64]struct{}, len(m.values))
-		for _, v := range m.values {
-			set[v.(int64)] = struct{}{}
-		}
-		return func(v parquet.Value) bool { _, ok := set[v.Int64()]; return ok }
+		return intTest(vals, few, func(v parquet.Value) int64 { return v.Int64() }, func(x int64) int64 { return x })
 	case phys == format.Int32 && (m.typ == value.Long || m.typ == value.Integer || m.typ == value.Date):
-		set := make(map[uint32]struct{}, len(m.values))
-		for _, v := range m.values {
-			set[uint32(reflect.ValueOf(v).Int())] = struct{}{}
-		}
-		return func(v parquet.Value) bool { _, ok := set[uint32(v.Int32())]; return ok }
+		return intTest(vals, few, func(v parquet.Value) uint32 { return uint32(v.Int32()) }, func(x int64) uint32 { return uint32(x) })
 	}
 	return nil
 }
 
-// within reports whether one of the values lies in [lo, hi]; a nil hi has
-// no upper bound.
-func (m *valueMatch) within(lo, hi any) bool {
-	i := sort.Search(len(m.values), func(i int) bool { return value.Compare(m.values[i], lo) >= 0 })
-	return i < len(m.values) && (hi == nil || value.Compare(m.values[i], hi) <= 0)
+// intTest is rawTest for an integer column: stored reads a stored value
+// and key maps a value looked for to it.
+func intTest[T comparable](vals []any, few int, stored func(parquet.Value) T, key func(int64) T) func(parquet.Value) bool {
+	if len(vals) > few {
+		set := make(map[T]struct{}, len(vals))
+		for _, v := range vals {
+			set[key(reflect.ValueOf(v).Int())] = struct{}{}
+		}
+		return func(v parquet.Value) bool { _, ok := set[stored(v)]; return ok }
+	}
+	cands := make([]T, len(vals))
+	for i, v := range vals {
+		cands[i] = key(reflect.ValueOf(v).Int())
+	}
+	return func(v parquet.Value) bool {
+		x := stored(v)
+		for _, c := range cands {
+			if x == c {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// span returns the values in [lo, hi] as m.values[i:j]; a nil hi has no
+// upper bound.
+func (m *valueMatch) span(lo, hi any) (i, j int) {
+	i = sort.Search(len(m.values), func(i int) bool { return value.Compare(m.values[i], lo) >= 0 })
+	j = len(m.values)
+	if hi != nil {
+		j = i + sort.Search(len(m.values)-i, func(k int) bool { return value.Compare(m.values[i+k], hi) > 0 })
+	}
+	return i, j
 }
 
 // filter wraps fn so that only the rows m matches reach it; a nil m passes
@@ -234,10 +273,10 @@ type sparseReader struct {
 	cols  []sparseCol
 	index []groupIndex // per row group; nil entries are read densely
 	vals  []parquet.Value
-	// raw, when set, rules out most values of the filter leaf before they
-	// are converted (boxing a value to test it cost a third of a lookup):
-	// false means no match, true a possible one.
-	raw func(parquet.Value) bool
+	// spans holds, for each row group and selected page (aligned with
+	// selectPages' result), the values its bounds can hold, as a range of
+	// m.values.
+	spans [][][2]int
 }
 
 // groupIndex is the page index of the leaves a sparse read of one row
@@ -275,7 +314,6 @@ func newSparseReader(ra *storeReaderAt, f *parquet.File, m *valueMatch, bounds *
 		return nil, nil
 	}
 	s.phys = phys
-	s.raw = m.rawTest(phys)
 	leaves := s.leaves()
 	md := f.Metadata()
 	var ranges [][2]int64
@@ -446,6 +484,10 @@ func (s *sparseReader) selectPages(g int) (pages []int, total int, ok bool, err 
 	gi := s.index[g]
 	ci, koi := gi.ci, gi.oi[s.leaf]
 	pages = []int{}
+	var spans [][2]int
+	if s.spans == nil {
+		s.spans = make([][][2]int, len(s.index))
+	}
 	for i := range koi.PageLocations {
 		if ci.NullPages[i] {
 			continue
@@ -458,10 +500,12 @@ func (s *sparseReader) selectPages(g int) (pages []int, total int, ok bool, err 
 		if err != nil {
 			return nil, 0, false, fmt.Errorf("row group %d: column index: page %d: %w", g, i, err)
 		}
-		if s.m.within(lo, hi) {
+		if a, b := s.m.span(lo, hi); b > a {
 			pages = append(pages, i)
+			spans = append(spans, [2]int{a, b})
 		}
 	}
+	s.spans[g] = spans
 	return pages, len(koi.PageLocations), true, nil
 }
 
@@ -481,13 +525,21 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 	var rows []int64
 	var keys []any
 	decoded = len(want)
-	err = s.readPages(g, want, gi, func(_ pageWant, first int64, vals []parquet.Value) error {
+	// The values each page's bounds can hold, tested first on the stored
+	// value: boxing every value read to test it cost a third of a lookup.
+	raws := make(map[int]func(parquet.Value) bool, len(pages))
+	for k, i := range pages {
+		sp := s.spans[g][k]
+		raws[i] = s.m.rawTest(s.phys, s.m.values[sp[0]:sp[1]])
+	}
+	err = s.readPages(g, want, gi, func(w pageWant, first int64, vals []parquet.Value) error {
 		c := s.cols[s.m.col]
+		raw := raws[w.page]
 		for j, v := range vals {
 			if v.DefinitionLevel() < c.maxDef || v.IsNull() {
 				continue // null keys match nothing
 			}
-			if s.raw != nil && !s.raw(v) {
+			if raw != nil && !raw(v) {
 				continue
 			}
 			x, err := c.value(v)
