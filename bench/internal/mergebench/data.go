@@ -154,7 +154,9 @@ func BuildStateTable(ctx context.Context, d TableDirs, rows int64) (files int, b
 	}
 	for id := int64(1); id <= rows; id++ {
 		if w == nil {
-			if w, err = delta.NewFileWriter(ctx, store, delta.WriteOptions{Schema: schema, DataChange: true}); err != nil {
+			// The page size of the state files merges write: their
+			// lookups read the key column page by page.
+			if w, err = delta.NewFileWriter(ctx, store, delta.WriteOptions{Schema: schema, DataChange: true, PageBytes: cdc.StatePageBytes}); err != nil {
 				return 0, 0, fmt.Errorf("new data file: %w", err)
 			}
 		}
