@@ -161,3 +161,36 @@ func TestCompactedTombstonesKeepTheBloomFilter(t *testing.T) {
 	checkFirstKeyBloom(t, m.tabs.Tombstones, "id")
 	m.check()
 }
+
+// TestCompactedStateKeepsTheLookupAids: a state table compacted with its
+// CompactionOptions keeps the bloom filter on the first key column and the
+// small pages merges write, so lookups keep skipping its pages.
+func TestCompactedStateKeepsTheLookupAids(t *testing.T) {
+	m := newModelRun(t, Options{})
+	for b := range 6 {
+		var evs []datastream.Event
+		for i := range 20 {
+			id := int64(b*20 + i)
+			evs = append(evs, genEvent(uint64(id+1), id, "eu", false, id))
+		}
+		m.apply(int64(b+1), evs)
+	}
+	snap, err := delta.Open(m.tabs.State).Snapshot(m.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := CompactionOptions(snap)
+	if o.PageBytes != StatePageBytes || len(o.BloomFilterColumns) != 1 || o.BloomFilterColumns[0] != "id" {
+		t.Fatalf("compaction options %+v, want a bloom filter on id and %d-byte pages", o, StatePageBytes)
+	}
+	o.TargetFileBytes = 1 << 20
+	res, err := snap.Optimize(m.ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesRemoved != snap.NumFiles() || res.FilesAdded != 1 {
+		t.Fatalf("compacted %d of %d files into %d, want all into 1", res.FilesRemoved, snap.NumFiles(), res.FilesAdded)
+	}
+	checkFirstKeyBloom(t, m.tabs.State, "id")
+	m.check()
+}

@@ -29,3 +29,18 @@ func ClusterColumns(snap *delta.Snapshot) []string {
 	}
 	return out
 }
+
+// CompactionOptions are the Optimize options of a table: state tables are
+// clustered by key (ClusterColumns) and keep what merges write into their
+// files for lookups, a bloom filter on the first key column and small
+// pages (StatePageBytes), so that a compacted file is not read whole by
+// every later lookup.
+func CompactionOptions(snap *delta.Snapshot) delta.OptimizeOptions {
+	cols := ClusterColumns(snap)
+	o := delta.OptimizeOptions{ClusterBy: cols}
+	if len(cols) > 0 {
+		o.BloomFilterColumns = cols[:1]
+		o.PageBytes = StatePageBytes
+	}
+	return o
+}

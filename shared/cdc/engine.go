@@ -729,7 +729,10 @@ func firstKeyFilter(col string, firsts []any) *delta.RowGroupFilter {
 // lookup reads the key columns and the order of candidate files and reports
 // every row whose key is in found, with its file and physical position (the
 // row index a deletion vector marks); keys are the batch keys sorted by
-// value.CompareKeys, used to skip the row groups that cannot hold one.
+// value.CompareKeys, used to skip the row groups that cannot hold one and,
+// through the Parquet page index (delta.ReadOptions.OnlyValues), to read
+// of the rest only the pages that can hold one: the cost follows the batch,
+// not the table.
 func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, keys []Change, found map[string]*stored, hit func(s *stored, order []byte, path string, pos int64)) error {
 	n := len(keyNames)
 	cols := append(slices.Clone(keyNames), ColOrder)

@@ -278,7 +278,10 @@ func readKeyed[S any](ctx context.Context, snap *delta.Snapshot, files []delta.A
 	for i, c := range probe {
 		firsts[i] = c.Key[0]
 	}
-	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: firstKeyFilter(firstCol, firsts)}
+	// OnlyValues: only the pages whose first-key bounds can hold a probed
+	// key are read (the page index), the callers still match whole keys.
+	flt := firstKeyFilter(firstCol, firsts)
+	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: flt, OnlyValues: flt != nil}
 	key := make([]any, len(keyIdx))
 	var buf []byte
 	for _, f := range files {

@@ -15,6 +15,16 @@ import (
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
+// StatePageBytes is the page size of state and tombstone files
+// (delta.WriteOptions.PageBytes). A merge's lookup reads the pages of the
+// key column whose bounds can hold a batch key, then the order column's
+// pages of the matched rows: 8 KiB pages (about 200 UUID keys, 1 000
+// integer keys) cut its CPU several-fold against parquet-go's 256 KiB.
+// Measured: files 1-2% larger with UUID keys, 7% with the bench's state
+// table (integer keys), full scans as fast. parquet-go has no per-column
+// page size.
+const StatePageBytes = 8 << 10
+
 // stateStep is one step's view of a table's state and tombstone tables:
 // their snapshots as the step found them, the schemas the step writes, and
 // whether each already holds the step.
@@ -221,7 +231,7 @@ func (st *stateStep) commitTombstones(ctx context.Context, plan statePlan, res *
 		return nil
 	}
 	t := st.t
-	adds, err := writeRows(ctx, t.Tombstones, delta.WriteOptions{Schema: st.tombSnap.Schema(), BloomFilterColumns: st.keyNames[:1]}, rows, st.opts.TargetFileBytes)
+	adds, err := writeRows(ctx, t.Tombstones, delta.WriteOptions{Schema: st.tombSnap.Schema(), BloomFilterColumns: st.keyNames[:1], PageBytes: StatePageBytes}, rows, st.opts.TargetFileBytes)
 	if err != nil {
 		return fmt.Errorf("tombstones: %w", err)
 	}
@@ -447,7 +457,7 @@ func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, acts ma
 		}
 		if act == rewriteFile {
 			rw, err := delta.RewriteFile(ctx, st.t.State, md, f, delta.RewriteOptions{
-				Write:           delta.WriteOptions{Schema: stateSchema, PartitionColumns: st.stateSnap.PartitionColumns(), DataChange: true, RowGroupBytes: st.opts.RowGroupBytes, BloomFilterColumns: st.keyNames[:1]},
+				Write:           delta.WriteOptions{Schema: stateSchema, PartitionColumns: st.stateSnap.PartitionColumns(), DataChange: true, RowGroupBytes: st.opts.RowGroupBytes, BloomFilterColumns: st.keyNames[:1], PageBytes: StatePageBytes},
 				TargetFileBytes: st.opts.TargetFileBytes,
 				Keys:            st.keyNames,
 				Drop: func(k []any) bool {
@@ -536,7 +546,7 @@ func (st *stateStep) markTouched(ctx context.Context, plan statePlan, acts map[s
 // writeUpserts writes the plan's new state rows in key order, streaming
 // through one reused row: a step holds its changes, not a second copy.
 func (st *stateStep) writeUpserts(ctx context.Context, plan statePlan) ([]delta.Add, error) {
-	wo := delta.WriteOptions{Schema: st.schema(st.stateSource), PartitionColumns: st.stateSnap.PartitionColumns(), RowGroupBytes: st.opts.RowGroupBytes, BloomFilterColumns: st.keyNames[:1]}
+	wo := delta.WriteOptions{Schema: st.schema(st.stateSource), PartitionColumns: st.stateSnap.PartitionColumns(), RowGroupBytes: st.opts.RowGroupBytes, BloomFilterColumns: st.keyNames[:1], PageBytes: StatePageBytes}
 	if plan.rows != nil {
 		return writeRows(ctx, st.t.State, wo, plan.rows, st.opts.TargetFileBytes)
 	}

@@ -26,6 +26,11 @@ type OptimizeOptions struct {
 	// them, whatever its size. 0 or less means DefaultMaxDeletedShare; 1
 	// or more never rewrites a large file for its vector.
 	MaxDeletedShare float64
+	// BloomFilterColumns and PageBytes are those of the files written (see
+	// WriteOptions): compaction keeps the lookup aids merges give a table's
+	// files, or a compacted file would be read whole by every lookup.
+	BloomFilterColumns []string
+	PageBytes          int
 	// FanIn caps how many files are read at once (see ReadMerged); 0
 	// means DefaultMergeFanIn.
 	FanIn int
@@ -131,9 +136,9 @@ func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (Optimize
 		var a []Add
 		var err error
 		if len(bin) == 1 {
-			a, err = s.rewriteAlone(ctx, bin[0], target)
+			a, err = s.rewriteAlone(ctx, bin[0], target, opts)
 		} else {
-			a, err = s.rewriteMerged(ctx, bin, MergeOptions{Less: less, FanIn: opts.FanIn}, target)
+			a, err = s.rewriteMerged(ctx, bin, MergeOptions{Less: less, FanIn: opts.FanIn}, target, opts)
 		}
 		if err != nil {
 			return OptimizeResult{}, err
@@ -209,10 +214,10 @@ func PackBins(files []Add, targetBytes int64, maxFiles int) [][]Add {
 // rewriteAlone rewrites one file without the rows its deletion vector
 // marks, in its own order (sorted already), into files of about target
 // bytes (dataChange=false).
-func (s *Snapshot) rewriteAlone(ctx context.Context, f Add, target int64) ([]Add, error) {
+func (s *Snapshot) rewriteAlone(ctx context.Context, f Add, target int64, opts OptimizeOptions) ([]Add, error) {
 	md := s.Metadata()
 	res, err := RewriteFile(ctx, s.Store(), md, f, RewriteOptions{
-		Write:           WriteOptions{Schema: s.Schema(), PartitionColumns: md.PartitionColumns},
+		Write:           WriteOptions{Schema: s.Schema(), PartitionColumns: md.PartitionColumns, BloomFilterColumns: opts.BloomFilterColumns, PageBytes: opts.PageBytes},
 		TargetFileBytes: target,
 	})
 	if err != nil {
@@ -241,7 +246,7 @@ func partitionGroup(pv map[string]*string) string {
 
 // rewriteMerged streams the rows of files, merged as mo says, into new
 // files of about target bytes (dataChange=false).
-func (s *Snapshot) rewriteMerged(ctx context.Context, files []Add, mo MergeOptions, target int64) ([]Add, error) {
+func (s *Snapshot) rewriteMerged(ctx context.Context, files []Add, mo MergeOptions, target int64, opts OptimizeOptions) ([]Add, error) {
 	md := s.Metadata()
 	schema := s.Schema()
 	var w *RollingWriter
@@ -256,7 +261,7 @@ func (s *Snapshot) rewriteMerged(ctx context.Context, files []Add, mo MergeOptio
 				}
 			}
 			// dataChange=false: compaction rearranges rows, it changes none.
-			w = NewRollingWriter(ctx, s.Store(), WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, PartitionValues: pv}, target)
+			w = NewRollingWriter(ctx, s.Store(), WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, PartitionValues: pv, BloomFilterColumns: opts.BloomFilterColumns, PageBytes: opts.PageBytes}, target)
 		}
 		return w.Write(row)
 	})

@@ -283,13 +283,22 @@ func (pc *pageChecker) check(g, c int, chunk func(start, end int64) ([]byte, err
 	if err != nil {
 		return err
 	}
-	codec := format.Uncompressed
-	if c < len(pc.codecs) {
-		codec = pc.codecs[c]
-	}
 	b, err := chunk(start, end)
 	if err != nil {
 		return fmt.Errorf("column chunk %d: %w", c, err)
+	}
+	return pc.checkRun(g, c, start, b)
+}
+
+// checkRun checks the pages of b, a run of whole pages of leaf column c of
+// row group g that starts at offset start: the whole chunk, or (a sparse
+// read through the page index) its dictionary page or one data page. The
+// values of the run must not pass the chunk's count.
+func (pc *pageChecker) checkRun(g, c int, start int64, b []byte) error {
+	rg := &pc.f.Metadata().RowGroups[g]
+	codec := format.Uncompressed
+	if c < len(pc.codecs) {
+		codec = pc.codecs[c]
 	}
 	var proto thrift.CompactProtocol
 	rd := proto.NewReaderFromBytes(nil)
@@ -385,10 +394,17 @@ func (pc *pageChecker) check(g, c int, chunk func(start, end int64) ([]byte, err
 // the chunk's data pages, starting at increasing rows of the row group:
 // readers that filter pages by the index seek to these offsets.
 func (pc *pageChecker) checkPageIndex(g, c int, index func(start, end int64) ([]byte, error)) error {
+	_, _, err := pc.pageIndex(g, c, index)
+	return err
+}
+
+// pageIndex is checkPageIndex returning the indexes it checked: nil where
+// the column chunk has none.
+func (pc *pageChecker) pageIndex(g, c int, index func(start, end int64) ([]byte, error)) (*format.ColumnIndex, *format.OffsetIndex, error) {
 	rg := &pc.f.Metadata().RowGroups[g]
 	_, end, err := columnChunkRange(rg, c, pc.footerStart)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	cc := &rg.Columns[c]
 	var proto thrift.CompactProtocol
@@ -406,14 +422,16 @@ func (pc *pageChecker) checkPageIndex(g, c int, index func(start, end int64) ([]
 		return nil
 	}
 	pages := -1
+	var ci *format.ColumnIndex
+	var oi *format.OffsetIndex
 	if cc.ColumnIndexOffset != 0 {
-		var ci format.ColumnIndex
-		if err := decode("column index", cc.ColumnIndexOffset, cc.ColumnIndexLength, &ci); err != nil {
-			return err
+		ci = new(format.ColumnIndex)
+		if err := decode("column index", cc.ColumnIndexOffset, cc.ColumnIndexLength, ci); err != nil {
+			return nil, nil, err
 		}
 		pages = len(ci.NullPages)
 		if len(ci.MinValues) != pages || len(ci.MaxValues) != pages || (len(ci.NullCounts) != 0 && len(ci.NullCounts) != pages) {
-			return corruptParquet("column chunk %d: column index of %d pages with %d min and %d max bounds and %d null counts", c, pages, len(ci.MinValues), len(ci.MaxValues), len(ci.NullCounts))
+			return nil, nil, corruptParquet("column chunk %d: column index of %d pages with %d min and %d max bounds and %d null counts", c, pages, len(ci.MinValues), len(ci.MaxValues), len(ci.NullCounts))
 		}
 		kind := parquet.Kind(-1)
 		if c < len(pc.kinds) {
@@ -424,32 +442,32 @@ func (pc *pageChecker) checkPageIndex(g, c int, index func(start, end int64) ([]
 				continue
 			}
 			if err := checkBounds("", ci.MinValues[i], ci.MaxValues[i], kind); err != nil {
-				return corruptParquet("column chunk %d: column index: page %d: %v", c, i, err)
+				return nil, nil, corruptParquet("column chunk %d: column index: page %d: %v", c, i, err)
 			}
 		}
 	}
 	if cc.OffsetIndexOffset != 0 {
-		var oi format.OffsetIndex
-		if err := decode("offset index", cc.OffsetIndexOffset, cc.OffsetIndexLength, &oi); err != nil {
-			return err
+		oi = new(format.OffsetIndex)
+		if err := decode("offset index", cc.OffsetIndexOffset, cc.OffsetIndexLength, oi); err != nil {
+			return nil, nil, err
 		}
 		where := func(msg string, args ...any) error {
 			return corruptParquet("column chunk %d: offset index: %s", c, fmt.Sprintf(msg, args...))
 		}
 		if pages >= 0 && len(oi.PageLocations) != pages {
-			return where("%d pages, the column index %d", len(oi.PageLocations), pages)
+			return nil, nil, where("%d pages, the column index %d", len(oi.PageLocations), pages)
 		}
 		data := cc.MetaData.DataPageOffset
 		row := int64(-1)
 		for i, loc := range oi.PageLocations {
 			if loc.Offset < data || loc.CompressedPageSize <= 0 || loc.Offset > end-int64(loc.CompressedPageSize) {
-				return where("page %d of %d bytes at offset %d is outside the data pages [%d, %d)", i, loc.CompressedPageSize, loc.Offset, data, end)
+				return nil, nil, where("page %d of %d bytes at offset %d is outside the data pages [%d, %d)", i, loc.CompressedPageSize, loc.Offset, data, end)
 			}
 			if loc.FirstRowIndex <= row || (rg.NumRows > 0 && loc.FirstRowIndex >= rg.NumRows) {
-				return where("page %d has first row %d, after row %d, in a row group of %d rows", i, loc.FirstRowIndex, row, rg.NumRows)
+				return nil, nil, where("page %d has first row %d, after row %d, in a row group of %d rows", i, loc.FirstRowIndex, row, rg.NumRows)
 			}
 			row = loc.FirstRowIndex
 		}
 	}
-	return nil
+	return ci, oi, nil
 }

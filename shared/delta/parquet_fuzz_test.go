@@ -186,15 +186,17 @@ func fzAddSeeds(f *testing.F) {
 }
 
 // FuzzReadDataFile reads every row of a mutated data file, then the row
-// groups its bloom filters (if any) keep for two keys: it must return the
-// rows or an error within a bound, never panic or hang.
+// groups its bloom filters (if any) keep for two keys, then the rows of
+// those keys through the page index: it must return the rows or an error
+// within a bound, never panic or hang.
 // testdata/fuzz/FuzzReadDataFile holds the inputs that once crashed it.
 func FuzzReadDataFile(f *testing.F) {
 	fzAddSeeds(f)
 	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
 		md, key, _ := fzTable(kind)
 		store, add := fzStore(t, b)
-		for _, opts := range []ReadOptions{{}, {RowGroupFilter: &RowGroupFilter{Column: key, Values: []any{int64(5), int64(7)}}}} {
+		flt := &RowGroupFilter{Column: key, Values: []any{int64(5), int64(7)}}
+		for _, opts := range []ReadOptions{{}, {RowGroupFilter: flt}, {Columns: []string{key}, RowGroupFilter: flt, OnlyValues: true}} {
 			err := ckWithin(t, func() error {
 				return ReadFile(context.Background(), store, md, add, opts, func([]any) error { return nil })
 			})

@@ -100,6 +100,14 @@ type WriteOptions struct {
 	// BloomFilterBitsPerValue sizes those filters; 0 means
 	// DefaultBloomFilterBitsPerValue.
 	BloomFilterBitsPerValue uint
+	// PageBytes is the buffered (uncompressed) size at which a data page of
+	// a column is flushed, for every column (parquet-go has no per-column
+	// page size); 0 means parquet-go's 256 KiB. Small pages let a reader
+	// that filters by the page index (ReadOptions.OnlyValues) read little
+	// of a column; each page costs a header and an entry in each index.
+	// With it set, the byte-array page bounds of BloomFilterColumns keep
+	// pageIndexBoundBytes bytes.
+	PageBytes int
 }
 
 // FileWriter streams rows into one Parquet data file of a Delta table and
@@ -245,8 +253,40 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		parquet.DataPageStatistics(false),
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
 		parquet.CreatedBy("dsdelta", "1", ""),
-	}, bloomOpts...)...)
+	}, append(bloomOpts, pageOptions(opts)...)...)...)
 	return w, nil
+}
+
+// pageIndexBoundBytes is how long a byte-array page bound in the column
+// index may be for the columns readers look values up in (those of
+// WriteOptions.BloomFilterColumns) when WriteOptions.PageBytes is set.
+// parquet-go truncates bounds to 16 bytes, which leaves keys with a longer
+// common prefix ("customer-0000001234") the same bounds on every page, and
+// a page-index read nothing to skip; 64 bytes hold a UUID or most business
+// keys whole. Other columns keep 16 bytes: the index of every column is
+// fetched with the footer's neighbourhood, and it grows with the pages.
+const pageIndexBoundBytes = 64
+
+// pageOptions returns the writer options of opts.PageBytes.
+func pageOptions(opts WriteOptions) []parquet.WriterOption {
+	if opts.PageBytes <= 0 {
+		return nil
+	}
+	lookup := map[string]bool{}
+	for _, name := range opts.BloomFilterColumns {
+		if f, ok := opts.Schema.Field(name); ok {
+			lookup[PhysicalName(f, opts.ColumnMappingMode)] = true
+		}
+	}
+	return []parquet.WriterOption{
+		parquet.PageBufferSize(opts.PageBytes),
+		parquet.ColumnIndexSizeLimit(func(path []string) int {
+			if len(path) == 1 && lookup[path[0]] {
+				return pageIndexBoundBytes
+			}
+			return parquet.DefaultColumnIndexSizeLimit
+		}),
+	}
 }
 
 func codecOf(c Compression) (compress.Codec, string, error) {

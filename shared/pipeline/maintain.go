@@ -290,5 +290,7 @@ func compact(ctx context.Context, store objstore.Store, target int64, clock func
 	if err != nil {
 		return delta.OptimizeResult{}, err
 	}
-	return snap.Optimize(ctx, delta.OptimizeOptions{TargetFileBytes: target, ClusterBy: cdc.ClusterColumns(snap), Now: clock})
+	o := cdc.CompactionOptions(snap)
+	o.TargetFileBytes, o.Now = target, clock
+	return snap.Optimize(ctx, o)
 }

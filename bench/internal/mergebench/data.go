@@ -178,7 +178,9 @@ func buildTable(ctx context.Context, d TableDirs, schema value.StructType, conf 
 	}
 	for id := int64(1); id <= keys; id++ {
 		if w == nil {
-			if w, err = delta.NewFileWriter(ctx, store, delta.WriteOptions{Schema: schema, DataChange: true}); err != nil {
+			// The page size of the state files merges write: their
+			// lookups read the key column page by page.
+			if w, err = delta.NewFileWriter(ctx, store, delta.WriteOptions{Schema: schema, DataChange: true, PageBytes: cdc.StatePageBytes}); err != nil {
 				return 0, 0, fmt.Errorf("new data file: %w", err)
 			}
 		}

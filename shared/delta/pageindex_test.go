@@ -1,0 +1,229 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// piSchema is a state table with a composite key (k, k2), a payload and
+// the merge's order column; k is of type kt.
+func piSchema(kt value.Type) value.StructType {
+	return value.StructType{Fields: []value.Field{
+		{Name: "k", Type: kt, Nullable: true},
+		{Name: "k2", Type: value.Long, Nullable: true},
+		{Name: "name", Type: value.String, Nullable: true},
+		{Name: "_order", Type: value.Binary, Nullable: true},
+	}}
+}
+
+// piKey is the i-th key value of type kt: strings of 82 bytes sharing a
+// 50-byte prefix, so that the column index truncates their bounds (to
+// pageIndexBoundBytes) within the part that tells them apart.
+func piKey(kt value.Type, i int) any {
+	if kt == value.String {
+		return fmt.Sprintf("customer-%041d-%014d-%016x", 0, i, i*7919)
+	}
+	switch kt {
+	case value.Integer:
+		return int32(i*3 - 1000)
+	case value.Date:
+		return value.Days(i*3 - 1000)
+	}
+	return int64(i) * 3
+}
+
+type piRow struct {
+	pos int64
+	row []any
+}
+
+// piRead reads the file with opts, collecting every row with its position,
+// and returns how its row groups were read.
+func piRead(t *testing.T, store *countingStore, md Metadata, add Add, opts ReadOptions) ([]piRow, readStats) {
+	t.Helper()
+	var out []piRow
+	var st readStats
+	ctx := context.WithValue(context.Background(), readStatsKey{}, &st)
+	err := ReadFileAt(ctx, store, md, add, opts, func(pos int64, row []any) error {
+		out = append(out, piRow{pos, row})
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ReadFileAt: %v", err)
+	}
+	return out, st
+}
+
+// TestOnlyValuesReadsExactlyTheMatchingRowsOfAFullRead writes random files
+// (key-sorted or not, several row groups of several pages, null keys and
+// payloads, duplicate keys, a deletion vector) and checks that a read with
+// OnlyValues returns exactly the rows of a full read whose key is one of the
+// values, at the same positions, whether it goes through the page index or
+// not.
+func TestOnlyValuesReadsExactlyTheMatchingRowsOfAFullRead(t *testing.T) {
+	ctx := context.Background()
+	var sparse, dense int
+	for trial := range 60 {
+		r := rand.New(rand.NewPCG(uint64(trial), 14))
+		kt := []value.Type{value.String, value.Long, value.Integer, value.Date}[trial%4]
+		sorted := trial%3 != 1
+		schema := piSchema(kt)
+		n := 200 + r.IntN(3000)
+		keys := make([]any, n)
+		for i := range keys {
+			keys[i] = piKey(kt, r.IntN(2*n))
+		}
+		if sorted {
+			slices.SortFunc(keys, value.Compare)
+		}
+		for range r.IntN(4) {
+			keys[r.IntN(n)] = nil // a null key (unsorted from then on, bounds still hold)
+		}
+		rows := make([][]any, n)
+		for i := range rows {
+			var name any
+			if r.IntN(5) > 0 {
+				name = fmt.Sprintf("name %d", r.IntN(100))
+			}
+			var k2 any
+			if r.IntN(7) > 0 {
+				k2 = r.Int64N(10)
+			}
+			rows[i] = []any{keys[i], k2, name, []byte{byte(i), byte(i >> 8), byte(r.Uint32())}}
+		}
+		opts := WriteOptions{Schema: schema, RowGroupRows: int64(100 + r.IntN(1000)), PageBytes: []int{256, 512, 1024, 4096}[r.IntN(4)]}
+		if trial%5 != 0 {
+			opts.BloomFilterColumns = []string{"k"} // and 64-byte page bounds
+		}
+		mem := newPQMemStore()
+		store := &countingStore{Store: mem}
+		add := pqWrite(t, mem, opts, rows)
+		md := pqMetadata(schema, nil, nil)
+		if r.IntN(2) == 0 {
+			del := roaring64.New()
+			for range r.IntN(n / 4) {
+				del.Add(uint64(r.IntN(n)))
+			}
+			dvs, err := WriteDeletionVectors(ctx, mem, "", []*roaring64.Bitmap{del})
+			if err != nil {
+				t.Fatal(err)
+			}
+			add.DeletionVector = &dvs[0]
+		}
+		var vals []any
+		nvals := 1 + r.IntN(6) // a sparse batch
+		if trial%7 == 0 {
+			nvals = 1 + r.IntN(n/5) // a dense one
+		}
+		for range nvals {
+			if r.IntN(3) == 0 {
+				vals = append(vals, piKey(kt, r.IntN(2*n))) // maybe absent
+			} else if k := keys[r.IntN(n)]; k != nil {
+				vals = append(vals, k)
+			}
+		}
+		slices.SortFunc(vals, value.Compare)
+		cols := [][]string{{"k", "k2", "name", "_order"}, {"_order", "k"}, {"k"}}[r.IntN(3)]
+		kcol := slices.Index(cols, "k")
+
+		var want []piRow
+		all, _ := piRead(t, store, md, add, ReadOptions{Columns: cols})
+		for _, x := range all {
+			if x.row[kcol] != nil && slices.ContainsFunc(vals, func(v any) bool { return value.Compare(v, x.row[kcol]) == 0 }) {
+				want = append(want, x)
+			}
+		}
+		flt := &RowGroupFilter{Column: "k", Values: vals, Keep: func(lo, hi any) bool {
+			return slices.ContainsFunc(vals, func(v any) bool { return value.Compare(v, lo) >= 0 && value.Compare(v, hi) <= 0 })
+		}}
+		got, st := piRead(t, store, md, add, ReadOptions{Columns: cols, RowGroupFilter: flt, OnlyValues: true})
+		sparse += st.sparse
+		dense += st.dense
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("trial %d (sorted %v, %v keys, %d rows, %d values, columns %v): OnlyValues read %d rows, the full read has %d matching\ngot  %v\nwant %v",
+				trial, sorted, kt, n, len(vals), cols, len(got), len(want), got, want)
+		}
+	}
+	t.Logf("%d row groups read through the page index, %d whole", sparse, dense)
+	if sparse < 100 {
+		t.Fatalf("%d row groups read through the page index, %d whole: the trials must exercise the page index", sparse, dense)
+	}
+}
+
+// TestOnlyValuesReadsFewPagesOfASortedFile looks up 20 keys (UUIDs) in a
+// key-sorted file of 200 000 rows with small pages: the read through the
+// page index decodes a few pages of each row group and fetches a small
+// share of what the row-group read fetches.
+func TestOnlyValuesReadsFewPagesOfASortedFile(t *testing.T) {
+	schema := piSchema(value.String)
+	r := rand.New(rand.NewPCG(1, 2))
+	const n = 200_000
+	keys := make([]any, n)
+	for i := range keys {
+		keys[i] = blUUID(r)
+	}
+	slices.SortFunc(keys, value.Compare)
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = []any{keys[i], int64(i), fmt.Sprintf("name %d", r.IntN(1000)), []byte{byte(i), byte(i >> 8), byte(i >> 16), 1, 2, 3, 4, 5}}
+	}
+	mem := newPQMemStore()
+	store := &countingStore{Store: mem}
+	add := pqWrite(t, mem, WriteOptions{Schema: schema, PageBytes: 4096, BloomFilterColumns: []string{"k"}}, rows)
+	md := pqMetadata(schema, nil, nil)
+	var vals []any
+	for range 20 {
+		vals = append(vals, keys[r.IntN(n)])
+	}
+	slices.SortFunc(vals, value.Compare)
+	flt := &RowGroupFilter{Column: "k", Values: vals}
+	cols := []string{"k", "_order"}
+	got, st := piRead(t, store, md, add, ReadOptions{Columns: cols, RowGroupFilter: flt, OnlyValues: true})
+	sparse := store.read.Swap(0)
+	all, _ := piRead(t, store, md, add, ReadOptions{Columns: cols, RowGroupFilter: flt})
+	dense := store.read.Load()
+	var matched int
+	for _, x := range all {
+		if slices.Contains(vals, x.row[0]) {
+			matched++
+		}
+	}
+	if len(got) != matched || matched < 20 {
+		t.Fatalf("read %d rows, want %d", len(got), matched)
+	}
+	t.Logf("%d keys: %d pages decoded in %d row groups, %d bytes fetched through the page index, %d through row groups (file %d bytes)", len(vals), st.pages, st.sparse, sparse, dense, add.Size)
+	// A key lies in one page of k (or two, across a page boundary) and
+	// one of _order.
+	if st.sparse != 2 || st.pages > 4*len(vals) {
+		t.Fatalf("%d row groups read through the page index decoding %d pages, want 2 decoding at most %d", st.sparse, st.pages, 4*len(vals))
+	}
+	if sparse*3 > dense {
+		t.Fatalf("the page-index read fetched %d bytes, the row-group read %d: want at least 3x fewer", sparse, dense)
+	}
+}
+
+// TestOnlyValuesOfAnotherGoTypeReturnEveryRow: values of another Go type
+// than the column's (a batch read before the column was widened) compare
+// by another rule than value.Compare, so the read returns every row and
+// leaves the matching to the caller.
+func TestOnlyValuesOfAnotherGoTypeReturnEveryRow(t *testing.T) {
+	schema := piSchema(value.Long)
+	var rows [][]any
+	for i := range 1000 {
+		rows = append(rows, []any{int64(i), nil, nil, nil})
+	}
+	mem := newPQMemStore()
+	add := pqWrite(t, mem, WriteOptions{Schema: schema, PageBytes: 512}, rows)
+	md := pqMetadata(schema, nil, nil)
+	got, _ := piRead(t, &countingStore{Store: mem}, md, add, ReadOptions{Columns: []string{"k"}, RowGroupFilter: &RowGroupFilter{Column: "k", Values: []any{int32(5)}}, OnlyValues: true})
+	if len(got) != len(rows) {
+		t.Fatalf("read %d rows, want all %d", len(got), len(rows))
+	}
+}
