@@ -441,3 +441,26 @@ func vectorsWritten(t *testing.T, ctx context.Context, store objstore.Store) int
 	}
 	return n
 }
+
+// modePropertyOptions are the options of a mode's reference-model property
+// test for one seed: overwrite schema mode for a third of the seeds, a
+// partitioned state table for half, and deletion vectors (given to files of
+// any size) for the other half.
+func modePropertyOptions(seed uint64, mode Mode) Options {
+	opts := Options{TargetFileBytes: 1 << 12, Mode: mode, Overwrite: seed%3 == 0, DeletionVectors: seed%4 < 2, DVMinFileBytes: -1}
+	if seed%2 == 0 {
+		opts.StatePartitionColumns = []string{"region"}
+	}
+	return opts
+}
+
+// vectorsOf returns the deletion vectors the merges into tabs wrote,
+// failing when they wrote any with opts' deletion vectors off.
+func vectorsOf(t *testing.T, ctx context.Context, tabs TableSet, opts Options) int {
+	t.Helper()
+	n := vectorsWritten(t, ctx, tabs.State)
+	if n > 0 && !opts.DeletionVectors {
+		t.Fatalf("deletion vectors off, and the merges wrote %d", n)
+	}
+	return n
+}

@@ -200,20 +200,10 @@ func TestSCD2MatchesReferenceModel(t *testing.T) {
 		t.Run(fmt.Sprintf("seed %d converges to the replay", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 2))
 			events := scd2Workload(rng)
-			opts := Options{TargetFileBytes: 1 << 12, Mode: ModeSCD2, Overwrite: seed%3 == 0,
-				// Half the seeds mark replaced rows in deletion vectors (files
-				// of any size take one).
-				DeletionVectors: seed%4 < 2, DVMinFileBytes: -1}
-			if seed%2 == 0 {
-				opts.StatePartitionColumns = []string{"region"}
-			}
+			opts := modePropertyOptions(seed, ModeSCD2)
 			tabs := applyShuffled(t, rng, events, opts)
 			checkSCD2(t, ctx, tabs, events)
-			n := vectorsWritten(t, ctx, tabs.State)
-			if n > 0 && !opts.DeletionVectors {
-				t.Fatalf("deletion vectors off, and the merges wrote %d", n)
-			}
-			vectors += n
+			vectors += vectorsOf(t, ctx, tabs, opts)
 			vr, err := Replay{MaxKeys: 3}.Rebuild(ctx, tabs)
 			if err != nil || !vr.OK() {
 				t.Fatalf("rebuild in passes of 3 keys: %v %+v", err, vr)

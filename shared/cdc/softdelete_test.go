@@ -136,20 +136,10 @@ func TestSoftDeleteMatchesReferenceModel(t *testing.T) {
 				region := []string{"eu", "us"}[rng.IntN(2)]
 				events = append(events, genEvent(n, id, region, rng.IntN(3) == 0, rng.Int64N(1_000_000)))
 			}
-			opts := Options{TargetFileBytes: 1 << 12, Mode: ModeSoftDelete, Overwrite: seed%3 == 0,
-				// Half the seeds mark replaced rows in deletion vectors (files
-				// of any size take one).
-				DeletionVectors: seed%4 < 2, DVMinFileBytes: -1}
-			if seed%2 == 0 {
-				opts.StatePartitionColumns = []string{"region"}
-			}
+			opts := modePropertyOptions(seed, ModeSoftDelete)
 			tabs := applyShuffled(t, rng, events, opts)
 			checkSoft(t, ctx, tabs, events)
-			n := vectorsWritten(t, ctx, tabs.State)
-			if n > 0 && !opts.DeletionVectors {
-				t.Fatalf("deletion vectors off, and the merges wrote %d", n)
-			}
-			vectors += n
+			vectors += vectorsOf(t, ctx, tabs, opts)
 			if n := countRows(t, ctx, tabs.History); n != len(events) {
 				t.Fatalf("history holds %d rows, want %d", n, len(events))
 			}
