@@ -28,6 +28,11 @@ type RewriteOptions struct {
 	// entry, in the Go representation of package value) is left out. It
 	// must not keep the slice.
 	Drop func(key []any) bool
+	// DropRows are physical row positions (the indexes a deletion vector
+	// marks) of rows left out besides those Drop reports: a merge that
+	// replaces some rows of a key and keeps others names them by position.
+	// RowGroupFilter must keep the row groups that hold them.
+	DropRows *roaring64.Bitmap
 	// Conform maps a row read with the table metadata's schema onto
 	// Write.Schema; nil when no mapping is needed. Row groups copied
 	// verbatim are not conformed: that path requires both schemas to be
@@ -120,14 +125,14 @@ func rewriteByRow(ctx context.Context, store objstore.Store, md Metadata, add Ad
 	}
 	w := NewRollingWriter(ctx, store, opts.Write, target)
 	key := make([]any, len(keyPos))
-	err := ReadFile(ctx, store, md, add, ReadOptions{}, func(row []any) error {
+	err := ReadFileAt(ctx, store, md, add, ReadOptions{}, func(pos int64, row []any) error {
 		if opts.Conform != nil {
 			row = opts.Conform(row)
 		}
 		for i, p := range keyPos {
 			key[i] = row[p]
 		}
-		if opts.Drop(key) {
+		if opts.Drop(key) || opts.DropRows != nil && opts.DropRows.Contains(uint64(pos)) {
 			res.Dropped++
 			return nil
 		}
@@ -280,7 +285,7 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 					dropped = append(dropped, true)
 					return nil
 				}
-				d := opts.Drop(key)
+				d := opts.Drop(key) || opts.DropRows != nil && opts.DropRows.Contains(uint64(base+int64(len(dropped))))
 				if d {
 					drops++
 				}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 )
@@ -628,5 +629,59 @@ func TestRewriteFileStatsSurviveExtremesFoundOnEarlierPages(t *testing.T) {
 	}
 	if lo, hi, ok := st.MinMax("id", value.Long); !ok || lo != int64(1) || hi != int64(n-2) {
 		t.Errorf("id bounds [%v, %v] (present %v), want [1, %d]", lo, hi, ok, n-2)
+	}
+}
+
+// TestRewriteFileDropsRowsByPosition: DropRows leaves out the rows at
+// those physical positions, besides those Drop reports, on the row-group
+// path and on the row-by-row one (a wider output schema).
+func TestRewriteFileDropsRowsByPosition(t *testing.T) {
+	wider := rwSchema()
+	wider.Fields = append(slices.Clone(wider.Fields), value.Field{Name: "extra", Type: value.Long, Nullable: true})
+	for _, tc := range []struct {
+		name    string
+		schema  value.StructType
+		conform func([]any) []any
+		copied  int // row groups
+	}{
+		// Rows 5, 130, 500 and 999 lie in 4 of the 8 row groups of 128.
+		{"row groups holding a dropped position are decoded, the others copied", rwSchema(), nil, 4},
+		{"a file read row by row drops the same rows", wider, func(r []any) []any { return append(r, nil) }, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newPQMemStore()
+			md, add, rows := rwSource(t, store, false)
+			dropRows := roaring64.BitmapOf(5, 130, 999)
+			res, err := RewriteFile(context.Background(), store, md, add, RewriteOptions{
+				Write:           WriteOptions{Schema: tc.schema, DataChange: true},
+				TargetFileBytes: 128 << 20,
+				Keys:            []string{"id"},
+				Drop:            func(k []any) bool { return k[0] == int64(500) },
+				DropRows:        dropRows,
+				Conform:         tc.conform,
+			})
+			if err != nil {
+				t.Fatalf("RewriteFile: %v", err)
+			}
+			if res.RowGroupsCopied != tc.copied {
+				t.Errorf("copied %d row groups, want %d", res.RowGroupsCopied, tc.copied)
+			}
+			if res.Dropped != 4 || res.Rows != rwRows-4 {
+				t.Fatalf("kept %d and dropped %d rows, want %d and 4", res.Rows, res.Dropped, rwRows-4)
+			}
+			got := pqRead(t, store, Metadata{SchemaString: tc.schema.SchemaString()}, res.Adds[0], ReadOptions{})
+			var ids []int64
+			for _, r := range got {
+				ids = append(ids, r[0].(int64))
+			}
+			for _, gone := range []int64{5, 130, 500, 999} {
+				if slices.Contains(ids, gone) {
+					t.Errorf("row %d kept", gone)
+				}
+			}
+			if len(ids) != len(rows)-4 {
+				t.Errorf("read %d rows, want %d", len(ids), len(rows)-4)
+			}
+		})
 	}
 }
