@@ -233,7 +233,14 @@ func planSCD2(keys []*scd2Key, tombOrder map[string]*stored) statePlan {
 		p.inserted += ins
 		p.updated += upd
 		p.deleted += del
-		rows, gone := changedVersions(k.stored, k.at, rows)
+		var gone []rowAt
+		if n := len(k.stored); k.fast && n > 0 {
+			// scd2Extend changed the last stored version (its record of
+			// the key's last change moves) and none before it.
+			rows, gone = rows[n-1:], k.at[n-1:]
+		} else {
+			rows, gone = changedVersions(k.stored, k.at, rows)
+		}
 		if len(gone) > 0 {
 			p.dropKeys[k.keyText] = true
 			p.dropFirsts = append(p.dropFirsts, k.key[0])

@@ -510,3 +510,59 @@ func TestSCD2RewritesOnlyTheVersionsThatChange(t *testing.T) {
 		})
 	}
 }
+
+// TestChangedVersionsKeepsTheStoredVersionsThatStayTheSame pairs stored
+// and new versions by the change that opened them: equal ones stay, the
+// others are written or dropped, a duplicated stored version included.
+func TestChangedVersionsKeepsTheStoredVersionsThatStayTheSame(t *testing.T) {
+	v := func(order byte, to int64) []any {
+		var end any // open
+		if to > 0 {
+			end = value.Micros(to)
+		}
+		return []any{int64(order), []byte{1, order}, end}
+	}
+	at := func(pos int64) rowAt { return rowAt{path: "f", pos: pos} }
+	for _, tc := range []struct {
+		name      string
+		stored    [][]any
+		rows      [][]any
+		write     [][]any
+		drop      []rowAt
+		storedPos []int64
+	}{
+		{"equal versions stay, a changed one and a new one are written",
+			[][]any{v(1, 2), v(2, 0)}, [][]any{v(1, 2), v(2, 3), v(3, 0)},
+			[][]any{v(2, 3), v(3, 0)}, []rowAt{at(1)}, []int64{0, 1}},
+		{"a version the rule no longer opens is dropped",
+			[][]any{v(1, 2), v(2, 3), v(3, 0)}, [][]any{v(1, 3), v(3, 0)},
+			[][]any{v(1, 3)}, []rowAt{at(10), at(11)}, []int64{10, 11, 12}},
+		{"a version stored twice keeps one row",
+			[][]any{v(1, 0), v(1, 0)}, [][]any{v(1, 0)},
+			nil, []rowAt{at(6)}, []int64{5, 6}},
+		{"a key without stored versions writes them all",
+			nil, [][]any{v(1, 0)},
+			[][]any{v(1, 0)}, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// scd2Order reads the column before the scd2 ones: pad the
+			// test rows to that layout.
+			pad := func(rows [][]any) [][]any {
+				var out [][]any
+				for _, r := range rows {
+					out = append(out, append(slices.Clone(r[1:2]), make([]any, len(scd2Meta))...))
+					out[len(out)-1][1] = r[2]
+				}
+				return out
+			}
+			var ats []rowAt
+			for _, p := range tc.storedPos {
+				ats = append(ats, at(p))
+			}
+			write, drop := changedVersions(pad(tc.stored), ats, pad(tc.rows))
+			if !slices.EqualFunc(write, pad(tc.write), sameValues) || !slices.Equal(drop, tc.drop) {
+				t.Errorf("write %v drop %v, want %v and %v", write, drop, pad(tc.write), tc.drop)
+			}
+		})
+	}
+}
