@@ -95,13 +95,16 @@ func RewriteFile(ctx context.Context, store objstore.Store, md Metadata, add Add
 			return RewriteResult{}, fmt.Errorf("rewrite data file %s: key %w %q", name, ErrUnknownColumn, k)
 		}
 	}
+	// Without Drop, the dropped rows are known by position alone: no key
+	// is read.
+	byPosition := opts.Drop == nil
 	if opts.Drop == nil {
 		opts.Drop = func([]any) bool { return false }
 	}
 	if flt := opts.RowGroupFilter; flt != nil && opts.Write.Schema.Index(flt.Column) < 0 {
 		return RewriteResult{}, fmt.Errorf("rewrite data file %s: row group filter: %w %q", name, ErrUnknownColumn, flt.Column)
 	}
-	res, ok, err := rewriteByRowGroup(ctx, store, name, md, add, opts)
+	res, ok, err := rewriteByRowGroup(ctx, store, name, md, add, opts, byPosition)
 	if err != nil {
 		return RewriteResult{}, fmt.Errorf("rewrite data file %s: %w", name, err)
 	}
@@ -155,8 +158,11 @@ func rewriteByRow(ctx context.Context, store objstore.Store, md Metadata, add Ad
 }
 
 // rewriteByRowGroup is the row-group path; ok is false, with nothing
-// written, when the file does not qualify for it.
-func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, md Metadata, add Add, opts RewriteOptions) (RewriteResult, bool, error) {
+// written, when the file does not qualify for it. byPosition tells that
+// only opts.DropRows drop rows: a row group none of whose positions it
+// holds is copied without reading its keys, and the others are masked by
+// position.
+func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, md Metadata, add Add, opts RewriteOptions, byPosition bool) (RewriteResult, bool, error) {
 	if ColumnMappingMode(md) != ColumnMappingNone {
 		return RewriteResult{}, false, nil
 	}
@@ -277,7 +283,20 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 		dropped = slices.Grow(dropped[:0], int(n))[:0]
 		drops, dels := int64(0), deleted.countIn(base, n)
 		var err error
-		if filterBounds.keep(rg, opts.RowGroupFilter) {
+		if byPosition {
+			if (deletedRows{opts.DropRows}).countIn(base, n) > 0 {
+				for i := base; i < base+n; i++ {
+					d := deleted.has(i)
+					if !d && opts.DropRows.Contains(uint64(i)) {
+						d = true
+						drops++
+					}
+					dropped = append(dropped, d)
+				}
+			} else if dels > 0 {
+				dropped = deleted.mask(dropped, base, n)
+			}
+		} else if filterBounds.keep(rg, opts.RowGroupFilter) {
 			// Keys are read for every row, deleted ones included, so the
 			// mask lines up with the row group; Drop sees live rows only.
 			err = readRowGroup(ctx, ra, f, g, rg, keys.streams, keyOut, base, nil, func(key []any) error {
