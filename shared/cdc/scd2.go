@@ -193,8 +193,8 @@ type scd2Key struct {
 
 // planSCD2 applies the rule to each touched key and plans the rows that
 // change: the versions that differ from the stored ones are dropped (by
-// position) and written again, the others stay. tombOrder is each key's last recorded delete.
-// It does no I/O.
+// position) and written again, the others stay. tombOrder is each key's
+// last recorded delete. It does no I/O.
 func planSCD2(keys []*scd2Key, tombOrder map[string]*stored) statePlan {
 	p := statePlan{touched: map[string]*roaring64.Bitmap{}, dropKeys: map[string]bool{}, rows: [][]any{}, byPosition: true}
 	for _, k := range keys {
@@ -256,8 +256,8 @@ func planSCD2(keys []*scd2Key, tombOrder map[string]*stored) statePlan {
 // not stored as they are (to write) and where the stored versions lie
 // that are not among the new ones (to drop). A version stored unchanged
 // stays where it is: most steps close the open version and add new ones,
-// and rewriting the closed versions before it would cost the lookup,
-// deletion vectors or copy-on-write rows nothing requires.
+// and writing the closed versions before it again would cost rows written
+// and rows marked (or copied) for nothing.
 //
 // Both lists are sorted by the order of the change that opened each
 // version, so one merge-like walk pairs them.

@@ -31,7 +31,9 @@ type RewriteOptions struct {
 	// DropRows are physical row positions (the indexes a deletion vector
 	// marks) of rows left out besides those Drop reports: a merge that
 	// replaces some rows of a key and keeps others names them by position.
-	// RowGroupFilter must keep the row groups that hold them.
+	// With Drop set, RowGroupFilter must keep the row groups that hold
+	// them; without Drop no key is read, and the row groups that hold
+	// none are copied verbatim whatever RowGroupFilter says.
 	DropRows *roaring64.Bitmap
 	// Conform maps a row read with the table metadata's schema onto
 	// Write.Schema; nil when no mapping is needed. Row groups copied
