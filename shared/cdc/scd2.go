@@ -49,6 +49,13 @@ package cdc
 // the open one, open new ones). Only the keys with a late change, or
 // whose last change is a backfill row, read their history (extendsKey).
 //
+// A step replaces only the versions whose rows change: the open version
+// it closes (or whose ColLastOrder moves), and those a late change alters;
+// the others stay where they lie (changedVersions). The plan names the
+// replaced rows by position (statePlan.byPosition), so a deletion vector
+// marks just them and a copy-on-write rewrite keeps the key's other
+// versions, where dropping every row of the key would write them again.
+//
 // Tombstones are recorded as in mode current (a key whose last change is
 // a delete), so that rebuild and the other modes agree on them.
 
@@ -185,11 +192,11 @@ type scd2Key struct {
 }
 
 // planSCD2 applies the rule to each touched key and plans the rows that
-// change: a key whose versions differ from the stored ones has its rows
-// dropped and written again. tombOrder is each key's last recorded delete.
-// It does no I/O.
+// change: the versions that differ from the stored ones are dropped (by
+// position) and written again, the others stay. tombOrder is each key's
+// last recorded delete. It does no I/O.
 func planSCD2(keys []*scd2Key, tombOrder map[string]*stored) statePlan {
-	p := statePlan{touched: map[string]*roaring64.Bitmap{}, dropKeys: map[string]bool{}, rows: [][]any{}}
+	p := statePlan{touched: map[string]*roaring64.Bitmap{}, dropKeys: map[string]bool{}, rows: [][]any{}, byPosition: true}
 	for _, k := range keys {
 		changes := inOrder(k.changes)
 		var rows [][]any
@@ -226,14 +233,48 @@ func planSCD2(keys []*scd2Key, tombOrder map[string]*stored) statePlan {
 		p.inserted += ins
 		p.updated += upd
 		p.deleted += del
-		if len(k.stored) > 0 {
+		var gone []rowAt
+		if n := len(k.stored); k.fast && n > 0 {
+			// scd2Extend changed the last stored version (its record of
+			// the key's last change moves) and none before it.
+			rows, gone = rows[n-1:], k.at[n-1:]
+		} else {
+			rows, gone = changedVersions(k.stored, k.at, rows)
+		}
+		if len(gone) > 0 {
 			p.dropKeys[k.keyText] = true
 			p.dropFirsts = append(p.dropFirsts, k.key[0])
-			p.touch(k.at)
+			p.touch(gone)
 		}
 		p.rows = append(p.rows, rows...)
 	}
 	return p
+}
+
+// changedVersions compares a key's stored versions (at: where they lie)
+// with its versions after the step: it returns the new versions that are
+// not stored as they are (to write) and where the stored versions lie
+// that are not among the new ones (to drop). A version stored unchanged
+// stays where it is: most steps close the open version and add new ones,
+// and writing the closed versions before it again would cost rows written
+// and rows marked (or copied) for nothing.
+//
+// Both lists are sorted by the order of the change that opened each
+// version, so one merge-like walk pairs them.
+func changedVersions(stored [][]any, at []rowAt, rows [][]any) (write [][]any, drop []rowAt) {
+	i := 0
+	for _, r := range rows {
+		for i < len(stored) && bytes.Compare(scd2Order(stored[i]), scd2Order(r)) < 0 {
+			drop = append(drop, at[i])
+			i++
+		}
+		if i < len(stored) && bytes.Equal(scd2Order(stored[i]), scd2Order(r)) && sameValues(stored[i], r) {
+			i++ // stored as it is: stays
+			continue
+		}
+		write = append(write, r)
+	}
+	return write, append(drop, at[i:]...)
 }
 
 // versionChanges counts the versions added, changed and removed from old
@@ -392,9 +433,24 @@ func (st *stateStep) scd2Lookup(ctx context.Context, probe []Change, keys map[st
 		return fmt.Errorf("state lookup: %w", err)
 	}
 	for _, k := range keys {
-		slices.SortFunc(k.stored, func(a, b []any) int { return bytes.Compare(scd2Order(a), scd2Order(b)) })
+		sortVersions(k)
 	}
 	return nil
+}
+
+// sortVersions sorts a key's stored versions, and where they lie with
+// them, by the order of the change that opened each.
+func sortVersions(k *scd2Key) {
+	idx := make([]int, len(k.stored))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return bytes.Compare(scd2Order(k.stored[a]), scd2Order(k.stored[b])) })
+	stored, at := make([][]any, len(idx)), make([]rowAt, len(idx))
+	for i, j := range idx {
+		stored[i], at[i] = k.stored[j], k.at[j]
+	}
+	k.stored, k.at = stored, at
 }
 
 // keyHistory adds to each touched key its changes in the history table,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -400,4 +401,158 @@ func TestSCD2VerifyFindsAWrongInterval(t *testing.T) {
 		t.Fatalf("rebuild: %v %+v", err, vr)
 	}
 	checkSCD2(t, ctx, tabs, evs)
+}
+
+// TestSCD2RewritesOnlyTheVersionsThatChange: a step replaces the versions
+// its changes alter (the open one it closes, one a late change splits) and
+// leaves the others where they are, with deletion vectors (only those rows
+// are marked, also in a file that has a vector already) and without (the
+// rewrite copies the others); the table still equals the rule's replay.
+func TestSCD2RewritesOnlyTheVersionsThatChange(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"with deletion vectors, only the replaced rows are marked", Options{DeletionVectors: true, DVMinFileBytes: -1}},
+		{"copy on write, the rewrite keeps the unchanged versions", Options{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			tabs := memTables()
+			opts := tc.opts
+			opts.Mode = ModeSCD2
+			var all []datastream.Event
+			// apply merges evs and returns the version rows the step wrote
+			// and those it dropped.
+			apply := func(seq int64, evs ...datastream.Event) (written, dropped int) {
+				t.Helper()
+				before := 0
+				if seq > 1 {
+					before = len(slices.Concat(slices.Collect(maps.Values(readSCD2(t, ctx, tabs)))...))
+				}
+				paths := map[string]bool{}
+				if seq > 1 {
+					for _, f := range stateSnapshot(t, ctx, tabs.State).Files() {
+						paths[f.Path] = true
+					}
+				}
+				all = append(all, evs...)
+				if _, err := Apply(ctx, tabs, seq, softBatch(t, evs...), opts); err != nil {
+					t.Fatal(err)
+				}
+				checkSCD2(t, ctx, tabs, all)
+				for _, f := range stateSnapshot(t, ctx, tabs.State).Files() {
+					if !paths[f.Path] {
+						st, err := delta.ParseStats(f.Stats)
+						if err != nil {
+							t.Fatal(err)
+						}
+						written += int(st.NumRecords)
+					}
+				}
+				if seq > 1 {
+					written -= metric(t, lastMetrics(t, ctx, tabs.State), "numTargetRowsCopied")
+				}
+				after := len(slices.Concat(slices.Collect(maps.Values(readSCD2(t, ctx, tabs)))...))
+				return written, written - (after - before)
+			}
+			// Each step also inserts new keys, so that the files a step
+			// writes hold more rows than it later replaces there (a vector
+			// marking half a file's rows gives way to a rewrite).
+			const fill = 4
+			filler := func(seq int64) []datastream.Event {
+				var evs []datastream.Event
+				for j := range int64(fill) {
+					evs = append(evs, scd2Event(uint64(1000+10*seq+j), 1000+10*seq+j, false, 1))
+				}
+				return evs
+			}
+			apply(1, append(filler(1), scd2Event(10, 1, false, 1), scd2Event(20, 2, false, 1))...)
+			steps := []struct {
+				what             string
+				ev               datastream.Event
+				written, dropped int
+			}{
+				{"an update closes key 1's open version and opens one", scd2Event(30, 1, false, 2), 2, 1},
+				{"an update of key 2, whose open version lies in a file the last step marked or rewrote", scd2Event(40, 2, false, 2), 2, 1},
+				{"an update of key 1 leaves its first, closed version in place", scd2Event(50, 1, false, 3), 2, 1},
+				{"a late change of key 1 splits the version it lands in and nothing else", scd2Event(35, 1, false, 9), 2, 1},
+				{"a collapsed upsert moves the open version's record of the last change", scd2Event(60, 1, false, 3), 1, 1},
+				{"a delete closes key 2's open version", scd2Event(70, 2, true, 0), 1, 1},
+			}
+			for i, s := range steps {
+				seq := int64(i + 2)
+				if w, d := apply(seq, append(filler(seq), s.ev)...); w != s.written+fill || d != s.dropped {
+					t.Fatalf("%s: wrote %d version rows and dropped %d, want %d and %d", s.what, w-fill, d, s.written, s.dropped)
+				}
+			}
+			if opts.DeletionVectors {
+				marked := int64(0)
+				for _, f := range stateSnapshot(t, ctx, tabs.State).Files() {
+					if f.DeletionVector != nil {
+						marked += f.DeletionVector.Cardinality
+					}
+				}
+				if want := int64(len(steps)); marked != want {
+					t.Errorf("deletion vectors mark %d rows, want %d (one replaced version per step)", marked, want)
+				}
+			}
+		})
+	}
+}
+
+// TestChangedVersionsKeepsTheStoredVersionsThatStayTheSame pairs stored
+// and new versions by the change that opened them: equal ones stay, the
+// others are written or dropped, a duplicated stored version included.
+func TestChangedVersionsKeepsTheStoredVersionsThatStayTheSame(t *testing.T) {
+	v := func(order byte, to int64) []any {
+		var end any // open
+		if to > 0 {
+			end = value.Micros(to)
+		}
+		return []any{int64(order), []byte{1, order}, end}
+	}
+	at := func(pos int64) rowAt { return rowAt{path: "f", pos: pos} }
+	for _, tc := range []struct {
+		name      string
+		stored    [][]any
+		rows      [][]any
+		write     [][]any
+		drop      []rowAt
+		storedPos []int64
+	}{
+		{"equal versions stay, a changed one and a new one are written",
+			[][]any{v(1, 2), v(2, 0)}, [][]any{v(1, 2), v(2, 3), v(3, 0)},
+			[][]any{v(2, 3), v(3, 0)}, []rowAt{at(1)}, []int64{0, 1}},
+		{"a version the rule no longer opens is dropped",
+			[][]any{v(1, 2), v(2, 3), v(3, 0)}, [][]any{v(1, 3), v(3, 0)},
+			[][]any{v(1, 3)}, []rowAt{at(10), at(11)}, []int64{10, 11, 12}},
+		{"a version stored twice keeps one row",
+			[][]any{v(1, 0), v(1, 0)}, [][]any{v(1, 0)},
+			nil, []rowAt{at(6)}, []int64{5, 6}},
+		{"a key without stored versions writes them all",
+			nil, [][]any{v(1, 0)},
+			[][]any{v(1, 0)}, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// scd2Order reads the column before the scd2 ones: pad the
+			// test rows to that layout.
+			pad := func(rows [][]any) [][]any {
+				var out [][]any
+				for _, r := range rows {
+					out = append(out, append(slices.Clone(r[1:2]), make([]any, len(scd2Meta))...))
+					out[len(out)-1][1] = r[2]
+				}
+				return out
+			}
+			var ats []rowAt
+			for _, p := range tc.storedPos {
+				ats = append(ats, at(p))
+			}
+			write, drop := changedVersions(pad(tc.stored), ats, pad(tc.rows))
+			if !slices.EqualFunc(write, pad(tc.write), sameValues) || !slices.Equal(drop, tc.drop) {
+				t.Errorf("write %v drop %v, want %v and %v", write, drop, pad(tc.write), tc.drop)
+			}
+		})
+	}
 }

@@ -165,6 +165,10 @@ type statePlan struct {
 	// (in the table's schema, sorted by key) instead of the rows of keys
 	// whose verdict is Insert or Replace.
 	rows [][]any
+	// byPosition, when a mode's planner set it, drops exactly the touched
+	// rows from rewritten files, where by default every row of a dropKeys
+	// key goes: scd2 replaces some versions of a key and keeps the others.
+	byPosition bool
 
 	stale, inserted, updated, deleted, buried int64
 }
@@ -448,6 +452,13 @@ func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, acts ma
 	stateSchema := st.schema(st.stateSource)
 	dropFilter := firstKeyFilter(st.keyNames[0], plan.dropFirsts)
 	var keyBuf []byte
+	drop := func(k []any) bool {
+		keyBuf = AppendKeyText(keyBuf[:0], k)
+		return plan.dropKeys[string(keyBuf)]
+	}
+	if plan.byPosition {
+		drop = nil
+	}
 	var convErr error
 	// Files() is sorted by path (and shared: never modify it).
 	for _, f := range st.stateSnap.Files() {
@@ -456,15 +467,17 @@ func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, acts ma
 			continue
 		}
 		if act == rewriteFile {
+			var dropRows *roaring64.Bitmap
+			if plan.byPosition {
+				dropRows = plan.touched[f.Path]
+			}
 			rw, err := delta.RewriteFile(ctx, st.t.State, md, f, delta.RewriteOptions{
 				Write:           delta.WriteOptions{Schema: stateSchema, PartitionColumns: st.stateSnap.PartitionColumns(), DataChange: true, RowGroupBytes: st.opts.RowGroupBytes, BloomFilterColumns: st.keyNames[:1], PageBytes: StatePageBytes},
 				TargetFileBytes: st.opts.TargetFileBytes,
 				Keys:            st.keyNames,
-				Drop: func(k []any) bool {
-					keyBuf = AppendKeyText(keyBuf[:0], k)
-					return plan.dropKeys[string(keyBuf)]
-				},
-				RowGroupFilter: dropFilter,
+				Drop:            drop,
+				DropRows:        dropRows,
+				RowGroupFilter:  dropFilter,
 				Conform: func(row []any) []any {
 					r, err := conformFor(st.opts.Overwrite, row, st.stateSnap.Schema(), stateSchema)
 					if err != nil && convErr == nil {

@@ -28,6 +28,13 @@ type RewriteOptions struct {
 	// entry, in the Go representation of package value) is left out. It
 	// must not keep the slice.
 	Drop func(key []any) bool
+	// DropRows are physical row positions (the indexes a deletion vector
+	// marks) of rows left out besides those Drop reports: a merge that
+	// replaces some rows of a key and keeps others names them by position.
+	// With Drop set, RowGroupFilter must keep the row groups that hold
+	// them; without Drop no key is read, and the row groups that hold
+	// none are copied verbatim whatever RowGroupFilter says.
+	DropRows *roaring64.Bitmap
 	// Conform maps a row read with the table metadata's schema onto
 	// Write.Schema; nil when no mapping is needed. Row groups copied
 	// verbatim are not conformed: that path requires both schemas to be
@@ -90,13 +97,16 @@ func RewriteFile(ctx context.Context, store objstore.Store, md Metadata, add Add
 			return RewriteResult{}, fmt.Errorf("rewrite data file %s: key %w %q", name, ErrUnknownColumn, k)
 		}
 	}
+	// Without Drop, the dropped rows are known by position alone: no key
+	// is read.
+	byPosition := opts.Drop == nil
 	if opts.Drop == nil {
 		opts.Drop = func([]any) bool { return false }
 	}
 	if flt := opts.RowGroupFilter; flt != nil && opts.Write.Schema.Index(flt.Column) < 0 {
 		return RewriteResult{}, fmt.Errorf("rewrite data file %s: row group filter: %w %q", name, ErrUnknownColumn, flt.Column)
 	}
-	res, ok, err := rewriteByRowGroup(ctx, store, name, md, add, opts)
+	res, ok, err := rewriteByRowGroup(ctx, store, name, md, add, opts, byPosition)
 	if err != nil {
 		return RewriteResult{}, fmt.Errorf("rewrite data file %s: %w", name, err)
 	}
@@ -120,14 +130,14 @@ func rewriteByRow(ctx context.Context, store objstore.Store, md Metadata, add Ad
 	}
 	w := NewRollingWriter(ctx, store, opts.Write, target)
 	key := make([]any, len(keyPos))
-	err := ReadFile(ctx, store, md, add, ReadOptions{}, func(row []any) error {
+	err := ReadFileAt(ctx, store, md, add, ReadOptions{}, func(pos int64, row []any) error {
 		if opts.Conform != nil {
 			row = opts.Conform(row)
 		}
 		for i, p := range keyPos {
 			key[i] = row[p]
 		}
-		if opts.Drop(key) {
+		if opts.Drop(key) || opts.DropRows != nil && opts.DropRows.Contains(uint64(pos)) {
 			res.Dropped++
 			return nil
 		}
@@ -150,8 +160,11 @@ func rewriteByRow(ctx context.Context, store objstore.Store, md Metadata, add Ad
 }
 
 // rewriteByRowGroup is the row-group path; ok is false, with nothing
-// written, when the file does not qualify for it.
-func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, md Metadata, add Add, opts RewriteOptions) (RewriteResult, bool, error) {
+// written, when the file does not qualify for it. byPosition tells that
+// only opts.DropRows drop rows: a row group none of whose positions it
+// holds is copied without reading its keys, and the others are masked by
+// position.
+func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, md Metadata, add Add, opts RewriteOptions, byPosition bool) (RewriteResult, bool, error) {
 	if ColumnMappingMode(md) != ColumnMappingNone {
 		return RewriteResult{}, false, nil
 	}
@@ -272,7 +285,20 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 		dropped = slices.Grow(dropped[:0], int(n))[:0]
 		drops, dels := int64(0), deleted.countIn(base, n)
 		var err error
-		if filterBounds.keep(rg, opts.RowGroupFilter) {
+		if byPosition {
+			if (deletedRows{opts.DropRows}).countIn(base, n) > 0 {
+				for i := base; i < base+n; i++ {
+					d := deleted.has(i)
+					if !d && opts.DropRows.Contains(uint64(i)) {
+						d = true
+						drops++
+					}
+					dropped = append(dropped, d)
+				}
+			} else if dels > 0 {
+				dropped = deleted.mask(dropped, base, n)
+			}
+		} else if filterBounds.keep(rg, opts.RowGroupFilter) {
 			// Keys are read for every row, deleted ones included, so the
 			// mask lines up with the row group; Drop sees live rows only.
 			err = readRowGroup(ctx, ra, f, g, rg, keys.streams, keyOut, base, nil, func(key []any) error {
@@ -280,7 +306,7 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 					dropped = append(dropped, true)
 					return nil
 				}
-				d := opts.Drop(key)
+				d := opts.Drop(key) || opts.DropRows != nil && opts.DropRows.Contains(uint64(base+int64(len(dropped))))
 				if d {
 					drops++
 				}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 )
@@ -628,5 +629,78 @@ func TestRewriteFileStatsSurviveExtremesFoundOnEarlierPages(t *testing.T) {
 	}
 	if lo, hi, ok := st.MinMax("id", value.Long); !ok || lo != int64(1) || hi != int64(n-2) {
 		t.Errorf("id bounds [%v, %v] (present %v), want [1, %d]", lo, hi, ok, n-2)
+	}
+}
+
+// TestRewriteFileDropsRowsByPosition: DropRows leaves out the rows at
+// those physical positions, besides those Drop reports, on the row-group
+// path and on the row-by-row one (a wider output schema); without Drop no
+// key is read and only the row groups holding a dropped position are
+// decoded.
+func TestRewriteFileDropsRowsByPosition(t *testing.T) {
+	wider := rwSchema()
+	wider.Fields = append(slices.Clone(wider.Fields), value.Field{Name: "extra", Type: value.Long, Nullable: true})
+	by500 := func(k []any) bool { return k[0] == int64(500) }
+	for _, tc := range []struct {
+		name    string
+		schema  value.StructType
+		conform func([]any) []any
+		drop    func([]any) bool
+		gone    []int64 // ids (= positions) Drop or DropRows leave out
+		copied  int     // row groups
+		deleted []uint64
+	}{
+		// Rows 5, 130, 500 and 999 lie in 4 of the 8 row groups of 128.
+		{"row groups holding a dropped position or key are decoded, the others copied", rwSchema(), nil, by500, []int64{5, 130, 500, 999}, 4, nil},
+		{"a file read row by row drops the same rows", wider, func(r []any) []any { return append(r, nil) }, by500, []int64{5, 130, 500, 999}, 0, nil},
+		{"by position alone, the row groups without a dropped position are copied", rwSchema(), nil, nil, []int64{5, 130, 999}, 5, nil},
+		// Row 5 is both deleted and dropped (it counts as deleted), row
+		// 300 deleted in a row group that loses nothing else.
+		{"by position in a file with a deletion vector, its deleted rows go too", rwSchema(), nil, nil, []int64{130, 999}, 4, []uint64{5, 300}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newPQMemStore()
+			md, add, rows := rwSource(t, store, false)
+			if tc.deleted != nil {
+				add = withDV(t, store, add, true, tc.deleted)
+			}
+			res, err := RewriteFile(context.Background(), store, md, add, RewriteOptions{
+				Write:           WriteOptions{Schema: tc.schema, DataChange: true},
+				TargetFileBytes: 128 << 20,
+				Keys:            []string{"id"},
+				Drop:            tc.drop,
+				DropRows:        roaring64.BitmapOf(5, 130, 999),
+				Conform:         tc.conform,
+			})
+			if err != nil {
+				t.Fatalf("RewriteFile: %v", err)
+			}
+			if res.RowGroupsCopied != tc.copied {
+				t.Errorf("copied %d row groups, want %d", res.RowGroupsCopied, tc.copied)
+			}
+			n := int64(len(tc.gone))
+			dels := int64(len(tc.deleted))
+			if res.Dropped != n || res.Deleted != dels || res.Rows != rwRows-n-dels {
+				t.Fatalf("kept %d, dropped %d and deleted %d rows, want %d, %d and %d", res.Rows, res.Dropped, res.Deleted, rwRows-n-dels, n, dels)
+			}
+			got := pqRead(t, store, Metadata{SchemaString: tc.schema.SchemaString()}, res.Adds[0], ReadOptions{})
+			var ids []int64
+			for _, r := range got {
+				ids = append(ids, r[0].(int64))
+			}
+			for _, gone := range tc.gone {
+				if slices.Contains(ids, gone) {
+					t.Errorf("row %d kept", gone)
+				}
+			}
+			for _, gone := range tc.deleted {
+				if slices.Contains(ids, int64(gone)) {
+					t.Errorf("deleted row %d kept", gone)
+				}
+			}
+			if want := len(rows) - len(tc.gone) - len(tc.deleted); len(ids) != want {
+				t.Errorf("read %d rows, want %d", len(ids), want)
+			}
+		})
 	}
 }
