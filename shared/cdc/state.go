@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -83,8 +82,7 @@ func latestSorted(changes []Change) []Change {
 	for _, c := range latest {
 		keys = append(keys, c)
 	}
-	sort.Slice(keys, func(i, j int) bool { return value.CompareKeys(keys[i].Key, keys[j].Key) < 0 })
-	return keys
+	return sortByKey(keys)
 }
 
 // stored is what a lookup found for one key.

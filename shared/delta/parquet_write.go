@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -832,7 +833,11 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 	case value.String:
 		return parquet.String(), func(v any) (parquet.Value, error) {
 			if x, ok := v.(string); ok {
-				return parquet.ByteArrayValue([]byte(x)), nil
+				// parquet-go copies a value's bytes into its column
+				// buffer and never writes through them, so the string's
+				// own bytes are lent, not copied: a copy per string
+				// value was a tenth of a merge's allocations.
+				return parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(x), len(x))), nil
 			}
 			return mismatch(v)
 		}, nil
