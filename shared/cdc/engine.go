@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -380,6 +381,7 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	// duplicate check skip most of them (historyDuplicates).
 	w := newRolling(ctx, t.History, delta.WriteOptions{Schema: schema, PartitionColumns: []string{ColSourceDate}, RowGroupRows: historyRowGroupRows}, opts.TargetFileBytes)
 	rows := int64(0)
+	same := value.Equal(from, schema) // checked once, not per row
 	for _, c := range b.Changes {
 		if len(b.Key) > 0 {
 			id := c.KeyText + "\x00" + string(c.Order)
@@ -391,7 +393,10 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 		}
 		// In overwrite mode a batch older than the history's schema is
 		// cast to it like the table's own rows.
-		row, err := conformFor(opts.Overwrite, c.History, from, schema)
+		row, err := c.History, error(nil)
+		if !same {
+			row, err = conformFor(opts.Overwrite, c.History, from, schema)
+		}
 		if err == nil {
 			err = w.Write(row)
 		}
@@ -707,30 +712,47 @@ func firstKeyFilter(col string, firsts []any) *delta.RowGroupFilter {
 // lookup reads the key columns and the order of candidate files and reports
 // every row whose key is in found; keys are the batch keys sorted by
 // value.CompareKeys, used to skip the row groups that cannot hold one.
+// Files are read on all cores (found is only read meanwhile) and their
+// hits reported afterwards, in file order, on the caller's goroutine: a
+// backfill with random keys reads every earlier file of the table.
 func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, keys []Change, found map[string]*stored, hit func(*stored, []byte, string)) error {
 	cols := append(append([]string(nil), keyNames...), ColOrder)
 	md := snap.Metadata()
-	key := make([]any, len(keyNames))
 	firsts := make([]any, len(keys))
 	for i, c := range keys {
 		firsts[i] = c.Key[0]
 	}
 	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: firstKeyFilter(keyNames[0], firsts)}
-	var buf []byte
-	for _, f := range files {
-		err := delta.ReadFile(ctx, snap.Store(), md, f, ro, func(row []any) error {
-			copy(key, row[:len(keyNames)])
-			buf = AppendKeyText(buf[:0], key)
-			s, ok := found[string(buf)]
-			if !ok {
+	type fileHit struct {
+		s     *stored
+		order []byte
+	}
+	hits := make([][]fileHit, len(files))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, f := range files {
+		g.Go(func() error {
+			key := make([]any, len(keyNames))
+			var buf []byte
+			return delta.ReadFile(gctx, snap.Store(), md, f, ro, func(row []any) error {
+				copy(key, row[:len(keyNames)])
+				buf = AppendKeyText(buf[:0], key)
+				s, ok := found[string(buf)]
+				if !ok {
+					return nil
+				}
+				order, _ := row[len(keyNames)].([]byte)
+				hits[i] = append(hits[i], fileHit{s, order})
 				return nil
-			}
-			order, _ := row[len(keyNames)].([]byte)
-			hit(s, order, f.Path)
-			return nil
+			})
 		})
-		if err != nil {
-			return err
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, f := range files {
+		for _, h := range hits[i] {
+			hit(h.s, h.order, f.Path)
 		}
 	}
 	return nil

@@ -316,13 +316,17 @@ func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, res *Re
 func (st *stateStep) writeUpserts(ctx context.Context, plan statePlan) ([]delta.Add, error) {
 	w := newRolling(ctx, st.t.State, delta.WriteOptions{Schema: StateSchema(st.stateSource), PartitionColumns: st.stateSnap.PartitionColumns(), RowGroupBytes: st.opts.RowGroupBytes}, st.opts.TargetFileBytes)
 	var row []any
+	same := value.Equal(st.b.Source, st.stateSource)
 	for i, c := range plan.keys {
 		if plan.verdicts[i] != Insert && plan.verdicts[i] != Replace {
 			continue
 		}
 		// In overwrite mode a batch older than the table's schema is cast
 		// to it: columns it lacks are null, columns gone are dropped.
-		src, err := conformFor(st.opts.Overwrite, c.Row, st.b.Source, st.stateSource)
+		src, err := c.Row, error(nil)
+		if !same {
+			src, err = conformFor(st.opts.Overwrite, c.Row, st.b.Source, st.stateSource)
+		}
 		if err != nil {
 			w.Abort()
 			return nil, fmt.Errorf("key %s: %w", c.KeyText, err)
