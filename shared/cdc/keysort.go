@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"reflect"
@@ -9,22 +10,41 @@ import (
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
-// sortByKey returns the changes sorted by key (value.CompareKeys). A batch
-// sorts up to a step's worth of keys, and comparing them through the
-// []any of each key misses the cache at every step; each key's first
+// latestIndexes returns the index of the latest change of each key, the one
+// Latest keeps: the greatest order, the first of equal ones. Indexes into
+// the batch stand in for copies of 160-byte Changes in a map.
+func latestIndexes(changes []Change) []int32 {
+	at := make(map[string]int32, len(changes))
+	for i := range changes {
+		c := &changes[i]
+		if j, ok := at[c.KeyText]; !ok || bytes.Compare(c.Order, changes[j].Order) > 0 {
+			at[c.KeyText] = int32(i)
+		}
+	}
+	idx := make([]int32, 0, len(at))
+	for _, j := range at {
+		idx = append(idx, j)
+	}
+	return idx
+}
+
+// sortByKey returns the changes at idx sorted by key (value.CompareKeys).
+// A batch sorts up to a step's worth of keys, and comparing them through
+// the []any of each key misses the cache at every step; each key's first
 // column is first reduced to a 64-bit prefix that orders as the value does
 // (keyPrefix), so most comparisons are of two integers side by side, and
 // only equal prefixes compare the keys themselves. Indexes are sorted,
 // not the changes: a swap moves 16 bytes, not a Change.
-func sortByKey(changes []Change) []Change {
+func sortByKey(changes []Change, idx []int32) []Change {
 	type entry struct {
 		prefix uint64
 		i      int32
 	}
-	ents := make([]entry, len(changes))
+	ents := make([]entry, len(idx))
 	var typ reflect.Type
 	mixed := false
-	for i, c := range changes {
+	for k, i := range idx {
+		c := &changes[i]
 		var p uint64
 		if len(c.Key) > 0 && c.Key[0] != nil {
 			if t := reflect.TypeOf(c.Key[0]); typ == nil {
@@ -34,7 +54,7 @@ func sortByKey(changes []Change) []Change {
 			}
 			p = keyPrefix(c.Key[0])
 		}
-		ents[i] = entry{p, int32(i)}
+		ents[k] = entry{p, i}
 	}
 	if mixed { // prefixes of different types do not compare
 		for i := range ents {
@@ -47,7 +67,7 @@ func sortByKey(changes []Change) []Change {
 		}
 		return value.CompareKeys(changes[a.i].Key, changes[b.i].Key)
 	})
-	out := make([]Change, len(changes))
+	out := make([]Change, len(ents))
 	for k, e := range ents {
 		out[k] = changes[e.i]
 	}

@@ -50,7 +50,11 @@ func TestSortByKeyOrdersAsCompareKeys(t *testing.T) {
 				for i := range changes {
 					changes[i] = Change{Key: tc.gen(r), Position: fmt.Sprint(i)}
 				}
-				got := sortByKey(changes)
+				idx := make([]int32, len(changes))
+				for i := range idx {
+					idx[i] = int32(i)
+				}
+				got := sortByKey(changes, idx)
 				if len(got) != len(changes) {
 					t.Fatalf("sorted %d changes into %d", len(changes), len(got))
 				}
@@ -75,4 +79,31 @@ func keysOf(cs []Change) [][]any {
 		out[i] = c.Key
 	}
 	return out
+}
+
+// TestLatestSortedKeepsWhatLatestKeeps: the latest change of each key (the
+// greatest order, the first of equal orders), sorted by key.
+func TestLatestSortedKeepsWhatLatestKeeps(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := 0; round < 100; round++ {
+		changes := make([]Change, r.IntN(400))
+		for i := range changes {
+			key := []any{fmt.Sprintf("k%03d", r.IntN(60)), int64(r.IntN(3))}
+			changes[i] = Change{Key: key, KeyText: KeyText(key), Order: []byte{byte(r.IntN(8))}, Position: fmt.Sprint(i)}
+		}
+		var want []Change
+		for _, c := range Latest(changes) {
+			want = append(want, c)
+		}
+		slices.SortFunc(want, func(a, b Change) int { return value.CompareKeys(a.Key, b.Key) })
+		got := latestSorted(changes)
+		if len(got) != len(want) {
+			t.Fatalf("%d keys, want %d", len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Position != want[i].Position {
+				t.Fatalf("key %v: change %s, want %s (order %v vs %v)", got[i].Key, got[i].Position, want[i].Position, got[i].Order, want[i].Order)
+			}
+		}
+	}
 }

@@ -77,12 +77,7 @@ func openState(ctx context.Context, t TableSet, step Step, b Batch, source value
 
 // latestSorted is the latest change of each key (Latest), sorted by key.
 func latestSorted(changes []Change) []Change {
-	latest := Latest(changes)
-	keys := make([]Change, 0, len(latest))
-	for _, c := range latest {
-		keys = append(keys, c)
-	}
-	return sortByKey(keys)
+	return sortByKey(changes, latestIndexes(changes))
 }
 
 // stored is what a lookup found for one key.
