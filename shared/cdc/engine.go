@@ -728,16 +728,27 @@ func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNam
 		order []byte
 	}
 	hits := make([][]fileHit, len(files))
+	kj := newKeyJoin(keys)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, f := range files {
 		g.Go(func() error {
 			key := make([]any, len(keyNames))
 			var buf []byte
+			cur := kj.cursor()
 			return delta.ReadFile(gctx, snap.Store(), md, f, ro, func(row []any) error {
-				copy(key, row[:len(keyNames)])
-				buf = AppendKeyText(buf[:0], key)
-				s, ok := found[string(buf)]
+				var s *stored
+				var ok bool
+				if j, handled := cur.find(row[0]); handled {
+					if j < 0 {
+						return nil
+					}
+					s, ok = found[keys[j].KeyText]
+				} else {
+					copy(key, row[:len(keyNames)])
+					buf = AppendKeyText(buf[:0], key)
+					s, ok = found[string(buf)]
+				}
 				if !ok {
 					return nil
 				}
