@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -772,6 +773,12 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 		default:
 			size := decimalBytes(dt.Precision)
 			return parquet.Decimal(dt.Scale, dt.Precision, parquet.FixedLenByteArrayType(size)), func(v any) (parquet.Value, error) {
+				// Most values are of the column's scale and fit 64 bits,
+				// which a precision above 18 always holds: no big.Int
+				// arithmetic for them.
+				if d, ok := v.(value.Decimal); ok && d.Unscaled != nil && d.Scale == dt.Scale && d.Unscaled.IsInt64() {
+					return parquet.FixedLenByteArrayValue(int64TwosComplement(d.Unscaled.Int64(), size)), nil
+				}
 				u, err := fit(v)
 				if err != nil {
 					return parquet.Value{}, err
@@ -886,6 +893,18 @@ func decimalBytes(precision int) int {
 }
 
 // twosComplement renders u big-endian in size bytes.
+// int64TwosComplement is twosComplement of an int64, for size >= 8.
+func int64TwosComplement(x int64, size int) []byte {
+	out := make([]byte, size)
+	binary.BigEndian.PutUint64(out[size-8:], uint64(x))
+	if x < 0 {
+		for i := range out[:size-8] {
+			out[i] = 0xff
+		}
+	}
+	return out
+}
+
 func twosComplement(u *big.Int, size int) []byte {
 	out := make([]byte, size)
 	if u.Sign() >= 0 {
