@@ -716,6 +716,9 @@ func firstKeyFilter(col string, firsts []any) *delta.RowGroupFilter {
 // hits reported afterwards, in file order, on the caller's goroutine: a
 // backfill with random keys reads every earlier file of the table.
 func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, keys []Change, found map[string]*stored, hit func(*stored, []byte, string)) error {
+	if len(files) == 0 {
+		return nil
+	}
 	cols := append(append([]string(nil), keyNames...), ColOrder)
 	md := snap.Metadata()
 	firsts := make([]any, len(keys))
