@@ -111,7 +111,10 @@ type FileWriter struct {
 	root     []*wnode
 	numLeaf  int
 	leafVals [][]parquet.Value
-	batch    []parquet.Row
+	// colBatch holds the rows written since the last hand-over to
+	// parquet-go (nbatch of them) column by column: whole rows of each
+	// leaf column, as parquet-go's WriteRows would split them.
+	colBatch [][]parquet.Value
 	nbatch   int
 	pw       *parquet.GenericWriter[any]
 	pipe     *io.PipeWriter
@@ -129,6 +132,10 @@ type writeResult struct {
 	err  error
 }
 
+// writeBatchRows is how many rows are handed to parquet-go at once, and
+// how often the row group's size is checked. A page ends only between two
+// hand-overs; the batch is in memory anyway, so a page of wide rows does
+// not hold more than the batch did.
 const writeBatchRows = 128
 
 // NewFileWriter starts a data file in store, which is rooted at the table.
@@ -189,7 +196,10 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		fields = append(fields, &orderedField{Node: node, name: PhysicalName(f, mode)})
 	}
 	w.leafVals = make([][]parquet.Value, w.numLeaf)
-	w.batch = make([]parquet.Row, writeBatchRows)
+	w.colBatch = make([][]parquet.Value, w.numLeaf)
+	for i := range w.colBatch {
+		w.colBatch[i] = make([]parquet.Value, 0, writeBatchRows)
+	}
 	w.stats = newStatsCollector(opts.Schema, w.dataIdx, opts.StatsColumns, mode)
 
 	file := opts.FileName
@@ -308,15 +318,13 @@ func (w *FileWriter) Write(row []any) error {
 			return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[w.dataIdx[k]].Name, err)
 		}
 	}
-	r := w.batch[w.nbatch][:0]
-	for _, vals := range w.leafVals {
-		r = append(r, vals...)
+	for i, vals := range w.leafVals {
+		w.colBatch[i] = append(w.colBatch[i], vals...)
 	}
-	w.batch[w.nbatch] = r
 	w.nbatch++
 	w.stats.add(row)
 	w.rows++
-	if w.nbatch == len(w.batch) {
+	if w.nbatch == writeBatchRows {
 		if err := w.flushBatch(); err != nil {
 			return err
 		}
@@ -569,9 +577,16 @@ func (w *FileWriter) flushBatch() error {
 	if w.nbatch == 0 || w.err != nil {
 		return w.err
 	}
-	if _, err := w.pw.WriteRows(w.batch[:w.nbatch]); err != nil {
-		w.err = fmt.Errorf("write %s: %w", w.name, err)
-		return w.err
+	// Each column writer takes the batch's values of its leaf, whole rows
+	// at a time, which is what parquet-go's WriteRows does after taking
+	// every row apart again: rows are never assembled.
+	for i, cw := range w.pw.ColumnWriters() {
+		if _, err := cw.WriteRowValues(w.colBatch[i]); err != nil {
+			w.err = fmt.Errorf("write %s: %w", w.name, err)
+			return w.err
+		}
+		clear(w.colBatch[i]) // let go of the values' bytes
+		w.colBatch[i] = w.colBatch[i][:0]
 	}
 	w.nbatch = 0
 	return nil
