@@ -787,12 +787,20 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 			}, nil
 		default:
 			size := decimalBytes(dt.Precision)
+			var slab []byte // the closure is one writer's, used by one goroutine
 			return parquet.Decimal(dt.Scale, dt.Precision, parquet.FixedLenByteArrayType(size)), func(v any) (parquet.Value, error) {
 				// Most values are of the column's scale and fit 64 bits,
 				// which a precision above 18 always holds: no big.Int
-				// arithmetic for them.
+				// arithmetic for them, and their bytes are cut from a
+				// slab (parquet-go copies them into its column buffer).
 				if d, ok := v.(value.Decimal); ok && d.Unscaled != nil && d.Scale == dt.Scale && d.Unscaled.IsInt64() {
-					return parquet.FixedLenByteArrayValue(int64TwosComplement(d.Unscaled.Int64(), size)), nil
+					if len(slab) < size {
+						slab = make([]byte, 256*size)
+					}
+					b := slab[:size:size]
+					slab = slab[size:]
+					putInt64TwosComplement(b, d.Unscaled.Int64())
+					return parquet.FixedLenByteArrayValue(b), nil
 				}
 				u, err := fit(v)
 				if err != nil {
@@ -908,16 +916,18 @@ func decimalBytes(precision int) int {
 }
 
 // twosComplement renders u big-endian in size bytes.
-// int64TwosComplement is twosComplement of an int64, for size >= 8.
-func int64TwosComplement(x int64, size int) []byte {
-	out := make([]byte, size)
+// putInt64TwosComplement writes x in two's complement into out (at least
+// 8 bytes long), as twosComplement would.
+func putInt64TwosComplement(out []byte, x int64) {
+	size := len(out)
 	binary.BigEndian.PutUint64(out[size-8:], uint64(x))
+	fill := byte(0)
 	if x < 0 {
-		for i := range out[:size-8] {
-			out[i] = 0xff
-		}
+		fill = 0xff
 	}
-	return out
+	for i := range out[:size-8] {
+		out[i] = fill
+	}
 }
 
 func twosComplement(u *big.Int, size int) []byte {

@@ -152,7 +152,7 @@ func TestDecimalsOfEveryPrecisionRoundTrip(t *testing.T) {
 	}
 	schema := value.StructType{Fields: fields}
 	var rows [][]any
-	for r := range 40 {
+	for r := range 600 { // more than a slab of a writer's decimal bytes (256 values)
 		row := make([]any, len(fields))
 		for i := range fields {
 			p := i + 1
