@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -443,9 +444,12 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	if err != nil {
 		return nil, source, nil, fmt.Errorf("look up earlier deliveries: %w", err)
 	}
-	// One rolling writer per source date partition.
-	w := newRolling(ctx, t.History, delta.WriteOptions{Schema: schema, PartitionColumns: []string{ColSourceDate}}, opts.TargetFileBytes)
+	// One rolling writer per source date partition, in row groups small
+	// enough that their source-timestamp bounds let a later batch's
+	// duplicate check skip most of them (historyDuplicates).
+	w := newRolling(ctx, t.History, delta.WriteOptions{Schema: schema, PartitionColumns: []string{ColSourceDate}, RowGroupRows: historyRowGroupRows}, opts.TargetFileBytes)
 	rows := int64(0)
+	same := value.Equal(from, schema) // checked once, not per row
 	for _, c := range b.Changes {
 		if len(b.Key) > 0 {
 			id := c.KeyText + "\x00" + string(c.Order)
@@ -457,7 +461,10 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 		}
 		// In overwrite mode a batch older than the history's schema is
 		// cast to it like the table's own rows.
-		row, err := conformFor(opts.Overwrite, c.History, from, schema)
+		row, err := c.History, error(nil)
+		if !same {
+			row, err = conformFor(opts.Overwrite, c.History, from, schema)
+		}
 		if err == nil {
 			err = w.Write(row)
 		}
@@ -518,11 +525,20 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	return committed, source, sourceOrder, nil
 }
 
+// historyRowGroupRows caps the rows of a history row group: about a
+// minute of a busy table's changes, or a few of a backfill's.
+const historyRowGroupRows = 16 << 10
+
 // historyDuplicates returns the (key, order) identities of batch events that
 // the history table already holds, so a re-delivered event is kept once.
-// Only the source-date partitions of the batch and the files whose key
-// range can hold a batch key are read, and only their key and order
-// columns.
+// An earlier delivery has the event's ordering key, which holds its source
+// timestamp, so only the source-date partitions of the batch, the files
+// whose source-timestamp and first-key bounds can hold a batch event, and
+// within them the row groups whose source-timestamp bounds can, are read,
+// and only their key and order columns. History rows are appended in
+// arrival order, so a row group's source timestamps span a stretch of one
+// or two staged files: a backfill read file after file, or CDC moving on,
+// reads next to nothing even where files' bounds overlap.
 func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, source value.StructType) (map[string]bool, error) {
 	out := map[string]bool{}
 	if len(b.Key) == 0 || snap.NumFiles() == 0 {
@@ -532,31 +548,42 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 	if err != nil {
 		return nil, err
 	}
-	dates := map[string]bool{}
+	dates := map[value.Days]bool{}
 	for _, c := range b.Changes {
-		dates[value.DaysOf(c.SourceTS.Time()).String()] = true
+		dates[value.DaysOf(c.SourceTS.Time())] = true
+	}
+	partitions := make(map[string]bool, len(dates))
+	for d := range dates {
+		partitions[d.String()] = true
 	}
 	var files []delta.Add
 	for _, f := range snap.Files() {
-		if d := f.PartitionValues[ColSourceDate]; d == nil || dates[*d] {
+		if d := f.PartitionValues[ColSourceDate]; d == nil || partitions[*d] {
 			files = append(files, f)
 		}
 	}
-	if files = pruneBySourceTime(files, b.Changes); len(files) == 0 {
+	ts := sortedSourceTimes(b.Changes)
+	if files = pruneByTimes(files, ts); len(files) == 0 {
 		return out, nil // the usual case: nothing to read, no set to build
 	}
-	want := map[string]bool{}
-	keys := make([]Change, 0, len(b.Changes))
-	for _, c := range b.Changes {
-		id := c.KeyText + "\x00" + string(c.Order)
-		if !want[id] {
-			want[id] = true
-			keys = append(keys, c)
+	first := source.Fields[keyIdx[0]]
+	if lo, hi, ok := firstKeyBounds(b.Changes); ok {
+		files = pruneByBounds(files, first.Name, first.Type, func(flo, fhi any) bool {
+			if reflect.TypeOf(flo) != reflect.TypeOf(lo) || reflect.TypeOf(fhi) != reflect.TypeOf(hi) {
+				return true // a widened column: not comparable
+			}
+			return value.Compare(hi, flo) >= 0 && value.Compare(lo, fhi) <= 0
+		})
+		if len(files) == 0 {
+			return out, nil
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool { return value.CompareKeys(keys[i].Key, keys[j].Key) < 0 })
-	first := source.Fields[keyIdx[0]]
-	files = prune(files, first.Name, first.Type, keys)
+	want := make(map[string]bool, len(b.Changes))
+	var buf []byte
+	for _, c := range b.Changes {
+		buf = append(append(append(buf[:0], c.KeyText...), 0), c.Order...)
+		want[string(buf)] = true
+	}
 	names := make([]string, len(keyIdx))
 	for i, k := range keyIdx {
 		names[i] = source.Fields[k].Name
@@ -564,12 +591,9 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 	cols := append(append([]string(nil), names...), ColOrder)
 	md := snap.Metadata()
 	key := make([]any, len(names))
-	firsts := make([]any, len(keys))
-	for i, c := range keys {
-		firsts[i] = c.Key[0]
-	}
-	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: firstKeyFilter(first.Name, firsts)}
-	var buf []byte
+	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: &delta.RowGroupFilter{Column: ColSourceTimestamp, Keep: func(lo, hi any) bool {
+		return holdsTime(ts, lo, hi)
+	}}}
 	for _, f := range files {
 		err := delta.ReadFile(ctx, snap.Store(), md, f, ro, func(row []any) error {
 			copy(key, row[:len(names)])
@@ -587,6 +611,47 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 	return out, nil
 }
 
+// firstKeyBounds returns the least and greatest first key value of the
+// changes; ok is false when one is null or they differ in Go type (bounds
+// then say nothing).
+func firstKeyBounds(changes []Change) (lo, hi any, ok bool) {
+	for i, c := range changes {
+		v := c.Key[0]
+		if v == nil || (i > 0 && reflect.TypeOf(v) != reflect.TypeOf(lo)) {
+			return nil, nil, false
+		}
+		if i == 0 || value.Compare(v, lo) < 0 {
+			lo = v
+		}
+		if i == 0 || value.Compare(v, hi) > 0 {
+			hi = v
+		}
+	}
+	return lo, hi, len(changes) > 0
+}
+
+// sortedSourceTimes returns the source timestamps of the changes, sorted.
+func sortedSourceTimes(changes []Change) []value.Micros {
+	ts := make([]value.Micros, len(changes))
+	for i, c := range changes {
+		ts[i] = c.SourceTS
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// holdsTime reports whether one of the sorted times lies within [lo, hi];
+// bounds of another type say nothing: true.
+func holdsTime(ts []value.Micros, lo, hi any) bool {
+	l, okl := lo.(value.Micros)
+	h, okh := hi.(value.Micros)
+	if !okl || !okh {
+		return true
+	}
+	i, _ := slices.BinarySearch(ts, l)
+	return i < len(ts) && ts[i] <= h
+}
+
 // pruneBySourceTime keeps the history files whose source-timestamp bounds
 // can hold the source timestamp of one of the changes. An event delivered
 // again has the same ordering key, and every ordering key holds the
@@ -599,20 +664,12 @@ func pruneBySourceTime(files []delta.Add, changes []Change) []delta.Add {
 	if len(files) == 0 {
 		return files
 	}
-	ts := make([]value.Micros, len(changes))
-	for i, c := range changes {
-		ts[i] = c.SourceTS
-	}
-	slices.Sort(ts)
-	return pruneByBounds(files, ColSourceTimestamp, value.Timestamp, func(lo, hi any) bool {
-		l, okl := lo.(value.Micros)
-		h, okh := hi.(value.Micros)
-		if !okl || !okh {
-			return true
-		}
-		i, _ := slices.BinarySearch(ts, l)
-		return i < len(ts) && ts[i] <= h
-	})
+	return pruneByTimes(files, sortedSourceTimes(changes))
+}
+
+// pruneByTimes is pruneBySourceTime given the changes' sorted times.
+func pruneByTimes(files []delta.Add, ts []value.Micros) []delta.Add {
+	return pruneByBounds(files, ColSourceTimestamp, value.Timestamp, func(lo, hi any) bool { return holdsTime(ts, lo, hi) })
 }
 
 func sumSize(adds []delta.Add) int64 {
@@ -728,23 +785,72 @@ func firstKeyFilter(col string, firsts []any) *delta.RowGroupFilter {
 
 // lookup reads the key columns and the order of candidate files and reports
 // every row whose key is in found, with its file and physical position (the
-// row index a deletion vector marks); keys are the batch keys sorted by
+// row index a deletion vector marks); keys (each with its KeyText, which
+// names it in found) are the batch keys sorted by
 // value.CompareKeys, used to skip the row groups that cannot hold one and,
 // through the Parquet page index (delta.ReadOptions.OnlyValues), to read
 // of the rest only the pages that can hold one: the cost follows the batch,
-// not the table.
+// not the table. Files are read on all cores (found is only read
+// meanwhile) and their hits reported afterwards, in file order, on the
+// caller's goroutine: a backfill with random keys reads every earlier file
+// of the table.
 func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, keys []Change, found map[string]*stored, hit func(s *stored, order []byte, path string, pos int64)) error {
-	n := len(keyNames)
-	cols := append(slices.Clone(keyNames), ColOrder)
-	keyIdx := make([]int, n)
-	for i := range keyIdx {
-		keyIdx[i] = i
-	}
-	return readKeyed(ctx, snap, files, cols, keyIdx, keyNames[0], keys, found, func(s *stored, row []any, path string, pos int64) error {
-		order, _ := row[n].([]byte)
-		hit(s, order, path, pos)
+	if len(files) == 0 {
 		return nil
-	})
+	}
+	cols := append(append([]string(nil), keyNames...), ColOrder)
+	md := snap.Metadata()
+	firsts := make([]any, len(keys))
+	for i, c := range keys {
+		firsts[i] = c.Key[0]
+	}
+	flt := firstKeyFilter(keyNames[0], firsts)
+	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: flt, OnlyValues: flt != nil}
+	type fileHit struct {
+		s     *stored
+		order []byte
+		pos   int64
+	}
+	hits := make([][]fileHit, len(files))
+	kj := newKeyJoin(keys)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, f := range files {
+		g.Go(func() error {
+			key := make([]any, len(keyNames))
+			var buf []byte
+			cur := kj.cursor()
+			return delta.ReadFileAt(gctx, snap.Store(), md, f, ro, func(pos int64, row []any) error {
+				var s *stored
+				var ok bool
+				if j, handled := cur.find(row[0]); handled {
+					if j < 0 {
+						return nil
+					}
+					s, ok = found[keys[j].KeyText]
+				} else {
+					copy(key, row[:len(keyNames)])
+					buf = AppendKeyText(buf[:0], key)
+					s, ok = found[string(buf)]
+				}
+				if !ok {
+					return nil
+				}
+				order, _ := row[len(keyNames)].([]byte)
+				hits[i] = append(hits[i], fileHit{s, order, pos})
+				return nil
+			})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, f := range files {
+		for _, h := range hits[i] {
+			hit(h.s, h.order, f.Path, h.pos)
+		}
+	}
+	return nil
 }
 
 // writeRows writes rows as new data (dataChange=true) rolled at target.

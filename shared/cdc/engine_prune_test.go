@@ -105,3 +105,48 @@ func TestKeysThatCannotExistAreInsertedWithoutReadingTheTable(t *testing.T) {
 		t.Errorf("state holds %d rows, want 360", got)
 	}
 }
+
+// TestARedeliveredEventIsKeptOnceWhicheverHistoryRowGroupHoldsIt: the
+// duplicate check reads only the history row groups whose source-time
+// bounds can hold a batch event, and must still find an earlier delivery
+// in the first, a middle and the last row group of a file, and at the
+// edges of their bounds.
+func TestARedeliveredEventIsKeptOnceWhicheverHistoryRowGroupHoldsIt(t *testing.T) {
+	ctx := context.Background()
+	tabs := memTables()
+	start := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC).UnixMicro()
+	event := func(n uint64) Change {
+		ev := genEvent(n, int64(n), "eu", false, int64(n))
+		// One source date, a millisecond apart: the history file of the
+		// first batch has several row groups of neighbouring times.
+		ev.SourceTimestamp = value.Micros(start + int64(n)*1000)
+		ev.Meta.SourceTimestamp = ev.SourceTimestamp
+		return toChange(t, ev)
+	}
+	const n = 3*historyRowGroupRows + 100
+	first := Batch{Source: testSource, Key: []string{"id", "region"}}
+	for i := uint64(0); i < n; i++ {
+		first.Changes = append(first.Changes, event(i))
+	}
+	if _, err := Apply(ctx, tabs, 1, first, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	again := []uint64{0, historyRowGroupRows - 1, historyRowGroupRows, 2*historyRowGroupRows + 7, n - 1}
+	second := Batch{Source: testSource, Key: []string{"id", "region"}}
+	for _, i := range again {
+		second.Changes = append(second.Changes, event(i))
+	}
+	for i := uint64(n); i < n+10; i++ {
+		second.Changes = append(second.Changes, event(i))
+	}
+	res, err := Apply(ctx, tabs, 2, second, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Redelivered != int64(len(again)) {
+		t.Errorf("redelivered %d, want %d", res.Redelivered, len(again))
+	}
+	if got := countRows(t, ctx, tabs.History); got != n+10 {
+		t.Errorf("history holds %d rows, want %d", got, n+10)
+	}
+}

@@ -318,7 +318,7 @@ func (st *stateStep) applySCD2(ctx context.Context, res *Result, historyCommitte
 	tombs := make(map[string]*stored, len(keys))
 	for i, k := range keys {
 		byText[k.keyText] = k
-		probe[i] = Change{Key: k.key}
+		probe[i] = Change{Key: k.key, KeyText: k.keyText}
 		tombs[k.keyText] = &stored{}
 	}
 	if err := st.scd2Lookup(ctx, probe, byText); err != nil {

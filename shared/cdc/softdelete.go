@@ -222,7 +222,7 @@ func (st *stateStep) softLookup(ctx context.Context, keys []softKey) (map[string
 	probe := make([]Change, len(keys)) // the keys as prune and firstKeyFilter take them
 	for i, k := range keys {
 		found[k.keyText] = &softStored{}
-		probe[i] = Change{Key: k.key}
+		probe[i] = Change{Key: k.key, KeyText: k.keyText}
 	}
 	schema := st.schema(st.stateSource)
 	stored := st.stateSnap.Schema()

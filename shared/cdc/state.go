@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -100,13 +99,7 @@ func openState(ctx context.Context, t TableSet, step Step, b Batch, source value
 
 // latestSorted is the latest change of each key (Latest), sorted by key.
 func latestSorted(changes []Change) []Change {
-	latest := Latest(changes)
-	keys := make([]Change, 0, len(latest))
-	for _, c := range latest {
-		keys = append(keys, c)
-	}
-	sort.Slice(keys, func(i, j int) bool { return value.CompareKeys(keys[i].Key, keys[j].Key) < 0 })
-	return keys
+	return sortByKey(changes, latestIndexes(changes))
 }
 
 // stored is what a lookup found for one key.
@@ -565,13 +558,17 @@ func (st *stateStep) writeUpserts(ctx context.Context, plan statePlan) ([]delta.
 	}
 	w := newRolling(ctx, st.t.State, wo, st.opts.TargetFileBytes)
 	var row []any
+	same := value.Equal(st.b.Source, st.stateSource)
 	for i, c := range plan.keys {
 		if plan.verdicts[i] != Insert && plan.verdicts[i] != Replace {
 			continue
 		}
 		// In overwrite mode a batch older than the table's schema is cast
 		// to it: columns it lacks are null, columns gone are dropped.
-		src, err := conformFor(st.opts.Overwrite, c.Row, st.b.Source, st.stateSource)
+		src, err := c.Row, error(nil)
+		if !same {
+			src, err = conformFor(st.opts.Overwrite, c.Row, st.b.Source, st.stateSource)
+		}
 		if err != nil {
 			w.Abort()
 			return nil, fmt.Errorf("key %s: %w", c.KeyText, err)

@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -125,7 +127,10 @@ type FileWriter struct {
 	root     []*wnode
 	numLeaf  int
 	leafVals [][]parquet.Value
-	batch    []parquet.Row
+	// colBatch holds the rows written since the last hand-over to
+	// parquet-go (nbatch of them) column by column: whole rows of each
+	// leaf column, as parquet-go's WriteRows would split them.
+	colBatch [][]parquet.Value
 	nbatch   int
 	pw       *parquet.GenericWriter[any]
 	pipe     *io.PipeWriter
@@ -143,6 +148,10 @@ type writeResult struct {
 	err  error
 }
 
+// writeBatchRows is how many rows are handed to parquet-go at once, and
+// how often the row group's size is checked. A page ends only between two
+// hand-overs; the batch is in memory anyway, so a page of wide rows does
+// not hold more than the batch did.
 const writeBatchRows = 128
 
 // NewFileWriter starts a data file in store, which is rooted at the table.
@@ -207,7 +216,10 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		fields = append(fields, &orderedField{Node: node, name: PhysicalName(f, mode)})
 	}
 	w.leafVals = make([][]parquet.Value, w.numLeaf)
-	w.batch = make([]parquet.Row, writeBatchRows)
+	w.colBatch = make([][]parquet.Value, w.numLeaf)
+	for i := range w.colBatch {
+		w.colBatch[i] = make([]parquet.Value, 0, writeBatchRows)
+	}
 	w.stats = newStatsCollector(opts.Schema, w.dataIdx, opts.StatsColumns, mode)
 
 	file := opts.FileName
@@ -359,15 +371,13 @@ func (w *FileWriter) Write(row []any) error {
 			return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[w.dataIdx[k]].Name, err)
 		}
 	}
-	r := w.batch[w.nbatch][:0]
-	for _, vals := range w.leafVals {
-		r = append(r, vals...)
+	for i, vals := range w.leafVals {
+		w.colBatch[i] = append(w.colBatch[i], vals...)
 	}
-	w.batch[w.nbatch] = r
 	w.nbatch++
 	w.stats.add(row)
 	w.rows++
-	if w.nbatch == len(w.batch) {
+	if w.nbatch == writeBatchRows {
 		if err := w.flushBatch(); err != nil {
 			return err
 		}
@@ -620,9 +630,16 @@ func (w *FileWriter) flushBatch() error {
 	if w.nbatch == 0 || w.err != nil {
 		return w.err
 	}
-	if _, err := w.pw.WriteRows(w.batch[:w.nbatch]); err != nil {
-		w.err = fmt.Errorf("write %s: %w", w.name, err)
-		return w.err
+	// Each column writer takes the batch's values of its leaf, whole rows
+	// at a time, which is what parquet-go's WriteRows does after taking
+	// every row apart again: rows are never assembled.
+	for i, cw := range w.pw.ColumnWriters() {
+		if _, err := cw.WriteRowValues(w.colBatch[i]); err != nil {
+			w.err = fmt.Errorf("write %s: %w", w.name, err)
+			return w.err
+		}
+		clear(w.colBatch[i]) // let go of the values' bytes
+		w.colBatch[i] = w.colBatch[i][:0]
 	}
 	w.nbatch = 0
 	return nil
@@ -823,7 +840,21 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 			}, nil
 		default:
 			size := decimalBytes(dt.Precision)
+			var slab []byte // the closure is one writer's, used by one goroutine
 			return parquet.Decimal(dt.Scale, dt.Precision, parquet.FixedLenByteArrayType(size)), func(v any) (parquet.Value, error) {
+				// Most values are of the column's scale and fit 64 bits,
+				// which a precision above 18 always holds: no big.Int
+				// arithmetic for them, and their bytes are cut from a
+				// slab (parquet-go copies them into its column buffer).
+				if d, ok := v.(value.Decimal); ok && d.Unscaled != nil && d.Scale == dt.Scale && d.Unscaled.IsInt64() {
+					if len(slab) < size {
+						slab = make([]byte, 256*size)
+					}
+					b := slab[:size:size]
+					slab = slab[size:]
+					putInt64TwosComplement(b, d.Unscaled.Int64())
+					return parquet.FixedLenByteArrayValue(b), nil
+				}
 				u, err := fit(v)
 				if err != nil {
 					return parquet.Value{}, err
@@ -885,7 +916,11 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 	case value.String:
 		return parquet.String(), func(v any) (parquet.Value, error) {
 			if x, ok := v.(string); ok {
-				return parquet.ByteArrayValue([]byte(x)), nil
+				// parquet-go copies a value's bytes into its column
+				// buffer and never writes through them, so the string's
+				// own bytes are lent, not copied: a copy per string
+				// value was a tenth of a merge's allocations.
+				return parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(x), len(x))), nil
 			}
 			return mismatch(v)
 		}, nil
@@ -934,6 +969,20 @@ func decimalBytes(precision int) int {
 }
 
 // twosComplement renders u big-endian in size bytes.
+// putInt64TwosComplement writes x in two's complement into out (at least
+// 8 bytes long), as twosComplement would.
+func putInt64TwosComplement(out []byte, x int64) {
+	size := len(out)
+	binary.BigEndian.PutUint64(out[size-8:], uint64(x))
+	fill := byte(0)
+	if x < 0 {
+		fill = 0xff
+	}
+	for i := range out[:size-8] {
+		out[i] = fill
+	}
+}
+
 func twosComplement(u *big.Int, size int) []byte {
 	out := make([]byte, size)
 	if u.Sign() >= 0 {

@@ -450,12 +450,16 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 	hs := cdc.HistorySchema(source)
 	fromSchema := cdc.HistorySchema(bp.source())
 	md := part.metadata()
+	same := value.Equal(fromSchema, hs) // the usual case: rows are read as they are
 	out.changes = make([]cdc.Change, 0, part.Events)
 	out.err = delta.ReadFile(ctx, p.Lake, md, part.Add, delta.ReadOptions{}, func(row []any) error {
 		var h []any
-		if overwrite {
+		switch {
+		case same:
+			h = row
+		case overwrite:
 			h = cdc.ConformCast(row, fromSchema, hs)
-		} else {
+		default:
 			var err error
 			if h, err = cdc.Conform(row, fromSchema, hs); err != nil {
 				out.convErr = err

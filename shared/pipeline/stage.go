@@ -446,11 +446,16 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 		return err
 	}
 	from := make([]value.StructType, len(schemas))
+	same := make([]bool, len(schemas)) // rows of the part's schema as they are
 	for i, sc := range schemas {
 		from[i] = cdc.HistorySchema(sc)
+		same[i] = value.Equal(from[i], hs)
 	}
 	for i, ev := range events.All() {
-		row, err := cdc.Conform(cdc.HistoryRow(*ev), from[rowSch[i]], hs)
+		row, err := cdc.HistoryRow(*ev), error(nil)
+		if !same[rowSch[i]] {
+			row, err = cdc.Conform(row, from[rowSch[i]], hs)
+		}
 		if err != nil {
 			w.Abort()
 			return permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
