@@ -14,18 +14,21 @@ type pastRun struct {
 	decode, merge, scaling, peak, p50 string
 	// The backfill scenario's figures: "NA" for runs before it existed.
 	backfill, backfillEventsPerS, backfillPeak string
+	// Figures of scenarios added later (random merge with deletion vectors,
+	// latency p99, scd2 over current): "NA" for runs before them.
+	randomDV, p99, scd2 string
 }
 
 // pastRuns are the full runs committed with RESULTS.md, oldest first.
 var pastRuns = []pastRun{
-	{"3099318", "first measurement: rows decoded and re-encoded one by one", "4.61", "4.82", "10.24", "409", "NA", "NA", "NA", "NA"},
-	{"5c25816", "row groups without a changed key spliced verbatim into the rewritten file", "4.87", "2.88", "4.29", "174", "NA", "NA", "NA", "NA"},
-	{"ebe9c64", "row groups skipped by their key bounds in the lookup and the rewrite", "4.76", "2.29", "1.79", "172", "337", "NA", "NA", "NA"},
-	{"24ee5f7", "faster JSON scanner (package benchmark 1.6×; this scenario did not move)", "4.91", "2.40", "1.28", "168", "260", "NA", "NA", "NA"},
-	{"837a6a4", "touched row groups re-encoded column by column on all cores, row groups capped at 122,880 rows, standard-level Snappy; JSON lines decoded in parallel in file order, 6.6 allocations per event instead of 34", "1.77", "0.72", "1.68", "128", "337", "NA", "NA", "NA"},
-	{"d2bbbce", "decode row for dsdelta dropping each event once decoded (information); no code change: the spread from the run above is run-to-run noise", "1.70", "0.68", "1.45", "126", "326", "NA", "NA", "NA"},
-	{"8ec780f", "JSON: events kept in blocks the decoding goroutines fill in place (no growing slice, no copy), payload values boxed from slabs (1 allocation per event instead of 6.6), the validating scan marks strings that need no unescaping, per-file caches in event building, 472-byte events; Avro: blocks decoded in parallel, 0.3 allocations per event; local writes start disk writeback every 8 MiB so the fsync before publishing a large file waits for the last chunk only; maintenance holds a table's lease for compaction only", "0.94", "0.69", "1.45", "133", "344", "NA", "NA", "NA"},
-	{"eefe5d9", "backfill scenario added; staging in parts and merging in steps of at most batch_max_events (100k) events, batch limits by events and source bytes; history dedupe pruned by source time; a step's history and state written on two cores, its staged parts read on all cores; repeated strings shared by the row reader; GCS as an objstore driver", "0.79", "0.60", "2.18", "98", "252", "4.34", "34975", "438"},
+	{"3099318", "first measurement: rows decoded and re-encoded one by one", "4.61", "4.82", "10.24", "409", "NA", "NA", "NA", "NA", "NA", "NA", "NA"},
+	{"5c25816", "row groups without a changed key spliced verbatim into the rewritten file", "4.87", "2.88", "4.29", "174", "NA", "NA", "NA", "NA", "NA", "NA", "NA"},
+	{"ebe9c64", "row groups skipped by their key bounds in the lookup and the rewrite", "4.76", "2.29", "1.79", "172", "337", "NA", "NA", "NA", "NA", "NA", "NA"},
+	{"24ee5f7", "faster JSON scanner (package benchmark 1.6×; this scenario did not move)", "4.91", "2.40", "1.28", "168", "260", "NA", "NA", "NA", "NA", "NA", "NA"},
+	{"837a6a4", "touched row groups re-encoded column by column on all cores, row groups capped at 122,880 rows, standard-level Snappy; JSON lines decoded in parallel in file order, 6.6 allocations per event instead of 34", "1.77", "0.72", "1.68", "128", "337", "NA", "NA", "NA", "NA", "NA", "NA"},
+	{"d2bbbce", "decode row for dsdelta dropping each event once decoded (information); no code change: the spread from the run above is run-to-run noise", "1.70", "0.68", "1.45", "126", "326", "NA", "NA", "NA", "NA", "NA", "NA"},
+	{"8ec780f", "JSON: events kept in blocks the decoding goroutines fill in place (no growing slice, no copy), payload values boxed from slabs (1 allocation per event instead of 6.6), the validating scan marks strings that need no unescaping, per-file caches in event building, 472-byte events; Avro: blocks decoded in parallel, 0.3 allocations per event; local writes start disk writeback every 8 MiB so the fsync before publishing a large file waits for the last chunk only; maintenance holds a table's lease for compaction only", "0.94", "0.69", "1.45", "133", "344", "NA", "NA", "NA", "NA", "NA", "NA"},
+	{"eefe5d9", "backfill scenario added; staging in parts and merging in steps of at most batch_max_events (100k) events, batch limits by events and source bytes; history dedupe pruned by source time; a step's history and state written on two cores, its staged parts read on all cores; repeated strings shared by the row reader; GCS as an objstore driver", "0.79", "0.60", "2.18", "98", "252", "4.34", "34975", "438", "NA", "NA", "NA"},
 }
 
 // historyMarkdown renders the earlier runs and this one as one table.
@@ -33,7 +36,7 @@ func (r *report) historyMarkdown(change string) string {
 	var b strings.Builder
 	b.WriteString("\n## Before and after\n\n")
 	b.WriteString("SUMMARY figures of the earlier full runs committed with this file (same tool, same kind of 2-core machine) and of this run; the change is what each run measured for the first time.\n\n")
-	b.WriteString("| run | change | JSON decode vs DuckDB | merge vs DuckDB | 10M / 100k | peak MiB | latency p50 ms | backfill vs DuckDB | backfill events/s | backfill peak MiB |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| run | change | JSON decode vs DuckDB | merge vs DuckDB | 10M / 100k | peak MiB | latency p50 ms | backfill vs DuckDB | backfill events/s | backfill peak MiB | random 10M / 100k (DVs) | latency p99 ms | scd2 vs current |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	times := func(s string) string {
 		if s == "NA" {
 			return s
@@ -41,7 +44,7 @@ func (r *report) historyMarkdown(change string) string {
 		return s + "×"
 	}
 	for _, p := range pastRuns {
-		fmt.Fprintf(&b, "| %s | %s | %s× | %s× | %s× | %s | %s | %s | %s | %s |\n", p.commit, p.change, p.decode, p.merge, p.scaling, p.peak, p.p50, times(p.backfill), p.backfillEventsPerS, p.backfillPeak)
+		fmt.Fprintf(&b, "| %s | %s | %s× | %s× | %s× | %s | %s | %s | %s | %s | %s | %s | %s |\n", p.commit, p.change, p.decode, p.merge, p.scaling, p.peak, p.p50, times(p.backfill), p.backfillEventsPerS, p.backfillPeak, times(p.randomDV), p.p99, times(p.scd2))
 	}
 	f := func(v float64, format string) string {
 		if v == 0 {
@@ -53,12 +56,12 @@ func (r *report) historyMarkdown(change string) string {
 	if r.quick {
 		run += " (--quick: smaller data, not comparable)"
 	}
-	fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", run, change, f(r.decodeRatio, "%.2f×"), f(r.mergeRatio, "%.2f×"), f(r.scalingRatio, "%.2f×"), f(r.peakMiB, "%.0f"), f(r.latencyP50, "%.0f"),
-		f(r.backfillRatio, "%.2f×"), f(r.backfillEventsPerS, "%.0f"), f(r.backfillPeakMiB, "%.0f"))
+	fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", run, change, f(r.decodeRatio, "%.2f×"), f(r.mergeRatio, "%.2f×"), f(r.scalingRatio, "%.2f×"), f(r.peakMiB, "%.0f"), f(r.latencyP50, "%.0f"),
+		f(r.backfillRatio, "%.2f×"), f(r.backfillEventsPerS, "%.0f"), f(r.backfillPeakMiB, "%.0f"), f(r.randomDVRatio, "%.2f×"), f(r.latencyP99, "%.0f"), f(r.scd2Ratio, "%.2f×"))
 	return b.String()
 }
 
 // thisChange names what the code measured by this run changed since the
 // last entry of pastRuns; move it there with the run's figures when
 // RESULTS.md is committed.
-const thisChange = "no change since the last committed run"
+const thisChange = "deletion vectors (merge marks replaced rows, compaction folds them), bloom filters and page-index key lookup on state files, compaction without the lease, table modes soft_delete and scd2, merge CPU cut (history dedupe by row-group time bounds, prefix key sort, parallel key walk, column-wise Parquet writes)"
