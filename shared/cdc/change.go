@@ -2,10 +2,12 @@ package cdc
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -227,10 +229,19 @@ func KeyText(key []any) string {
 // AppendKeyText appends the KeyText of key to dst. Probing a map with
 // m[string(AppendKeyText(buf[:0], key))] allocates nothing, which matters
 // where every stored row's key is checked.
+//
+// A value is its JSON text, except a string that is not valid UTF-8: JSON
+// would replace its bad bytes with U+FFFD, so two different keys could
+// share a text and be merged as one. Such a string is written as 'x' and
+// its bytes in hex, which no JSON text starts with.
 func AppendKeyText(dst []byte, key []any) []byte {
 	for i, k := range key {
 		if i > 0 {
 			dst = append(dst, 0x1f)
+		}
+		if s, ok := k.(string); ok && !utf8.ValidString(s) {
+			dst = hex.AppendEncode(append(dst, 'x'), []byte(s))
+			continue
 		}
 		n := len(dst)
 		enc, err := value.AppendJSON(dst, nil, k)

@@ -128,3 +128,25 @@ func TestKeyTableKeepsEntriesThroughCutsAndSorts(t *testing.T) {
 		t.Fatalf("%d bytes counted for %d entries", tab.bytes, tab.len())
 	}
 }
+
+// TestKeyTextKeepsInvalidUTF8KeysApart: strings that are not valid UTF-8
+// differ in their bad bytes, which JSON would turn into the same U+FFFD;
+// their key texts must differ, and differ from the valid string JSON would
+// give, or two keys would be merged as one.
+func TestKeyTextKeepsInvalidUTF8KeysApart(t *testing.T) {
+	a, b, valid := "id\xff", "id\xfe", "id\ufffd"
+	ta, tb, tv := KeyText([]any{a}), KeyText([]any{b}), KeyText([]any{valid})
+	if ta == tb || ta == tv || tb == tv {
+		t.Fatalf("key texts %q %q %q: want three different", ta, tb, tv)
+	}
+	if got := KeyText([]any{"x6964ff"}); got == ta {
+		t.Fatalf("the valid string %q shares the text of an invalid one", "x6964ff")
+	}
+	latest := Latest([]Change{
+		{Key: []any{a}, KeyText: ta, Order: []byte{1}},
+		{Key: []any{b}, KeyText: tb, Order: []byte{2}},
+	})
+	if len(latest) != 2 {
+		t.Fatalf("Latest kept %d keys of two different ones", len(latest))
+	}
+}
