@@ -75,7 +75,8 @@ func mergeModeInChild(ctx context.Context, child childRunner, dir string, rows i
 
 // run runs the child program with args and the profile paths, decodes the
 // JSON it prints into out, and returns the child's peak RSS as the kernel
-// accounted it (rusage), in KiB.
+// accounted it (rusage maxrss), in KiB, or 0 when that figure cannot be
+// told from this process's own (see childMaxRSS).
 func (c childRunner) run(ctx context.Context, args []string, cpuProfile, heapProfile string, out any) (int64, error) {
 	if c.self {
 		args = append([]string{"-merge-child"}, args...)
@@ -97,9 +98,29 @@ func (c childRunner) run(ctx context.Context, args []string, cpuProfile, heapPro
 	}
 	var maxRSS int64
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		maxRSS = ru.Maxrss // KiB on Linux
+		// Read after the child ended: no higher than this process's mark
+		// when the child started, which is all the child can have borrowed.
+		own, _ := mergebench.PeakRSSKiB()
+		maxRSS = childMaxRSS(ru.Maxrss, own) // KiB on Linux
 	}
 	return maxRSS, nil
+}
+
+// childMaxRSS is what a child's rusage maxrss (KiB) tells of the child
+// itself, given this process's high-water RSS (KiB) since before it
+// started the child; 0 when it tells nothing. os/exec starts a child with
+// vfork: until it execs, the child runs in this process's memory, and the
+// exec folds that memory's high-water mark into the child's maxrss (Linux
+// fs/exec.c exec_mmap: setmax_mm_hiwater_rss(&tsk->signal->maxrss,
+// old_mm)). A maxrss up to this process's own mark may therefore be the
+// driver's — after DuckDB's merges it is over 1 GiB, and it was reported
+// as the backfill's peak — while a greater one can only be the child's.
+// The child's VmHWM, which starts at the exec, is its own in every case.
+func childMaxRSS(maxRSS, driverPeak int64) int64 {
+	if maxRSS <= driverPeak {
+		return 0
+	}
+	return maxRSS
 }
 
 // touchedFiles are the state files the merge removed (rewrote) or gave a
