@@ -13,6 +13,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 func TestTheLookupSkipsRowGroupsByTheFirstKeyColumnsBloomFilter(t *testing.T) {
@@ -117,8 +118,22 @@ func checkFirstKeyBloom(t *testing.T, store objstore.Store, first string) {
 	if snap.NumFiles() == 0 {
 		t.Fatal("no files")
 	}
+	eachRowGroup(t, store, snap, func(path string, g int, rg format.RowGroup) {
+		for _, cc := range rg.Columns {
+			want := cc.MetaData.PathInSchema[0] == first
+			if has := cc.MetaData.BloomFilterOffset > 0; has != want {
+				t.Fatalf("%s row group %d column %v: bloom filter %v", path, g, cc.MetaData.PathInSchema, has)
+			}
+		}
+	})
+}
+
+// eachRowGroup calls fn with the footer metadata of every row group of
+// every file of snap, a snapshot of the table in store.
+func eachRowGroup(t *testing.T, store objstore.Store, snap *delta.Snapshot, fn func(path string, g int, rg format.RowGroup)) {
+	t.Helper()
 	for _, f := range snap.Files() {
-		b, err := objstore.ReadAll(ctx, store, f.Path)
+		b, err := objstore.ReadAll(context.Background(), store, f.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,12 +142,7 @@ func checkFirstKeyBloom(t *testing.T, store objstore.Store, first string) {
 			t.Fatal(err)
 		}
 		for g, rg := range pf.Metadata().RowGroups {
-			for _, cc := range rg.Columns {
-				want := cc.MetaData.PathInSchema[0] == first
-				if has := cc.MetaData.BloomFilterOffset > 0; has != want {
-					t.Fatalf("%s row group %d column %v: bloom filter %v", f.Path, g, cc.MetaData.PathInSchema, has)
-				}
-			}
+			fn(f.Path, g, rg)
 		}
 	}
 }

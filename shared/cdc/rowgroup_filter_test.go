@@ -5,10 +5,12 @@ import (
 	"io"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 func TestFirstKeyFilterKeepsARangeOnlyWhenABatchKeyFallsInIt(t *testing.T) {
@@ -79,20 +81,8 @@ func (r countingReader) Read(p []byte) (int, error) {
 }
 
 func TestMergeIntoAStateFileOfManyRowGroupsReadsAndRewritesOnlyTheOneTouched(t *testing.T) {
-	m := newModelRun(t, Options{RowGroupBytes: 1}) // a row group per write batch
-	ctx, tabs, key, apply := m.ctx, m.tabs, m.key, m.apply
-	var seed []datastream.Event
-	for i := range 5000 {
-		seed = append(seed, genEvent(uint64(i+1), int64(i), "eu", false, int64(i)))
-	}
-	apply(1, seed)
-	snap, err := delta.Open(tabs.State).Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if snap.NumFiles() != 1 {
-		t.Fatalf("state has %d files, want 1", snap.NumFiles())
-	}
+	m, _ := seedManyRowGroups(t)
+	ctx, tabs, key := m.ctx, m.tabs, m.key
 
 	t.Run("the lookup reads less of the file than without the filter and still finds the key", func(t *testing.T) {
 		var n atomic.Int64
@@ -127,17 +117,91 @@ func TestMergeIntoAStateFileOfManyRowGroupsReadsAndRewritesOnlyTheOneTouched(t *
 		}
 	})
 
-	// One update, one delete and one insert, clustered in one row group.
-	r := apply(2, []datastream.Event{
+	applyClustered(m)
+	m.check()
+}
+
+// seedManyRowGroups merges 5000 keys into a new table, in a state file of
+// a row group per write batch.
+func seedManyRowGroups(t *testing.T) (*modelRun, *delta.Snapshot) {
+	t.Helper()
+	m := newModelRun(t, Options{RowGroupBytes: 1}) // a row group per write batch
+	var seed []datastream.Event
+	for i := range 5000 {
+		seed = append(seed, genEvent(uint64(i+1), int64(i), "eu", false, int64(i)))
+	}
+	m.apply(1, seed)
+	snap, err := delta.Open(m.tabs.State).Snapshot(m.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.NumFiles() != 1 {
+		t.Fatalf("state has %d files, want 1", snap.NumFiles())
+	}
+	return m, snap
+}
+
+// applyClustered merges one update, one delete and one insert, clustered
+// in one row group of seedManyRowGroups' file, and checks that only that
+// row group was re-encoded.
+func applyClustered(m *modelRun) {
+	m.t.Helper()
+	r := m.apply(2, []datastream.Event{
 		genEvent(10_001, 2500, "eu", false, 7),
 		genEvent(10_002, 2501, "eu", true, 0),
 		genEvent(10_003, 2502, "xx", false, 8),
 	})
 	if r.Updated != 1 || r.Deleted != 1 || r.Inserted != 1 {
-		t.Errorf("updated/deleted/inserted = %d/%d/%d, want 1/1/1", r.Updated, r.Deleted, r.Inserted)
+		m.t.Errorf("updated/deleted/inserted = %d/%d/%d, want 1/1/1", r.Updated, r.Deleted, r.Inserted)
 	}
 	if r.RowGroupsDecoded != 1 || r.RowGroupsCopied < 3 {
-		t.Errorf("row groups decoded %d, copied %d: want the one holding the keys decoded and the others (several) copied", r.RowGroupsDecoded, r.RowGroupsCopied)
+		m.t.Errorf("row groups decoded %d, copied %d: want the one holding the keys decoded and the others (several) copied", r.RowGroupsDecoded, r.RowGroupsCopied)
+	}
+}
+
+// TestMergeIntoAStateFileWithoutBloomFiltersCopiesItsRowGroups: a state
+// file written before state files had bloom filters (here: the merge's file
+// rewritten without them) keeps the row groups a clustered batch does not
+// touch verbatim, and the rewritten file carries no filter, as its source
+// (a copy that had to build one would re-encode every row group).
+func TestMergeIntoAStateFileWithoutBloomFiltersCopiesItsRowGroups(t *testing.T) {
+	m, snap := seedManyRowGroups(t)
+	ctx, tabs := m.ctx, m.tabs
+	old := snap.Files()[0]
+	rw, err := delta.RewriteFile(ctx, tabs.State, snap.Metadata(), old, delta.RewriteOptions{
+		Write: delta.WriteOptions{Schema: snap.Schema(), PartitionColumns: snap.PartitionColumns(), PageBytes: StatePageBytes},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := snap.NewTransaction(delta.Operation{Name: "OPTIMIZE"})
+	tx.Remove(old.Remove(time.Now().UnixMilli(), false))
+	tx.Add(rw.Adds...)
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	filters := func() (with, without int) {
+		snap, err := delta.Open(tabs.State).Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eachRowGroup(t, tabs.State, snap, func(_ string, _ int, rg format.RowGroup) {
+			if rg.Columns[0].MetaData.BloomFilterOffset > 0 {
+				with++
+			} else {
+				without++
+			}
+		})
+		return with, without
+	}
+	if with, without := filters(); with != 0 || without < 4 {
+		t.Fatalf("before the merge: %d row groups with a filter, %d without; want none with, several without", with, without)
+	}
+
+	// The insert goes to a file of its own, which has a filter.
+	applyClustered(m)
+	if with, without := filters(); with > 1 || without < 4 {
+		t.Errorf("after the merge: %d row groups with a filter, %d without; want the rewritten file without (only the upserts' file may have one)", with, without)
 	}
 	m.check()
 }

@@ -471,6 +471,10 @@ func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, acts ma
 				Drop:            drop,
 				DropRows:        dropRows,
 				RowGroupFilter:  dropFilter,
+				// A file written before state files had bloom filters
+				// keeps its copied row groups verbatim (and no filter)
+				// rather than re-encode them to build one.
+				CopyWithoutBloomFilters: true,
 				Conform: func(row []any) []any {
 					r, err := conformFor(st.opts.Overwrite, row, st.stateSnap.Schema(), stateSchema)
 					if err != nil && convErr == nil {

@@ -67,7 +67,7 @@ func bloomFilterOptions(opts WriteOptions) ([]parquet.WriterOption, error) {
 		if !ok {
 			return nil, fmt.Errorf("bloom filter: %w %q", ErrUnknownColumn, name)
 		}
-		if isPartitionColumn(opts.PartitionColumns, f.Name) {
+		if isPartitionColumn(opts.PartitionColumns, f.Name) || slices.Contains(opts.withoutBloomFilters, name) {
 			continue
 		}
 		switch f.Type.(type) {

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -56,9 +58,15 @@ func bfRows(seed1, seed2 uint64, n int) (*rand.Rand, [][]any) {
 // bfWrite writes rows as one data file with bloom filters on cols.
 func bfWrite(t testing.TB, store *pqMemStore, rows [][]any, cols []string, bits uint) (Metadata, Add) {
 	t.Helper()
-	schema := bfSchema()
-	w, err := NewFileWriter(context.Background(), store, WriteOptions{Schema: schema, RowGroupRows: bfRowGroupRows,
+	return bfWriteWith(t, store, rows, WriteOptions{Schema: bfSchema(), RowGroupRows: bfRowGroupRows,
 		BloomFilterColumns: cols, BloomFilterBitsPerValue: bits})
+}
+
+// bfWriteWith writes rows as one data file of schema bfSchema with wo.
+func bfWriteWith(t testing.TB, store *pqMemStore, rows [][]any, wo WriteOptions) (Metadata, Add) {
+	t.Helper()
+	schema := bfSchema()
+	w, err := NewFileWriter(context.Background(), store, wo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,5 +461,151 @@ func TestBloomFilterColumnsMustBePrimitiveColumnsOfTheSchema(t *testing.T) {
 				t.Errorf("%d column chunks with a filter, want %d", n, tc.filters)
 			}
 		})
+	}
+}
+
+// TestRewriteCopiesRowGroupsOfAFileWithoutFilters rewrites a file written
+// without bloom filters or PageBytes, with a filter asked on id and
+// PageBytes set, so that a row group copied verbatim keeps the source's
+// page bounds of id (truncated to parquet-go's 16 bytes) while a
+// re-encoded one holds the whole 36-byte UUID (pageIndexBoundBytes). With
+// CopyWithoutBloomFilters, the row groups the drop filter rules out are
+// copied and the output has no filter; without it, or when no row group is
+// known to be copied before the keys are read, every row group gets one.
+func TestRewriteCopiesRowGroupsOfAFileWithoutFilters(t *testing.T) {
+	_, rows := bfRows(11, 12, 6*bfRowGroupRows)
+	const target = int64(2*bfRowGroupRows + 5)
+	for _, tc := range []struct {
+		name          string
+		sourceFilters []string
+		copyWithout   bool
+		byBounds      bool
+		wantFilters   bool
+		wantVerbatim  bool
+	}{
+		{name: "option set, no source filter", copyWithout: true, byBounds: true, wantFilters: false, wantVerbatim: true},
+		{name: "option unset, no source filter", byBounds: true, wantFilters: true, wantVerbatim: false},
+		{name: "option set, source filtered", sourceFilters: []string{"id"}, copyWithout: true, byBounds: true, wantFilters: true, wantVerbatim: true},
+		{name: "option set, no row group known copied", copyWithout: true, wantFilters: true, wantVerbatim: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newPQMemStore()
+			md, add := bfWrite(t, store, rows, tc.sourceFilters, 0)
+			opts := RewriteOptions{
+				Write:                   WriteOptions{Schema: bfSchema(), RowGroupRows: bfRowGroupRows, BloomFilterColumns: []string{"id"}, PageBytes: 1 << 10},
+				Keys:                    []string{"row"},
+				Drop:                    func(k []any) bool { return k[0] == target },
+				CopyWithoutBloomFilters: tc.copyWithout,
+			}
+			if tc.byBounds {
+				opts.RowGroupFilter = &RowGroupFilter{Column: "row", Keep: func(min, max any) bool { return min.(int64) <= target && target <= max.(int64) }}
+			}
+			res, err := RewriteFile(context.Background(), store, md, add, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Adds) != 1 || res.RowGroupsCopied != 5 || res.RowGroupsDecoded != 1 || res.Dropped != 1 {
+				t.Fatalf("rewrite: %d files, %d row groups copied, %d decoded, %d rows dropped; want 1, 5, 1, 1", len(res.Adds), res.RowGroupsCopied, res.RowGroupsDecoded, res.Dropped)
+			}
+			f, _ := rwRowGroups(t, store, res.Adds[0])
+			for g, rg := range f.RowGroups() {
+				if has := f.Metadata().RowGroups[g].Columns[0].MetaData.BloomFilterOffset > 0; has != tc.wantFilters {
+					t.Errorf("row group %d has a filter on id: %v, want %v", g, has, tc.wantFilters)
+				}
+				ci, err := rg.ColumnChunks()[0].ColumnIndex()
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Row group 2 of the source lost a row: it is re-encoded
+				// whatever the option.
+				bound := len(ci.MinValue(0).ByteArray())
+				verbatim := bound < 36
+				if want := tc.wantVerbatim && g != 2; verbatim != want {
+					t.Errorf("row group %d has a page bound of id of %d bytes: copied verbatim %v, want %v", g, bound, verbatim, want)
+				}
+			}
+			got := pqRead(t, store, md, res.Adds[0], ReadOptions{})
+			if len(got) != len(rows)-1 {
+				t.Fatalf("read %d rows, want %d", len(got), len(rows)-1)
+			}
+			for i, j := 0, 0; i < len(rows); i++ {
+				if int64(i) == target {
+					continue
+				}
+				if !pqEqual(got[j], rows[i]) {
+					t.Fatalf("row %d = %v, want %v", j, got[j], rows[i])
+				}
+				j++
+			}
+		})
+	}
+}
+
+// bfReadLog records the ranges read from a pqMemStore.
+type bfReadLog struct {
+	*pqMemStore
+	mu    sync.Mutex
+	reads map[string][][2]int64
+}
+
+func (s *bfReadLog) NewReader(ctx context.Context, name string, off, n int64) (io.ReadCloser, error) {
+	s.mu.Lock()
+	s.reads[name] = append(s.reads[name], [2]int64{off, n})
+	s.mu.Unlock()
+	return s.pqMemStore.NewReader(ctx, name, off, n)
+}
+
+// TestRewriteFetchesTheFiltersItCopiesWithTheirChunks: parquet-go reads
+// the bloom filter of a chunk it copies twice (its header, to check it is
+// the filter the writer would build, then the whole to copy it); both
+// come from the row group's prefetch, which reads the filter whole (with
+// its neighbours), not by parts.
+func TestRewriteFetchesTheFiltersItCopiesWithTheirChunks(t *testing.T) {
+	// Row groups of a few hundred KiB: the filters, written together
+	// before the footer, lie further from most chunks than the prefetch
+	// bridges (prefetchGapBytes).
+	const rgRows = 4096
+	_, rows := bfRows(13, 14, 6*rgRows)
+	store := &bfReadLog{pqMemStore: newPQMemStore(), reads: map[string][][2]int64{}}
+	wo := WriteOptions{Schema: bfSchema(), RowGroupRows: rgRows, BloomFilterColumns: []string{"id"}}
+	md, add := bfWriteWith(t, store.pqMemStore, rows, wo)
+	const target = int64(4*rgRows + 1)
+	res, err := RewriteFile(context.Background(), store, md, add, RewriteOptions{
+		Write:                   wo,
+		Keys:                    []string{"row"},
+		Drop:                    func(k []any) bool { return k[0] == target },
+		RowGroupFilter:          &RowGroupFilter{Column: "row", Keep: func(min, max any) bool { return min.(int64) <= target && target <= max.(int64) }},
+		CopyWithoutBloomFilters: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RowGroupsCopied != 5 || res.RowGroupsDecoded != 1 {
+		t.Fatalf("copied %d and decoded %d row groups, want 5 and 1", res.RowGroupsCopied, res.RowGroupsDecoded)
+	}
+	src, _ := rwRowGroups(t, store.pqMemStore, add)
+	var filters [][2]int64
+	for _, rg := range src.Metadata().RowGroups {
+		cm := rg.Columns[0].MetaData
+		filters = append(filters, [2]int64{cm.BloomFilterOffset, int64(cm.BloomFilterLength)})
+	}
+	name, _ := decodeAddPath(add.Path)
+	size := int64(len(store.objects[name]))
+	for _, r := range store.reads[name] {
+		if r[0]+r[1] >= size {
+			continue // the footer's neighbourhood, read when the file is opened
+		}
+		for _, f := range filters {
+			overlaps := r[0] < f[0]+f[1] && f[0] < r[0]+r[1]
+			if overlaps && (r[0] > f[0] || r[0]+r[1] < f[0]+f[1]) {
+				t.Errorf("read of %d bytes at %d takes part of the filter of %d bytes at %d", r[1], r[0], f[1], f[0])
+			}
+		}
+	}
+	out, _ := rwRowGroups(t, store.pqMemStore, res.Adds[0])
+	for g := range out.Metadata().RowGroups {
+		if out.Metadata().RowGroups[g].Columns[0].MetaData.BloomFilterOffset <= 0 {
+			t.Errorf("row group %d of the rewritten file has no filter", g)
+		}
 	}
 }

@@ -110,6 +110,12 @@ type WriteOptions struct {
 	// With it set, the byte-array page bounds of BloomFilterColumns keep
 	// pageIndexBoundBytes bytes.
 	PageBytes int
+
+	// withoutBloomFilters are columns of BloomFilterColumns that get no
+	// filter after all: a rewrite that would otherwise re-encode the row
+	// groups it copies (see RewriteOptions.CopyWithoutBloomFilters). They
+	// keep the page-index bounds of BloomFilterColumns.
+	withoutBloomFilters []string
 }
 
 // FileWriter streams rows into one Parquet data file of a Delta table and

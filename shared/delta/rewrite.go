@@ -46,6 +46,16 @@ type RewriteOptions struct {
 	// return true for any range that can hold a key Drop reports. Files
 	// read row by row ignore it.
 	RowGroupFilter *RowGroupFilter
+	// CopyWithoutBloomFilters leaves a filter of Write.BloomFilterColumns
+	// out of the output when a row group the rewrite copies verbatim lacks
+	// it (a file written before its table's files had filters): parquet-go
+	// splices a chunk only when it carries the filter the writer would
+	// build, and re-encodes every column of the row group otherwise, which
+	// makes a clustered merge into such a file several times slower. The
+	// output then has no filter, as its source had none; readers probe the
+	// files that have one. A merge sets it; compaction, which is where a
+	// table's files gain their filters, does not.
+	CopyWithoutBloomFilters bool
 }
 
 // RewriteResult is what RewriteFile wrote.
@@ -249,12 +259,32 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 		}
 	}
 
+	deleted, err := loadDeletedRows(ctx, store, add, f.NumRows())
+	if err != nil {
+		return RewriteResult{}, false, err
+	}
+	// copied tells, before any key is read, that row group g of n rows
+	// from base will be copied verbatim: no row of it is deleted, and
+	// neither a position nor (its bounds rule it out) a key of it dropped.
+	copied := func(g int, rg parquet.RowGroup, base, n int64) bool {
+		if deleted.countIn(base, n) > 0 {
+			return false
+		}
+		if byPosition {
+			return (deletedRows{opts.DropRows}).countIn(base, n) == 0
+		}
+		return opts.RowGroupFilter != nil && !filterBounds.keep(rg, opts.RowGroupFilter)
+	}
+
 	wo := opts.Write
 	wo.PartitionValues = partVals
 	if len(md.PartitionColumns) == 0 {
 		wo.PartitionValues = nil
 	}
-	rw := &rewriter{ctx: ctx, store: store, opts: wo, target: opts.TargetFileBytes}
+	if opts.CopyWithoutBloomFilters {
+		wo.withoutBloomFilters = filtersMissingFromCopies(f, root, schema, wo.BloomFilterColumns, copied)
+	}
+	rw := &rewriter{ctx: ctx, store: store, opts: wo, target: opts.TargetFileBytes, filterLeaves: bloomFilterLeaves(root, schema, wo)}
 	// The first output file decides whether this file qualifies: its
 	// Parquet schema must equal the source's for chunks to be copied.
 	if err := rw.open(); err != nil {
@@ -263,11 +293,6 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 	if !parquet.EqualNodes(rw.w.parquetSchema(), f.Schema()) {
 		rw.abort()
 		return RewriteResult{}, false, nil
-	}
-	deleted, err := loadDeletedRows(ctx, store, add, f.NumRows())
-	if err != nil {
-		rw.abort()
-		return RewriteResult{}, false, err
 	}
 
 	var res RewriteResult
@@ -358,6 +383,66 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 	return res, true, nil
 }
 
+// filtersMissingFromCopies returns the columns of cols (bloom filter
+// columns, logical names) whose chunk lacks a bloom filter in a row group
+// of f that copied says is copied verbatim.
+func filtersMissingFromCopies(f *parquet.File, root *pqNode, schema value.StructType, cols []string, copied func(g int, rg parquet.RowGroup, base, n int64) bool) []string {
+	if len(cols) == 0 {
+		return nil
+	}
+	var missing []string
+	meta := f.Metadata().RowGroups
+	for _, name := range cols {
+		fld, ok := schema.Field(name)
+		if !ok {
+			continue // NewFileWriter reports it
+		}
+		p := bloomFilterLeaf(root, fld)
+		if p == nil {
+			continue
+		}
+		var base int64
+		for g, rg := range f.RowGroups() {
+			n := rg.NumRows()
+			cols := meta[g].Columns
+			if n > 0 && (p.leaf >= len(cols) || cols[p.leaf].MetaData.BloomFilterOffset <= 0) && copied(g, rg, base, n) {
+				missing = append(missing, name)
+				break
+			}
+			base += n
+		}
+	}
+	return missing
+}
+
+// bloomFilterLeaf is the leaf of fld in a file of the row-group path,
+// nil for a partition column or a nested one (no filter either way).
+func bloomFilterLeaf(root *pqNode, fld value.Field) *pqNode {
+	p := root.child(fld, ColumnMappingNone)
+	if p == nil || !p.isLeaf() {
+		return nil
+	}
+	return p
+}
+
+// bloomFilterLeaves are the leaves of the source whose chunks the output
+// written with wo has a bloom filter on: parquet-go reads the source's
+// filter of such a chunk it copies (to check it and copy it), so it is
+// fetched with the chunk.
+func bloomFilterLeaves(root *pqNode, schema value.StructType, wo WriteOptions) []int {
+	var leaves []int
+	for _, name := range wo.BloomFilterColumns {
+		fld, ok := schema.Field(name)
+		if !ok || slices.Contains(wo.withoutBloomFilters, name) {
+			continue
+		}
+		if p := bloomFilterLeaf(root, fld); p != nil {
+			leaves = append(leaves, p.leaf)
+		}
+	}
+	return leaves
+}
+
 // deletedRows are the physical row indexes a data file's deletion vector
 // marks; the zero value marks none.
 type deletedRows struct{ bm *roaring64.Bitmap }
@@ -437,6 +522,9 @@ type rewriter struct {
 	target int64
 	w      *FileWriter
 	adds   []Add
+	// filterLeaves are the leaves whose source bloom filters a verbatim
+	// copy reads (bloomFilterLeaves).
+	filterLeaves []int
 }
 
 func (r *rewriter) open() error {
@@ -460,7 +548,18 @@ func (r *rewriter) appendRowGroup(ra *storeReaderAt, f *parquet.File, g int, ind
 		return err
 	}
 	meta := f.Metadata().RowGroups[g]
-	if err := ra.prefetch(chunkRanges(meta, indexes)); err != nil {
+	ranges := chunkRanges(meta, indexes)
+	if indexes {
+		for _, c := range r.filterLeaves {
+			if c >= len(meta.Columns) {
+				continue // no such chunk, no filter to fetch
+			}
+			if cm := meta.Columns[c].MetaData; cm.BloomFilterOffset > 0 && cm.BloomFilterLength > 0 {
+				ranges = append(ranges, [2]int64{cm.BloomFilterOffset, cm.BloomFilterOffset + int64(cm.BloomFilterLength)})
+			}
+		}
+	}
+	if err := ra.prefetch(ranges); err != nil {
 		return err
 	}
 	defer ra.release()
