@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "LATENCY p50_ms=%d p99_ms=%d max_ms=%d files=%d tables=20\n", r.P50.Milliseconds(), r.P99.Milliseconds(), r.Max.Milliseconds(), r.Files)
+		fmt.Fprintf(stdout, "LATENCY p50_ms=%d p99_ms=%d max_ms=%d files=%d tables=20 cold_ms=%d\n", r.P50.Milliseconds(), r.P99.Milliseconds(), r.Max.Milliseconds(), r.Files, r.ColdStart.Milliseconds())
 		return nil
 	}
 	printSummary(stdout, s)
