@@ -29,6 +29,7 @@ var pastRuns = []pastRun{
 	{"d2bbbce", "decode row for dsdelta dropping each event once decoded (information); no code change: the spread from the run above is run-to-run noise", "1.70", "0.68", "1.45", "126", "326", "NA", "NA", "NA", "NA", "NA", "NA"},
 	{"8ec780f", "JSON: events kept in blocks the decoding goroutines fill in place (no growing slice, no copy), payload values boxed from slabs (1 allocation per event instead of 6.6), the validating scan marks strings that need no unescaping, per-file caches in event building, 472-byte events; Avro: blocks decoded in parallel, 0.3 allocations per event; local writes start disk writeback every 8 MiB so the fsync before publishing a large file waits for the last chunk only; maintenance holds a table's lease for compaction only", "0.94", "0.69", "1.45", "133", "344", "NA", "NA", "NA", "NA", "NA", "NA"},
 	{"eefe5d9", "backfill scenario added; staging in parts and merging in steps of at most batch_max_events (100k) events, batch limits by events and source bytes; history dedupe pruned by source time; a step's history and state written on two cores, its staged parts read on all cores; repeated strings shared by the row reader; GCS as an objstore driver", "0.79", "0.60", "2.18", "98", "252", "4.34", "34975", "438", "NA", "NA", "NA"},
+	{"def86e1", "deletion vectors (merge marks replaced rows, compaction folds them), bloom filters and page-index key lookup on state files, compaction without the lease, table modes soft_delete and scd2, merge CPU cut (history dedupe by row-group time bounds, prefix key sort, parallel key walk, column-wise Parquet writes)", "0.84", "0.51", "1.87", "112", "180", "6.86", "74661", "383", "2.67", "343", "2.63"},
 }
 
 // historyMarkdown renders the earlier runs and this one as one table.
@@ -64,4 +65,4 @@ func (r *report) historyMarkdown(change string) string {
 // thisChange names what the code measured by this run changed since the
 // last entry of pastRuns; move it there with the run's figures when
 // RESULTS.md is committed.
-const thisChange = "deletion vectors (merge marks replaced rows, compaction folds them), bloom filters and page-index key lookup on state files, compaction without the lease, table modes soft_delete and scd2, merge CPU cut (history dedupe by row-group time bounds, prefix key sort, parallel key walk, column-wise Parquet writes)"
+const thisChange = "no change since the last committed run"
