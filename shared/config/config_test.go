@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -176,5 +177,34 @@ func TestMode(t *testing.T) {
 	}
 	if m := (Config{}).Table("x.y").Mode; m != ModeCurrent {
 		t.Errorf("no mode anywhere is mode current: got %s", m)
+	}
+}
+
+// TestTheREADMEConfigurationParses: the example in README.md's
+// Configuration section is a valid configuration and means what its
+// comments say.
+func TestTheREADMEConfigurationParses(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "### Configuration")
+	if i < 0 {
+		t.Fatal("README.md has no Configuration section")
+	}
+	start := strings.Index(s[i:], "```yaml\n")
+	if start < 0 {
+		t.Fatal("the Configuration section has no YAML example")
+	}
+	body := s[i+start+len("```yaml\n"):]
+	body = body[:strings.Index(body, "```")]
+	c, err := Parse([]byte(body))
+	if err != nil {
+		t.Fatalf("the README example does not parse: %v", err)
+	}
+	tc := c.Table("shop.customers")
+	if tc.DeletionVectors != Off || tc.Mode != ModeCurrent || tc.DVMinFileBytes != 1<<20 || len(tc.PrimaryKey) != 1 {
+		t.Errorf("shop.customers: %+v", tc)
 	}
 }
