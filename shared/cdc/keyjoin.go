@@ -112,7 +112,9 @@ func (c *joinCursor) find(v any) (idx int, handled bool) {
 // seek moves the cursor to the first key not below the row's (compare(i)
 // compares key i with it) and reports whether that key equals it.
 func (c *joinCursor) seek(n int, compare func(i int) int) (int, bool) {
-	if c.j > 0 && compare(c.j-1) > 0 { // the row sorts before the last: jump back
+	// Keys before j are below the previous row's; a row at or below key
+	// j-1 (a file out of key order) is found by jumping back.
+	if c.j > 0 && compare(c.j-1) >= 0 {
 		c.backs++
 		if c.backs > joinBacks {
 			return -1, false

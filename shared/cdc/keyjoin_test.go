@@ -146,3 +146,28 @@ func validKey(c Change) bool {
 	s, ok := c.Key[0].(string)
 	return !ok || newKeyJoin([]Change{{Key: []any{s}}}) != nil
 }
+
+// TestJoinCursorFindsAKeyBelowTheCursor: in a file out of key order, a row
+// equal to a key the cursor has moved past is still found (the cursor
+// jumps back), however the rows arrive.
+func TestJoinCursorFindsAKeyBelowTheCursor(t *testing.T) {
+	var keys []Change
+	for _, n := range []int64{10, 20, 30} {
+		k := []any{n}
+		keys = append(keys, Change{Key: k, KeyText: KeyText(k)})
+	}
+	kj := newKeyJoin(keys)
+	if kj == nil {
+		t.Fatal("the keys are not joined")
+	}
+	for _, rows := range [][]int64{{25, 20}, {30, 10, 20, 30}, {20, 25, 20, 15, 10}} {
+		cur := kj.cursor()
+		for _, r := range rows {
+			j, handled := cur.find(r)
+			want := slices.IndexFunc(keys, func(c Change) bool { return c.Key[0] == r })
+			if handled && j != want {
+				t.Fatalf("rows %v: row %d found as key %d, want %d", rows, r, j, want)
+			}
+		}
+	}
+}
