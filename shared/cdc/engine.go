@@ -786,58 +786,76 @@ func firstKeyFilter(col string, firsts []any) *delta.RowGroupFilter {
 // lookup reads the key columns and the order of candidate files and reports
 // every row whose key is in found, with its file and physical position (the
 // row index a deletion vector marks); keys (each with its KeyText, which
-// names it in found) are the batch keys sorted by
-// value.CompareKeys, used to skip the row groups that cannot hold one and,
-// through the Parquet page index (delta.ReadOptions.OnlyValues), to read
-// of the rest only the pages that can hold one: the cost follows the batch,
-// not the table. Files are read on all cores (found is only read
-// meanwhile) and their hits reported afterwards, in file order, on the
-// caller's goroutine: a backfill with random keys reads every earlier file
-// of the table.
+// names it in found) are the batch keys sorted by value.CompareKeys (see
+// readKeyed).
 func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, keys []Change, found map[string]*stored, hit func(s *stored, order []byte, path string, pos int64)) error {
+	n := len(keyNames)
+	cols := append(slices.Clone(keyNames), ColOrder)
+	keyIdx := make([]int, n)
+	for i := range keyIdx {
+		keyIdx[i] = i
+	}
+	return readKeyed(ctx, snap, files, cols, keyIdx, keyNames[0], keys, found, func(s *stored, row []any, path string, pos int64) error {
+		order, _ := row[n].([]byte)
+		hit(s, order, path, pos)
+		return nil
+	})
+}
+
+// readKeyed reads the columns cols (nil: all) of files and calls hit with
+// every row whose key (the values at keyIdx of the row read) is in found,
+// its file and its physical position (the row index a deletion vector
+// marks). probe are the wanted keys, each with its KeyText (which names it
+// in found), sorted by value.CompareKeys: they skip the row groups of
+// firstCol that cannot hold one and, through the Parquet page index
+// (delta.ReadOptions.OnlyValues), the pages, so the cost follows the
+// probe, not the table. Files are read on all cores (found is only read
+// meanwhile), walking each file and the sorted probe together where the
+// key allows (keyJoin); the hits are reported afterwards, in file order,
+// on the caller's goroutine, each with a row of its own.
+func readKeyed[S any](ctx context.Context, snap *delta.Snapshot, files []delta.Add, cols []string, keyIdx []int, firstCol string, probe []Change, found map[string]*S, hit func(s *S, row []any, path string, pos int64) error) error {
 	if len(files) == 0 {
 		return nil
 	}
-	cols := append(append([]string(nil), keyNames...), ColOrder)
-	md := snap.Metadata()
-	firsts := make([]any, len(keys))
-	for i, c := range keys {
+	firsts := make([]any, len(probe))
+	for i, c := range probe {
 		firsts[i] = c.Key[0]
 	}
-	flt := firstKeyFilter(keyNames[0], firsts)
+	flt := firstKeyFilter(firstCol, firsts)
 	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: flt, OnlyValues: flt != nil}
+	md := snap.Metadata()
 	type fileHit struct {
-		s     *stored
-		order []byte
-		pos   int64
+		s   *S
+		row []any
+		pos int64
 	}
 	hits := make([][]fileHit, len(files))
-	kj := newKeyJoin(keys)
+	kj := newKeyJoin(probe)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, f := range files {
 		g.Go(func() error {
-			key := make([]any, len(keyNames))
+			key := make([]any, len(keyIdx))
 			var buf []byte
 			cur := kj.cursor()
 			return delta.ReadFileAt(gctx, snap.Store(), md, f, ro, func(pos int64, row []any) error {
-				var s *stored
+				var s *S
 				var ok bool
-				if j, handled := cur.find(row[0]); handled {
+				if j, handled := cur.find(row[keyIdx[0]]); handled {
 					if j < 0 {
 						return nil
 					}
-					s, ok = found[keys[j].KeyText]
+					s, ok = found[probe[j].KeyText]
 				} else {
-					copy(key, row[:len(keyNames)])
+					for k, c := range keyIdx {
+						key[k] = row[c]
+					}
 					buf = AppendKeyText(buf[:0], key)
 					s, ok = found[string(buf)]
 				}
-				if !ok {
-					return nil
+				if ok {
+					hits[i] = append(hits[i], fileHit{s, slices.Clone(row), pos})
 				}
-				order, _ := row[len(keyNames)].([]byte)
-				hits[i] = append(hits[i], fileHit{s, order, pos})
 				return nil
 			})
 		})
@@ -847,7 +865,9 @@ func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNam
 	}
 	for i, f := range files {
 		for _, h := range hits[i] {
-			hit(h.s, h.order, f.Path, h.pos)
+			if err := hit(h.s, h.row, f.Path, h.pos); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -421,7 +421,7 @@ func (st *stateStep) scd2Lookup(ctx context.Context, probe []Change, keys map[st
 	st.candidates = prune(st.stateSnap.Files(), st.keyNames[0], st.keyTypes[0], probe)
 	conform := rowConform(st.opts.Overwrite, stored, schema)
 	err = readKeyed(ctx, st.stateSnap, st.candidates, nil, keyIdx, st.keyNames[0], probe, keys, func(k *scd2Key, row []any, path string, pos int64) error {
-		r, err := conform(slices.Clone(row))
+		r, err := conform(row)
 		if err != nil {
 			return err
 		}
@@ -474,7 +474,7 @@ func (st *stateStep) keyHistory(ctx context.Context, probe []Change, keys map[st
 	files := prune(hsnap.Files(), st.keyNames[0], st.keyTypes[0], probe)
 	conform := rowConform(st.opts.Overwrite, from, to)
 	err = readKeyed(ctx, hsnap, files, nil, keyIdx, st.keyNames[0], probe, keys, func(k *scd2Key, row []any, _ string, _ int64) error {
-		h, err := conform(slices.Clone(row))
+		h, err := conform(row)
 		if err != nil {
 			return err
 		}

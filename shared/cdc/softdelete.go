@@ -30,7 +30,6 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
-	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -233,7 +232,7 @@ func (st *stateStep) softLookup(ctx context.Context, keys []softKey) (map[string
 	st.candidates = prune(st.stateSnap.Files(), st.keyNames[0], st.keyTypes[0], probe)
 	conform := rowConform(st.opts.Overwrite, stored, schema)
 	err = readKeyed(ctx, st.stateSnap, st.candidates, nil, keyIdx, st.keyNames[0], probe, found, func(s *softStored, row []any, path string, pos int64) error {
-		r, err := conform(slices.Clone(row))
+		r, err := conform(row)
 		if err != nil {
 			return err
 		}
@@ -266,41 +265,6 @@ func (st *stateStep) softLookup(ctx context.Context, keys []softKey) (map[string
 		return nil, fmt.Errorf("tombstone lookup: %w", err)
 	}
 	return found, nil
-}
-
-// readKeyed reads the columns cols (nil: all) of files and calls hit with
-// every row whose key (the values at keyIdx of the row read) is in found;
-// probe are the wanted keys sorted by key, which skip the row groups of
-// firstCol that cannot hold one. The row passed to hit is reused: hit
-// copies what it keeps.
-func readKeyed[S any](ctx context.Context, snap *delta.Snapshot, files []delta.Add, cols []string, keyIdx []int, firstCol string, probe []Change, found map[string]*S, hit func(s *S, row []any, path string, pos int64) error) error {
-	firsts := make([]any, len(probe))
-	for i, c := range probe {
-		firsts[i] = c.Key[0]
-	}
-	// OnlyValues: only the pages whose first-key bounds can hold a probed
-	// key are read (the page index), the callers still match whole keys.
-	flt := firstKeyFilter(firstCol, firsts)
-	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: flt, OnlyValues: flt != nil}
-	key := make([]any, len(keyIdx))
-	var buf []byte
-	for _, f := range files {
-		err := delta.ReadFileAt(ctx, snap.Store(), snap.Metadata(), f, ro, func(pos int64, row []any) error {
-			for i, j := range keyIdx {
-				key[i] = row[j]
-			}
-			buf = AppendKeyText(buf[:0], key)
-			s, ok := found[string(buf)]
-			if !ok {
-				return nil
-			}
-			return hit(s, row, f.Path, pos)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // softDeleteRule is the row of a key in mode soft_delete given all its
