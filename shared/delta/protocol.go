@@ -74,13 +74,7 @@ func (p Protocol) CheckRead() error {
 	case p.MinReaderVersion < 3:
 		return nil
 	}
-	var missing []string
-	for _, f := range p.ReaderFeatures {
-		if !slices.Contains(readableFeatures, f) {
-			missing = append(missing, f)
-		}
-	}
-	if len(missing) > 0 {
+	if missing := notIn(p.ReaderFeatures, readableFeatures); len(missing) > 0 {
 		return fmt.Errorf("%w: reader feature(s) %s", ErrUnsupportedFeature, strings.Join(missing, ", "))
 	}
 	return nil
@@ -89,8 +83,9 @@ func (p Protocol) CheckRead() error {
 // CheckWrite returns an error wrapping ErrUnsupportedFeature when this
 // package cannot commit to a table with protocol p and metadata md: the
 // table must be readable and need nothing beyond writer version 2 semantics
-// (appendOnly, invariants), either through minWriterVersion ≤ 2 or a writer
-// version 7 feature list limited to those features. Tables whose writer
+// (appendOnly, invariants) and deletion vectors, either through
+// minWriterVersion ≤ 2 or a writer version 7 feature list limited to
+// writableFeatures (and reader features to writableReaderFeatures). Tables whose writer
 // version 3–6 activates no feature in md are also refused because the
 // version alone obliges writers to honour properties we do not check.
 func (p Protocol) CheckWrite(md Metadata) error {
@@ -100,13 +95,7 @@ func (p Protocol) CheckWrite(md Metadata) error {
 	if p.MinReaderVersion == 3 {
 		// Every reader feature is also a writer feature; reading it is not
 		// enough to write it.
-		var unwritable []string
-		for _, f := range p.ReaderFeatures {
-			if !slices.Contains(writableReaderFeatures, f) {
-				unwritable = append(unwritable, f)
-			}
-		}
-		if len(unwritable) > 0 {
+		if unwritable := notIn(p.ReaderFeatures, writableReaderFeatures); len(unwritable) > 0 {
 			return fmt.Errorf("%w: writing reader feature(s) %s", ErrUnsupportedFeature, strings.Join(unwritable, ", "))
 		}
 	}
@@ -116,13 +105,9 @@ func (p Protocol) CheckWrite(md Metadata) error {
 		return fmt.Errorf("%w: invalid minWriterVersion %d", ErrUnsupportedFeature, p.MinWriterVersion)
 	case p.MinWriterVersion <= 2:
 	case p.MinWriterVersion == 7:
-		for _, f := range p.WriterFeatures {
-			if !slices.Contains(writableFeatures, f) {
-				missing = append(missing, f)
-			}
-		}
+		missing = notIn(p.WriterFeatures, writableFeatures)
 	default:
-		missing = append(missing, legacyWriterFeatures(p.MinWriterVersion)...)
+		missing = legacyWriterFeatures(p.MinWriterVersion)
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
@@ -245,13 +230,7 @@ func (p Protocol) CheckVacuum() error {
 		}
 		return nil
 	}
-	var missing []string
-	for _, f := range p.WriterFeatures {
-		if !slices.Contains(vacuumSafeWriterFeatures, f) {
-			missing = append(missing, f)
-		}
-	}
-	if len(missing) > 0 {
+	if missing := notIn(p.WriterFeatures, vacuumSafeWriterFeatures); len(missing) > 0 {
 		return fmt.Errorf("%w: vacuum with writer feature(s) %s", ErrUnsupportedFeature, strings.Join(missing, ", "))
 	}
 	return nil
@@ -276,6 +255,17 @@ func walkType(t value.Type, fn func(value.Field)) {
 		walkType(x.Key, fn)
 		walkType(x.Value, fn)
 	}
+}
+
+// notIn lists the features of list that allowed does not hold.
+func notIn(list, allowed []string) []string {
+	var out []string
+	for _, f := range list {
+		if !slices.Contains(allowed, f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func appendOnce(list []string, s string) []string {
