@@ -39,6 +39,11 @@ type MergeResult struct {
 // releasing, it looks for files staged meanwhile so no wake-up is lost.
 func (p *Pipeline) MergeTable(ctx context.Context, tableID string) (MergeResult, error) {
 	res := MergeResult{Table: tableID}
+	// Load validates a file's configuration; one built in code is checked
+	// here, before anything is written.
+	if err := p.Config.Validate(); err != nil {
+		return res, fmt.Errorf("config: %w", err)
+	}
 	tabs, err := p.TableSet(tableID)
 	if err != nil {
 		return res, err
@@ -332,11 +337,6 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 		return none, err
 	}
 	tc := p.Config.Table(tabs.ID)
-	if tc.DeletionVectors != config.On && tc.DeletionVectors != config.Off {
-		// Load refuses it; a Config built in code is caught here, before
-		// the step writes anything.
-		return none, fmt.Errorf("config: deletion_vectors: %q is not on or off", tc.DeletionVectors)
-	}
 	overwrite := tc.SchemaMode == config.SchemaOverwrite
 	var key []string
 	source := current
