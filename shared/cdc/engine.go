@@ -259,15 +259,11 @@ func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 		}
 	})
 	err := g.Wait()
-	res.Keys, res.Collapsed, res.Stale = sres.Keys, sres.Collapsed, sres.Stale
-	res.Inserted, res.Updated, res.Deleted, res.Buried = sres.Inserted, sres.Updated, sres.Deleted, sres.Buried
-	res.StateVersion, res.TombstoneVersion = sres.StateVersion, sres.TombstoneVersion
-	res.AlreadyState, res.AlreadyTombstones = sres.AlreadyState, sres.AlreadyTombstones
-	res.FilesRead, res.FilesRewritten = sres.FilesRead, sres.FilesRewritten
-	res.FilesAdded += sres.FilesAdded
-	res.RowGroupsCopied, res.RowGroupsDecoded, res.RowsReencoded = sres.RowGroupsCopied, sres.RowGroupsDecoded, sres.RowsReencoded
-	res.DeletionVectors = sres.DeletionVectors
-	return res, err
+	// The state side's result, with what the history side counted
+	// (applyHistory sets only these).
+	sres.HistoryVersion, sres.AlreadyHistory, sres.Redelivered = res.HistoryVersion, res.AlreadyHistory, res.Redelivered
+	sres.FilesAdded += res.FilesAdded
+	return sres, err
 }
 
 // awaitHistory blocks until the batch's history commit succeeded.
