@@ -41,24 +41,26 @@ func firstOfCode(code []byte) any {
 }
 
 // overlaps reports whether first-column values in [min, max] can belong to
-// the range. Bounds of another Go type than the range's (a widened column)
-// cannot be compared: they overlap.
+// the range. Integers of any width compare as numbers, as do floats; bounds
+// of another kind than the range's cannot be compared: they overlap.
 func (r *keyRange) overlaps(min, max any) bool {
 	if r.lo != nil {
-		if reflect.TypeOf(max) != reflect.TypeOf(r.lo0) {
+		max, lo0 := value.Widest(max), value.Widest(r.lo0)
+		if reflect.TypeOf(max) != reflect.TypeOf(lo0) {
 			return true
 		}
-		if value.Compare(max, r.lo0) < 0 {
+		if value.Compare(max, lo0) < 0 {
 			return false
 		}
 	}
 	if r.hi != nil {
-		if reflect.TypeOf(min) != reflect.TypeOf(r.hi0) {
+		min, hi0 := value.Widest(min), value.Widest(r.hi0)
+		if reflect.TypeOf(min) != reflect.TypeOf(hi0) {
 			return true
 		}
 		// hi is exclusive for whole keys, but a key whose first column
 		// equals hi0 may still sort before hi.
-		if value.Compare(min, r.hi0) > 0 {
+		if value.Compare(min, hi0) > 0 {
 			return false
 		}
 	}

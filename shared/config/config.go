@@ -154,8 +154,11 @@ const (
 	DefaultBatchMaxFiles      = 500
 	DefaultBatchMaxBytes      = 256 << 20 // staged Parquet bytes
 	DefaultBatchMaxEvents     = 100_000
-	// DefaultBatchMaxSourceBytes counts the Datastream files' own bytes.
-	DefaultBatchMaxSourceBytes = 256 << 20
+	// DefaultBatchMaxSourceBytes counts the Datastream files' own bytes:
+	// Datastream's largest file. A batch's memory does not grow with it
+	// (a batch of more than batch_max_events events is merged in steps),
+	// and a bulk load merged in few batches writes each row about once.
+	DefaultBatchMaxSourceBytes = 1 << 30
 	DefaultMaxRecordBytes      = 128 << 20
 )
 
@@ -336,8 +339,8 @@ func (c Config) MaxBytes() int64 {
 	return orDefault(c.BatchMaxBytes, DefaultBatchMaxBytes)
 }
 
-// MaxEvents is the effective limit of a batch's change events, and of the
-// events one step of a merge holds in memory (a staged part, at least).
+// MaxEvents is the effective limit of the change events one step of a
+// merge holds in memory (a staged part, at least), and of a staged part.
 func (c Config) MaxEvents() int64 {
 	return orDefault(c.BatchMaxEvents, DefaultBatchMaxEvents)
 }

@@ -127,7 +127,7 @@ func TestLimits(t *testing.T) {
 			{"batch_max_files", int64(c.MaxFiles()), DefaultBatchMaxFiles},
 			{"batch_max_bytes", c.MaxBytes(), 256 << 20},
 			{"batch_max_events", c.MaxEvents(), 100_000},
-			{"batch_max_source_bytes", c.MaxSourceBytes(), 256 << 20},
+			{"batch_max_source_bytes", c.MaxSourceBytes(), 1 << 30},
 			{"max_record_bytes", c.MaxRecordBytes(), 128 << 20},
 		} {
 			if tc.got != tc.want {

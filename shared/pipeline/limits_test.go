@@ -11,8 +11,9 @@ import (
 )
 
 // TestMergeBatchesFollowTheConfiguredLimits: staging records each file's
-// source bytes, and a merge cuts its batches by the configured events and
-// source bytes, the units users size a backfill in.
+// source bytes, and a merge cuts its batches by the configured source
+// bytes, the unit users size a backfill in, and a batch into steps (key
+// ranges) by the configured events.
 func TestMergeBatchesFollowTheConfiguredLimits(t *testing.T) {
 	files := []dssim.File{
 		jsonlFile("a", 10, `{"id":1,"n":1}`, `{"id":2,"n":2}`),
@@ -26,15 +27,15 @@ func TestMergeBatchesFollowTheConfiguredLimits(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		name    string
-		cfg     config.Config
-		batches int
+		name           string
+		cfg            config.Config
+		batches, steps int
 	}{
-		{"default limits merge the three files in one batch", config.Config{}, 1},
-		{"an event limit of four events takes two files, then one", config.Config{BatchMaxEvents: 4}, 2},
-		{"a source-byte limit of two files' bytes takes two files, then one", config.Config{BatchMaxSourceBytes: 2 * fileBytes}, 2},
-		{"a file with more events than the limit is merged alone", config.Config{BatchMaxEvents: 1}, 3},
-		{"a file larger than the source-byte limit is merged alone", config.Config{BatchMaxSourceBytes: 1}, 3},
+		{"default limits merge the three files in one batch", config.Config{}, 1, 1},
+		{"an event limit of four events merges one batch in two key ranges of three events", config.Config{BatchMaxEvents: 4}, 1, 2},
+		{"a source-byte limit of two files' bytes takes two files, then one", config.Config{BatchMaxSourceBytes: 2 * fileBytes}, 2, 2},
+		{"an event limit of one event merges one batch in a step per key", config.Config{BatchMaxEvents: 1}, 1, 6},
+		{"a file larger than the source-byte limit is merged alone", config.Config{BatchMaxSourceBytes: 1}, 3, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -56,9 +57,9 @@ func TestMergeBatchesFollowTheConfiguredLimits(t *testing.T) {
 			if err != nil {
 				t.Fatalf("merge: %v", err)
 			}
-			if mr.Batches != tc.batches || mr.Files != len(files) || mr.Result.Events != 6 {
-				t.Fatalf("merge = %d batches, %d files, %d events; want %d batches, %d files, 6 events",
-					mr.Batches, mr.Files, mr.Result.Events, tc.batches, len(files))
+			if mr.Batches != tc.batches || mr.Steps != tc.steps || mr.Files != len(files) || mr.Result.Events != 6 {
+				t.Fatalf("merge = %d batches in %d steps, %d files, %d events; want %d batches in %d steps, %d files, 6 events",
+					mr.Batches, mr.Steps, mr.Files, mr.Result.Events, tc.batches, tc.steps, len(files))
 			}
 			if _, rows := stateRows(t, ctx, p, "shop.t", "id"); len(rows) != 6 {
 				t.Fatalf("current state holds %d rows, want 6", len(rows))

@@ -134,7 +134,11 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.TableSet, start
 		return p.MergeBudget <= 0 || p.now().Sub(start) < p.MergeBudget*3/4
 	}
 	for budgetLeft() {
-		b, err := p.Batches.NextBatch(workCtx, held(), tabs.ID, coord.BatchLimits{Files: p.Config.MaxFiles(), Bytes: p.Config.MaxBytes(), Events: p.Config.MaxEvents(), SourceBytes: p.Config.MaxSourceBytes()})
+		// A batch is not bounded by events: batch_max_events bounds what
+		// a merge holds at once, and a batch with more is merged in key
+		// ranges of at most that many (planSteps), each row of a bulk load
+		// written once. Files and bytes bound the work of one batch.
+		b, err := p.Batches.NextBatch(workCtx, held(), tabs.ID, coord.BatchLimits{Files: p.Config.MaxFiles(), Bytes: p.Config.MaxBytes(), SourceBytes: p.Config.MaxSourceBytes()})
 		if errors.Is(err, coord.ErrNoWork) {
 			break
 		}
@@ -231,9 +235,14 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 	}
 	total := none
 	bad := map[*batchFile]bool{} // quarantined while applying a step
-	for k, parts := range steps {
+	for k, st := range steps {
 		step := cdc.Step{Seq: b.Seq, Chunk: k, Last: k == len(steps)-1}
-		r, err := p.applyStep(ctx, tabs, b, step, parts, bad)
+		current, err := p.tableSource(ctx, tabs)
+		if err != nil {
+			return total, quarantined + len(bad), k, err
+		}
+		sr := p.readStep(ctx, tabs, st, current, bad)
+		r, err := p.applyStep(ctx, tabs, b, step, st, sr, bad)
 		if err != nil {
 			return total, quarantined + len(bad), k, err
 		}
@@ -243,7 +252,7 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 		total.Add(r)
 		if len(steps) > 1 {
 			p.log().Info("batch step merged", "event", "step", "table", tabs.ID, "batch", b.Seq, "step", k+1, "steps", len(steps),
-				"parts", len(parts), "events", r.Events, "history_version", r.HistoryVersion, "state_version", r.StateVersion)
+				"parts", len(st.parts), "events", r.Events, "history_version", r.HistoryVersion, "state_version", r.StateVersion)
 		}
 	}
 	return total, quarantined + len(bad), len(steps), nil
@@ -327,33 +336,63 @@ func (p *Pipeline) quarantineInBatch(ctx context.Context, tabs cdc.TableSet, b c
 	return nil
 }
 
-// applyStep reads a step's staged parts and applies them as one cdc step.
-// A part whose values do not fit the step's schema quarantines its file,
-// and the file's other parts are left out from then on (bad).
-func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Batch, step cdc.Step, parts []batchPart, bad map[*batchFile]bool) (cdc.Result, error) {
-	none := cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
-	current, err := p.tableSource(ctx, tabs)
-	if err != nil {
-		return none, err
+// stepRead is a step's staged parts read into changes, in the step's
+// source schema.
+type stepRead struct {
+	source value.StructType
+	key    []string
+	keyIdx []int
+	read   []partChanges // per part of the step
+	err    error
+}
+
+// readStep reads a step's staged parts (the events of its key span) on
+// all cores, each into its own changes, on a table of source schema
+// current. A part's failure does not cancel the others: a value that does
+// not fit quarantines one file (applyStep), and the step goes on with the
+// rest.
+func (p *Pipeline) readStep(ctx context.Context, tabs cdc.TableSet, st batchStep, current value.StructType, bad map[*batchFile]bool) stepRead {
+	r := p.stepSchema(ctx, tabs, st.parts, current)
+	if r.err != nil {
+		return r
 	}
-	tc := p.Config.Table(tabs.ID)
-	overwrite := tc.SchemaMode == config.SchemaOverwrite
-	var key []string
-	source := current
+	overwrite := p.Config.Table(tabs.ID).SchemaMode == config.SchemaOverwrite
+	r.read = make([]partChanges, len(st.parts))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, bp := range st.parts {
+		if bad[bp.file] || !bp.staged().mayHold(st.span) {
+			continue
+		}
+		g.Go(func() error {
+			r.read[i] = p.readPart(ctx, bp, r.source, r.key, r.keyIdx, overwrite, st.span)
+			return nil
+		})
+	}
+	_ = g.Wait() // each part's outcome is in r.read, handled in order by applyStep
+	return r
+}
+
+// stepSchema is the source schema (and key) of a step of these parts on a
+// table of source schema current.
+func (p *Pipeline) stepSchema(ctx context.Context, tabs cdc.TableSet, parts []batchPart, current value.StructType) stepRead {
+	r := stepRead{source: current}
+	overwrite := p.Config.Table(tabs.ID).SchemaMode == config.SchemaOverwrite
 	for _, bp := range parts {
 		if len(bp.file.m.Key) > 0 {
-			key = bp.file.m.Key
+			r.key = bp.file.m.Key
 		}
 		if overwrite {
 			continue
 		}
 		// batchFiles checked the batch as a whole in this order, and the
 		// table has taken at most the schemas of earlier steps since.
-		merged, _, err := cdc.MergeSchemas(source, withoutUntyped(bp.source(), bp.staged().Untyped))
+		merged, _, err := cdc.MergeSchemas(r.source, withoutUntyped(bp.source(), bp.staged().Untyped))
 		if err != nil {
-			return none, fmt.Errorf("staged %s: %w", bp.file.rec.StagedPath, err)
+			r.err = fmt.Errorf("staged %s: %w", bp.file.rec.StagedPath, err)
+			return r
 		}
-		source = merged
+		r.source = merged
 	}
 	if overwrite {
 		staged := make([]stagedPart, len(parts))
@@ -362,38 +401,37 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 		}
 		newest, err := p.newestPart(ctx, staged)
 		if err != nil {
-			return none, err
+			r.err = err
+			return r
 		}
 		// The schema as of the step's newest change, not of its last
 		// arrival: files come in any order. The engine keeps the table's
 		// schema when it already holds a newer change's. Columns the part
 		// only guessed (null throughout) keep the current type.
-		source = overwriteSchema(current, parts[newest].source(), staged[newest].Untyped)
+		r.source = overwriteSchema(current, parts[newest].source(), staged[newest].Untyped)
 	}
-	batch := cdc.Batch{Source: source, Key: key}
-	var keyIdx []int
-	if len(key) > 0 {
-		if keyIdx, err = cdc.KeyIndexes(source, key); err != nil {
-			return none, err
+	if len(r.key) > 0 {
+		var err error
+		if r.keyIdx, err = cdc.KeyIndexes(r.source, r.key); err != nil {
+			r.err = err
 		}
 	}
-	// The parts are read on all cores, each into its own changes, and
-	// joined in step order.
-	// A part's failure does not cancel the others: a value that does not
-	// fit quarantines one file, and the step goes on with the rest.
-	read := make([]partChanges, len(parts))
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, bp := range parts {
-		if bad[bp.file] {
-			continue
-		}
-		g.Go(func() error {
-			read[i] = p.readPart(ctx, bp, source, key, keyIdx, overwrite)
-			return nil
-		})
+	return r
+}
+
+// applyStep applies a step's read parts as one cdc step. A part whose
+// values do not fit the step's schema quarantines its file, and the file's
+// other parts are left out from then on (bad).
+func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Batch, step cdc.Step, st batchStep, sr stepRead, bad map[*batchFile]bool) (cdc.Result, error) {
+	parts := st.parts
+	none := cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
+	if sr.err != nil {
+		return none, sr.err
 	}
-	_ = g.Wait() // each part's outcome is in read, handled in order below
+	tc := p.Config.Table(tabs.ID)
+	overwrite := tc.SchemaMode == config.SchemaOverwrite
+	read := sr.read
+	batch := cdc.Batch{Source: sr.source, Key: sr.key}
 	for i, bp := range parts {
 		if r := read[i]; r.convErr != nil && !bad[bp.file] {
 			// A value that does not fit the widened column: the file
@@ -443,16 +481,26 @@ type partChanges struct {
 }
 
 // readPart reads a staged part's rows as changes in the step's source
-// schema.
-func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.StructType, key []string, keyIdx []int, overwrite bool) partChanges {
+// schema: those whose key lies in span, when set. Of a key-sorted part only
+// the row groups whose first key column's bounds overlap the span are read.
+func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.StructType, key []string, keyIdx []int, overwrite bool, span *cdc.KeySpan) partChanges {
 	var out partChanges
 	part := bp.staged()
 	hs := cdc.HistorySchema(source)
 	fromSchema := cdc.HistorySchema(bp.source())
 	md := part.metadata()
 	same := value.Equal(fromSchema, hs) // the usual case: rows are read as they are
-	out.changes = make([]cdc.Change, 0, part.Events)
-	out.err = delta.ReadFile(ctx, p.Lake, md, part.Add, delta.ReadOptions{}, func(row []any) error {
+	var ro delta.ReadOptions
+	var code []byte
+	if span != nil && len(key) > 0 {
+		if idx, err := cdc.KeyIndexes(fromSchema, key[:1]); err == nil && part.keySorted() {
+			ro.RowGroupFilter = span.RowGroupFilter(fromSchema.Fields[idx[0]].Name)
+		}
+		out.changes = make([]cdc.Change, 0, part.Events/4)
+	} else {
+		out.changes = make([]cdc.Change, 0, part.Events)
+	}
+	out.err = delta.ReadFile(ctx, p.Lake, md, part.Add, ro, func(row []any) error {
 		var h []any
 		switch {
 		case same:
@@ -473,6 +521,14 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 		c, err := cdc.ChangeFromHistory(h, source, keyIdx)
 		if err != nil {
 			return err
+		}
+		if span != nil {
+			if code, err = cdc.AppendRangeCode(code[:0], c.Key); err != nil {
+				return err
+			}
+			if !span.Contains(code) {
+				return nil // another step's
+			}
 		}
 		out.changes = append(out.changes, c)
 		return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/google/uuid"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
@@ -82,7 +83,34 @@ type stagedPart struct {
 	// decides the batch schema in schema mode overwrite without reading
 	// the staged file again.
 	MaxOrder []byte `json:"max_order,omitempty"`
+	// KeyCode, when it is cdc.RangeCodeVersion, says that the part's rows
+	// are sorted by key (stably: a key's events keep their file order) in
+	// row groups of stagedRowGroupRows, and that KeySample holds the range
+	// codes (cdc.AppendRangeCode) of its rows 0, KeyEvery, 2*KeyEvery...
+	// and KeyMax that of its last row. A merge splits a large batch into
+	// key ranges by them (planSteps). Parts staged before, or of a table
+	// without a key, lack them.
+	KeyCode   int      `json:"key_code,omitempty"`
+	KeyEvery  int64    `json:"key_every,omitempty"`
+	KeySample [][]byte `json:"key_sample,omitempty"`
+	KeyMax    []byte   `json:"key_max,omitempty"`
 }
+
+// keySorted reports whether the part's rows are sorted by key with a
+// sample of range codes this release reads.
+func (part stagedPart) keySorted() bool {
+	return part.KeyCode == cdc.RangeCodeVersion && len(part.KeySample) > 0 && part.KeyEvery > 0
+}
+
+// stagedRowGroupRows is the row group size of key-sorted staged parts:
+// a merge step that reads one key range of a part reads the row groups
+// whose key bounds overlap the range, so the smaller they are, the fewer
+// rows of other ranges a step decodes to drop (at most two row groups per
+// part and step), at the price of a larger footer.
+const stagedRowGroupRows = 2048
+
+// keySampleSize is about how many range codes a part's manifest records.
+const keySampleSize = 256
 
 // metadata describes a staged part as the Delta metadata its file is read
 // with: an unpartitioned file of the part's history schema.
@@ -441,7 +469,11 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 	}
 	hs := cdc.HistorySchema(schema)
 	name := fmt.Sprintf("%s-%s-%d.parquet", s.id, uuid.NewString()[:8], len(m.Parts))
-	w, err := delta.NewFileWriter(ctx, s.p.Lake, delta.WriteOptions{Schema: hs, Dir: stagingDir(m.Table), FileName: name, DataChange: true})
+	wo := delta.WriteOptions{Schema: hs, Dir: stagingDir(m.Table), FileName: name, DataChange: true}
+	if len(m.Key) > 0 {
+		wo.RowGroupRows = stagedRowGroupRows
+	}
+	w, err := delta.NewFileWriter(ctx, s.p.Lake, wo)
 	if err != nil {
 		return err
 	}
@@ -451,20 +483,61 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 		from[i] = cdc.HistorySchema(sc)
 		same[i] = value.Equal(from[i], hs)
 	}
-	for i, ev := range events.All() {
-		row, err := cdc.HistoryRow(*ev), error(nil)
-		if !same[rowSch[i]] {
-			row, err = cdc.Conform(row, from[rowSch[i]], hs)
+	// Rows are written in key order: the codes are taken in a first pass,
+	// and each row is built again when written, so that a part holds its
+	// events and their codes, not also every row.
+	n := events.Len()
+	row := func(i int) ([]any, error) {
+		ev := events.At(i)
+		r := cdc.HistoryRow(*ev)
+		if same[rowSch[i]] {
+			return r, nil
+		}
+		r, err := cdc.Conform(r, from[rowSch[i]], hs)
+		if err != nil {
+			return nil, permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
+		}
+		return r, nil
+	}
+	var keys *keyCodes
+	if len(m.Key) > 0 {
+		if keyIdx, err := cdc.KeyIndexes(hs, m.Key); err == nil {
+			keys = &keyCodes{idx: keyIdx, at: make([]int32, 1, n+1)}
+			for i := range n {
+				var err error
+				if ev := events.At(i); same[rowSch[i]] {
+					// The history row would be the metadata, then ev.Row.
+					err = keys.add(ev.Row, len(hs.Fields)-len(ev.Row), hs)
+				} else if r, rerr := row(i); rerr != nil {
+					err = rerr
+				} else {
+					err = keys.add(r, 0, hs)
+				}
+				if err != nil {
+					w.Abort()
+					return permanentError{fmt.Errorf("%s: record %d: %w", f.Name, events.At(i).Meta.Record, err)}
+				}
+			}
+		}
+	}
+	order := keys.sorted(n)
+	if keys != nil {
+		part.KeyCode, part.KeyEvery = cdc.RangeCodeVersion, max(1, int64(n/keySampleSize))
+		for j := int64(0); j < int64(len(order)); j += part.KeyEvery {
+			part.KeySample = append(part.KeySample, bytes.Clone(keys.code(order[j])))
+		}
+		part.KeyMax = bytes.Clone(keys.code(order[len(order)-1]))
+	}
+	for _, i := range order {
+		r, err := row(int(i))
+		if err == nil {
+			err = w.Write(r)
 		}
 		if err != nil {
 			w.Abort()
-			return permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
-		}
-		if err := w.Write(row); err != nil {
-			w.Abort()
 			return err
 		}
-		*ev = datastream.Event{} // written: let it go
+		*events.At(int(i)) = datastream.Event{} // written: let it go
 	}
 	add, err := w.Close(ctx)
 	if err != nil {
@@ -473,6 +546,49 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 	part.Add, part.Schema = add, hs.SchemaString()
 	m.Parts = append(m.Parts, part)
 	return nil
+}
+
+// keyCodes are the range codes of a part's rows, side by side in one
+// buffer: a part holds up to batch_max_events rows.
+type keyCodes struct {
+	idx []int   // key columns in the history row
+	buf []byte  // the codes, one after the other
+	at  []int32 // code i is buf[at[i]:at[i+1]]
+	key []any
+}
+
+// add appends the range code of the key of a history row whose first off
+// columns are left out of row. A null key column is a bad record: no merge
+// could apply it.
+func (k *keyCodes) add(row []any, off int, hs value.StructType) error {
+	k.key = k.key[:0]
+	for _, i := range k.idx {
+		if row[i-off] == nil {
+			return fmt.Errorf("primary key column %q is null", hs.Fields[i].Name)
+		}
+		k.key = append(k.key, row[i-off])
+	}
+	var err error
+	if k.buf, err = cdc.AppendRangeCode(k.buf, k.key); err != nil {
+		return err
+	}
+	k.at = append(k.at, int32(len(k.buf)))
+	return nil
+}
+
+func (k *keyCodes) code(i int32) []byte { return k.buf[k.at[i]:k.at[i+1]] }
+
+// sorted returns the order to write n rows in: by key code, stably, or as
+// they came when the part has no key.
+func (k *keyCodes) sorted(n int) []int32 {
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	if k != nil {
+		slices.SortStableFunc(order, func(a, b int32) int { return bytes.Compare(k.code(a), k.code(b)) })
+	}
+	return order
 }
 
 // discard deletes the parts already staged of a file that is not

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
@@ -16,11 +17,37 @@ import (
 // stepPlan is how a batch is split into steps, kept in the lake while the
 // batch is open so that every attempt at the batch splits it the same way
 // even if the configured bounds changed in between.
+//
+// A plan splits a batch either by key or by parts. By key (KeyCode and
+// Bounds set, the usual case): step k takes the events of every part whose
+// key's range code (cdc.AppendRangeCode) lies in [Bounds[k-1], Bounds[k]),
+// the first and last steps unbounded below and above. By parts (Steps
+// set): step k takes the parts Steps[k] whole, for batches with parts
+// staged before parts were key-sorted, and for tables without a key.
 type stepPlan struct {
 	Seq   int64       `json:"seq"`
 	Files []string    `json:"files"` // the batch's file ids, in batch order
-	Steps [][]partRef `json:"steps"`
+	Steps [][]partRef `json:"steps,omitempty"`
+	// KeyCode is the cdc.RangeCodeVersion the bounds were coded with.
+	KeyCode int      `json:"key_code,omitempty"`
+	Bounds  [][]byte `json:"bounds,omitempty"`
 }
+
+// batchStep is what one step of a batch applies: the events of parts
+// whose key lies in span (every event of them when span is nil). Every
+// part of a batch split by key is in each of its steps, so that each step
+// takes the batch's schema; a step only reads the parts that can hold a
+// key of its span.
+type batchStep struct {
+	parts []batchPart
+	span  *cdc.KeySpan
+}
+
+// stepRangeShare is the share of a step's bound that a key range is cut
+// at: the sample a range is sized by counts a part's events to within
+// KeyEvery on each side of a cut, so a range sized at the bound itself
+// could pass it.
+const stepRangeShare = 0.875
 
 // partRef names one staged part of a batch file.
 type partRef struct {
@@ -39,17 +66,20 @@ func stepPlanPath(tableID string, seq int64) string {
 	return stagingDir(tableID) + "/_steps/" + strconv.FormatInt(seq, 10) + ".json"
 }
 
-// planSteps splits a batch's staged parts, in batch order, into steps of
-// at most the configured events (Config.MaxEvents) and staged bytes
-// (Config.MaxBytes) each, and at most stepMemoryBytes of the parts'
-// estimated memory; a part larger than a bound is a step of its own.
-// Memory in a merge is proportional to a step's events, whatever the size
-// of a batch or of a file. A batch that fits one step (the usual case:
-// NextBatch forms batches within the same bounds) is one step and its
-// commits are those of a batch without steps. A split into several steps
-// is written to the lake before the first step commits, and an attempt
-// that finds a plan for the batch follows it.
-func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Batch, files []*batchFile) ([][]batchPart, error) {
+// planSteps splits a batch into steps of at most the configured events
+// (Config.MaxEvents) and staged bytes (Config.MaxBytes) each, and at most
+// stepMemoryBytes of the parts' estimated memory. Memory in a merge is
+// proportional to a step's events, whatever the size of a batch or of a
+// file. A batch that fits one step is one step and its commits are those
+// of a batch without steps. A larger one is split by key ranges sized from
+// the parts' key samples (keyBounds): each step holds every event of its
+// keys, and the state files a step writes hold keys no later step of the
+// batch looks up, so a bulk load in one batch writes each row once. When a
+// part has no key sample, the batch is split by parts, in batch order (a
+// part larger than a bound is a step of its own). A split into several
+// steps is written to the lake before the first step commits, and an
+// attempt that finds a plan for the batch follows it.
+func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Batch, files []*batchFile) ([]batchStep, error) {
 	ids := make([]string, len(b.Files))
 	for i, f := range b.Files {
 		ids[i] = f.ID
@@ -65,26 +95,39 @@ func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 		return plan.resolve(byID)
 	}
 	maxEvents, maxBytes := p.Config.MaxEvents(), p.Config.MaxBytes()
-	var steps [][]partRef
-	var cur []partRef
-	var events, size, mem int64
 	maxMem := orConst(p.stepMemory, stepMemoryBytes)
+	plan := stepPlan{Seq: b.Seq, Files: ids}
+	var events, size, mem int64
+	sorted := len(files) > 0 && len(files[0].m.Key) > 0
 	for _, f := range files {
-		for i, part := range f.m.Parts {
-			if len(cur) > 0 && (events+part.Events > maxEvents || size+part.Add.Size > maxBytes || mem+part.MemBytes > maxMem) {
-				steps, cur, events, size, mem = append(steps, cur), nil, 0, 0, 0
-			}
-			cur = append(cur, partRef{File: f.rec.ID, Part: i})
-			events += part.Events
-			size += part.Add.Size
-			mem += part.MemBytes
+		for _, part := range f.m.Parts {
+			events, size, mem = events+part.Events, size+part.Add.Size, mem+part.MemBytes
+			sorted = sorted && part.keySorted()
 		}
 	}
-	if len(cur) > 0 {
-		steps = append(steps, cur)
+	nsteps := 1
+	if events > maxEvents || size > maxBytes || mem > maxMem {
+		if sorted {
+			// Events per step: the tightest of the three bounds, at the
+			// batch's average event.
+			per := float64(maxEvents)
+			if size > 0 {
+				per = min(per, float64(maxBytes)*float64(events)/float64(size))
+			}
+			if mem > 0 {
+				per = min(per, float64(maxMem)*float64(events)/float64(mem))
+			}
+			plan.KeyCode, plan.Bounds = cdc.RangeCodeVersion, keyBounds(files, int64(max(1, per*stepRangeShare)))
+			nsteps = len(plan.Bounds) + 1
+		} else {
+			plan.Steps = partSteps(files, maxEvents, maxBytes, maxMem)
+			nsteps = len(plan.Steps)
+		}
 	}
-	plan := stepPlan{Seq: b.Seq, Files: ids, Steps: steps}
-	if len(steps) > 1 {
+	if nsteps == 1 {
+		plan.KeyCode, plan.Bounds, plan.Steps = 0, nil, nil
+	}
+	if nsteps > 1 {
 		body, err := json.Marshal(plan)
 		if err != nil {
 			return nil, err
@@ -104,7 +147,7 @@ func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 		if err != nil {
 			return nil, fmt.Errorf("write the step plan of batch %d: %w", b.Seq, err)
 		}
-		p.log().Info("batch merged in steps", "event", "steps", "table", tabs.ID, "batch", b.Seq, "steps", len(steps), "max_events", maxEvents)
+		p.log().Info("batch merged in steps", "event", "steps", "table", tabs.ID, "batch", b.Seq, "steps", nsteps, "by_key", plan.Bounds != nil, "events", events, "max_events", maxEvents)
 	}
 	return plan.resolve(byID)
 }
@@ -132,6 +175,11 @@ func (p *Pipeline) readStepPlan(ctx context.Context, path string, seq int64, ids
 			return stepPlan{}, false, nil
 		}
 	}
+	if plan.Bounds != nil && plan.KeyCode != cdc.RangeCodeVersion {
+		// Its steps committed so far split the keys by other codes:
+		// splitting the rest anew could apply an event twice or never.
+		return stepPlan{}, false, fmt.Errorf("the step plan %s splits batch %d by range codes of version %d, and this release codes keys by version %d: finish the batch with the release that planned it", path, seq, plan.KeyCode, cdc.RangeCodeVersion)
+	}
 	for _, refs := range plan.Steps {
 		for _, r := range refs {
 			if f, ok := byID[r.File]; ok && (r.Part < 0 || r.Part >= len(f.m.Parts)) {
@@ -142,10 +190,35 @@ func (p *Pipeline) readStepPlan(ctx context.Context, path string, seq int64, ids
 	return plan, true, nil
 }
 
-// resolve maps the plan's references to the batch's parts; parts of files
-// quarantined since the plan was made are left out.
-func (plan stepPlan) resolve(byID map[string]*batchFile) ([][]batchPart, error) {
-	out := make([][]batchPart, len(plan.Steps))
+// resolve maps the plan to the batch's parts; parts of files quarantined
+// since the plan was made are left out.
+func (plan stepPlan) resolve(byID map[string]*batchFile) ([]batchStep, error) {
+	if plan.Steps == nil {
+		var all []batchPart
+		for _, id := range plan.Files {
+			if f, ok := byID[id]; ok {
+				for i := range f.m.Parts {
+					all = append(all, batchPart{file: f, part: i})
+				}
+			}
+		}
+		out := make([]batchStep, len(plan.Bounds)+1)
+		for k := range out {
+			out[k].parts = all
+			if len(plan.Bounds) > 0 {
+				var lo, hi []byte
+				if k > 0 {
+					lo = plan.Bounds[k-1]
+				}
+				if k < len(plan.Bounds) {
+					hi = plan.Bounds[k]
+				}
+				out[k].span = cdc.NewKeySpan(lo, hi)
+			}
+		}
+		return out, nil
+	}
+	out := make([]batchStep, len(plan.Steps))
 	for k, refs := range plan.Steps {
 		for _, r := range refs {
 			f, ok := byID[r.File]
@@ -155,10 +228,72 @@ func (plan stepPlan) resolve(byID map[string]*batchFile) ([][]batchPart, error) 
 			if r.Part < 0 || r.Part >= len(f.m.Parts) {
 				return nil, fmt.Errorf("step plan of batch %d names part %d of file %s, which has %d", plan.Seq, r.Part, r.File, len(f.m.Parts))
 			}
-			out[k] = append(out[k], batchPart{file: f, part: r.Part})
+			out[k].parts = append(out[k].parts, batchPart{file: f, part: r.Part})
 		}
 	}
 	return out, nil
+}
+
+// partSteps splits a batch's parts, in batch order, into steps within the
+// bounds; a part larger than a bound is a step of its own.
+func partSteps(files []*batchFile, maxEvents, maxBytes, maxMem int64) [][]partRef {
+	var steps [][]partRef
+	var cur []partRef
+	var events, size, mem int64
+	for _, f := range files {
+		for i, part := range f.m.Parts {
+			if len(cur) > 0 && (events+part.Events > maxEvents || size+part.Add.Size > maxBytes || mem+part.MemBytes > maxMem) {
+				steps, cur, events, size, mem = append(steps, cur), nil, 0, 0, 0
+			}
+			cur = append(cur, partRef{File: f.rec.ID, Part: i})
+			events += part.Events
+			size += part.Add.Size
+			mem += part.MemBytes
+		}
+	}
+	if len(cur) > 0 {
+		steps = append(steps, cur)
+	}
+	return steps
+}
+
+// keyBounds cuts the key space of a batch's key-sorted parts into ranges
+// of about per events each, by the parts' samples of range codes: a
+// sampled code stands for the KeyEvery events of its part that follow it.
+// A range is never cut inside one key, so a key with more events than per
+// makes a larger step.
+func keyBounds(files []*batchFile, per int64) [][]byte {
+	type point struct {
+		code   []byte
+		events int64
+	}
+	var points []point
+	for _, f := range files {
+		for _, part := range f.m.Parts {
+			for j, c := range part.KeySample {
+				points = append(points, point{c, min(part.KeyEvery, part.Events-int64(j)*part.KeyEvery)})
+			}
+		}
+	}
+	slices.SortStableFunc(points, func(a, b point) int { return bytes.Compare(a.code, b.code) })
+	var bounds [][]byte
+	var acc int64
+	for _, pt := range points {
+		if acc > 0 && acc+pt.events > per && (len(bounds) == 0 || !bytes.Equal(pt.code, bounds[len(bounds)-1])) {
+			bounds, acc = append(bounds, pt.code), 0
+		}
+		acc += pt.events
+	}
+	return bounds
+}
+
+// mayHold reports whether a key-sorted part can hold a key of span: its
+// first and last keys' codes leave room for one.
+func (part stagedPart) mayHold(span *cdc.KeySpan) bool {
+	if span == nil || !part.keySorted() {
+		return true
+	}
+	return span.Overlaps(part.KeySample[0], part.KeyMax)
 }
 
 // dropStepPlan deletes a completed batch's plan, if it had one.

@@ -137,6 +137,19 @@ func Convert(v any, from, to Type) (any, error) {
 	return nil, fmt.Errorf("convert %T from %s to %s", v, from, to)
 }
 
+// Widest is v as the widest Go type of its kind of number: an int8, int16
+// or int32 as an int64, a float32 as a float64; any other value as it is.
+// Values of a column widened between files compare alike this way.
+func Widest(v any) any {
+	if i, ok := intOf(v); ok {
+		return i
+	}
+	if f, ok := v.(float32); ok {
+		return float64(f)
+	}
+	return v
+}
+
 func intOf(v any) (int64, bool) {
 	switch v.(type) {
 	case int8, int16, int32, int64:

@@ -1,0 +1,212 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dsdelta/dsdelta/shared/cdc"
+	"github.com/dsdelta/dsdelta/shared/config"
+	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/dssim"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// bulkLoad is files of random string keys, some read again by later files
+// with other values, as a restarted backfill chunk does; want is each
+// key's last value of n.
+func bulkLoad(seed uint64, files, perFile, keys int) ([]dssim.File, map[string]int) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	want := map[string]int{}
+	var out []dssim.File
+	for f := range files {
+		var payloads []string
+		for i := range perFile {
+			id := fmt.Sprintf("k%08x", rng.Uint32()%uint32(keys)*2654435761)
+			n := f*perFile + i
+			payloads = append(payloads, fmt.Sprintf(`{"id":%q,"n":%d}`, id, n))
+			want[id] = n // positions grow with f and i: the later read wins
+		}
+		out = append(out, jsonlFile(fmt.Sprintf("f%02d", f), f*perFile, payloads...))
+	}
+	return out, want
+}
+
+// TestABulkLoadInOneBatchIsMergedInKeyRangesWritingEachRowOnce: a batch
+// larger than batch_max_events is merged in steps by key range: every
+// step's state file holds keys apart from the others', no step reads or
+// rewrites another's file, and the table is each key's last read.
+func TestABulkLoadInOneBatchIsMergedInKeyRangesWritingEachRowOnce(t *testing.T) {
+	ctx := context.Background()
+	files, want := bulkLoad(3, 6, 40, 150)
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{BatchMaxEvents: 50})
+	for _, n := range write(t, ctx, source, files) {
+		if res, err := p.Stage(ctx, n); err != nil || res.Quarantined != "" {
+			t.Fatalf("stage %s: %+v %v", n.Name, res, err)
+		}
+	}
+	mr, err := p.MergeTable(ctx, "shop.t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mr.Batches != 1 || mr.Steps < 5 {
+		t.Fatalf("%d batches in %d steps, want one batch of 240 events in steps of at most 50", mr.Batches, mr.Steps)
+	}
+	if mr.Result.FilesRead != 0 || mr.Result.FilesRewritten != 0 || mr.Result.RowsReencoded != 0 {
+		t.Fatalf("a step read %d and rewrote %d files (%d rows) of other steps: %+v", mr.Result.FilesRead, mr.Result.FilesRewritten, mr.Result.RowsReencoded, mr.Result)
+	}
+	_, rows := stateRows(t, ctx, p, "shop.t", "id")
+	if len(rows) != len(want) {
+		t.Fatalf("%d state rows, want %d keys", len(rows), len(want))
+	}
+	for id, n := range want {
+		key := fmt.Sprintf(`{"id":%q}`, id)
+		if got, wantRow := rows[key], fmt.Sprintf(`{"id":%q,"n":%d}`, id, n); got != wantRow {
+			t.Fatalf("row of %s = %s, want %s", id, got, wantRow)
+		}
+	}
+	// The steps' files hold key ranges apart from each other.
+	_, snap := stateSnapshot(t, ctx, p, "shop.t")
+	type bounds struct{ lo, hi string }
+	var bs []bounds
+	for _, f := range snap.Files() {
+		st, err := delta.ParseStats(f.Stats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi, ok := st.MinMax("id", value.String)
+		if !ok {
+			t.Fatalf("state file %s has no key bounds", f.Path)
+		}
+		bs = append(bs, bounds{lo.(string), hi.(string)})
+	}
+	slices.SortFunc(bs, func(a, b bounds) int { return strings.Compare(a.lo, b.lo) })
+	for i := 1; i < len(bs); i++ {
+		if bs[i].lo <= bs[i-1].hi {
+			t.Fatalf("state files' keys overlap: [%s, %s] and [%s, %s]", bs[i-1].lo, bs[i-1].hi, bs[i].lo, bs[i].hi)
+		}
+	}
+	if len(bs) != mr.Steps {
+		t.Fatalf("%d state files for %d steps", len(bs), mr.Steps)
+	}
+}
+
+// TestStagedPartsAreSortedByKeyWithASampleOfTheirCodes: staging writes a
+// part's rows in key order (a key's events in file order) and records the
+// range codes a merge cuts key ranges by.
+func TestStagedPartsAreSortedByKeyWithASampleOfTheirCodes(t *testing.T) {
+	ctx := context.Background()
+	files, _ := bulkLoad(5, 1, 700, 300)
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{})
+	notes := write(t, ctx, source, files)
+	if _, err := p.Stage(ctx, notes[0]); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := p.Registry.File(ctx, coord.FileID(notes[0].Bucket, notes[0].Name, notes[0].Generation))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.readStaged(ctx, rec.StagedPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := m.Parts[0]
+	if !part.keySorted() || part.KeyEvery != 2 || len(part.KeySample) != 350 {
+		t.Fatalf("part: code %d, every %d, %d sampled; want version %d, every 2, 350 sampled", part.KeyCode, part.KeyEvery, len(part.KeySample), cdc.RangeCodeVersion)
+	}
+	hs, err := value.ParseSchema(part.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idIdx, posIdx := hs.Index("id"), hs.Index(cdc.ColOrder)
+	var codes, orders [][]byte
+	var ids []string
+	err = delta.ReadFile(ctx, p.Lake, part.metadata(), part.Add, delta.ReadOptions{}, func(row []any) error {
+		code, err := cdc.AppendRangeCode(nil, []any{row[idIdx]})
+		codes, ids, orders = append(codes, code), append(ids, row[idIdx].(string)), append(orders, row[posIdx].([]byte))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i] < ids[i-1] || ids[i] == ids[i-1] && bytes.Compare(orders[i], orders[i-1]) <= 0 {
+			t.Fatalf("row %d (%s) follows %s: not in key order, a key's events in file order", i, ids[i], ids[i-1])
+		}
+	}
+	for j, c := range part.KeySample {
+		if !bytes.Equal(c, codes[j*2]) {
+			t.Fatalf("sampled code %d is not that of row %d", j, j*2)
+		}
+	}
+	if !bytes.Equal(part.KeyMax, codes[len(codes)-1]) {
+		t.Fatal("the part's last code is not that of its last row")
+	}
+}
+
+// TestANullKeyQuarantinesItsFileNamingTheRecord: a primary-key value that
+// is null cannot be merged; staging quarantines the file, naming the
+// record and the column, and nothing of it is staged.
+func TestANullKeyQuarantinesItsFileNamingTheRecord(t *testing.T) {
+	ctx := context.Background()
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{})
+	notes := write(t, ctx, source, []dssim.File{jsonlFile("nullkey", 1, `{"id":"a","n":1}`, `{"id":null,"n":2}`)})
+	res, err := p.Stage(ctx, notes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Quarantined, "record 2") || !strings.Contains(res.Quarantined, `primary key column "id" is null`) || !strings.Contains(res.Quarantined, "nullkey") {
+		t.Fatalf("quarantine reason %q: want the file, record 2 and the null key column", res.Quarantined)
+	}
+	var staged []string
+	if err := p.Lake.List(ctx, "_staging/", "", func(info objstore.Info) error {
+		if strings.HasSuffix(info.Name, ".parquet") {
+			staged = append(staged, info.Name)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(staged) > 0 {
+		t.Fatalf("staged parts left of a quarantined file: %v", staged)
+	}
+}
+
+// TestAKeyPlanOfAnotherCodeVersionIsRefused: the steps of a batch split by
+// key ranges that committed under one code version cannot be followed by
+// codes of another: the merge stops with a message instead of applying an
+// event twice or never.
+func TestAKeyPlanOfAnotherCodeVersionIsRefused(t *testing.T) {
+	ctx := context.Background()
+	files, _ := bulkLoad(7, 2, 30, 100)
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{BatchMaxEvents: 20})
+	var ids []string
+	for _, n := range write(t, ctx, source, files) {
+		if _, err := p.Stage(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, coord.FileID(n.Bucket, n.Name, n.Generation))
+	}
+	body, err := json.Marshal(stepPlan{Seq: 1, Files: ids, KeyCode: cdc.RangeCodeVersion + 1, Bounds: [][]byte{{0x0c, 'k', '8'}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Lake.Write(ctx, stepPlanPath("shop.t", 1), bytes.NewReader(body), objstore.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.MergeTable(ctx, "shop.t")
+	if err == nil || !strings.Contains(err.Error(), "range codes of version") {
+		t.Fatalf("merge under a plan of another code version: %v, want it refused", err)
+	}
+}
