@@ -136,3 +136,18 @@ func TestSCD2ReadsTheClosedVersionsOfKeysWithoutAnOpenOne(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitClosedFilesTrustsOnlyStatisticsThatProveNoOpenVersion(t *testing.T) {
+	files := []delta.Add{
+		{Path: "closed", Stats: `{"numRecords":3,"nullCount":{"_ds_valid_to":0}}`},
+		{Path: "mixed", Stats: `{"numRecords":3,"nullCount":{"_ds_valid_to":1}}`},
+		{Path: "open", Stats: `{"numRecords":3,"nullCount":{"_ds_valid_to":3}}`},
+		{Path: "no null count of valid-to", Stats: `{"numRecords":3,"nullCount":{"id":0}}`},
+		{Path: "no stats"},
+		{Path: "unreadable stats", Stats: `{"numRecords":`},
+	}
+	closed, open := splitClosedFiles(files)
+	if len(closed) != 1 || closed[0].Path != "closed" || len(open) != len(files)-1 {
+		t.Fatalf("closed %v, open %v; want only the file whose null count of %s is 0 closed", closed, open, ColValidTo)
+	}
+}

@@ -222,3 +222,21 @@ func TestOptimizeRejectsAnUnknownColumnToSeparateNullsOf(t *testing.T) {
 		t.Fatalf("error %v, want %v", err, ErrUnknownColumn)
 	}
 }
+
+func TestOptimizeLeavesAFileWithoutNullCountsOfTheColumnAlone(t *testing.T) {
+	ctx := context.Background()
+	store := splitTable(t, ctx)
+	// Statistics of the key only: nothing tells whether the file mixes
+	// the groups, and rewriting it would not tell either.
+	big := commitRows(t, ctx, store, WriteOptions{Schema: splitSchema, DataChange: true, StatsColumns: 1}, [][]any{{int64(1), int64(2)}, {int64(1), nil}, {int64(2), nil}})
+	if st, err := ParseStats(big.Stats); err != nil {
+		t.Fatal(err)
+	} else if _, ok := st.NullCountOf("to"); ok {
+		t.Fatalf("stats %s count the nulls of to", big.Stats)
+	}
+	_, snap := splitRead(t, ctx, store)
+	res, err := snap.Optimize(ctx, OptimizeOptions{TargetFileBytes: 2 * big.Size, ClusterBy: []string{"id"}, SeparateNulls: "to"})
+	if err != nil || res != (OptimizeResult{}) {
+		t.Fatalf("result %+v, error %v; want nothing done", res, err)
+	}
+}
