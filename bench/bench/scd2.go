@@ -77,7 +77,7 @@ func scd2Scenario(ctx context.Context, rep *report, tmp string, quick bool) erro
 	}
 	rep.scd2Ratio = scd2.best.Millis / cur.best.Millis
 	rep.add("## SCD2 merge\n")
-	rep.add("The clustered %d-change batch merged into an scd2 table (`mode: scd2`) of %s versions (%s keys, two versions each, key- and valid-from-sorted as compaction leaves it) and into a current-state table of the same %s keys; `cdc.Apply` in a child process, best of 3 each. Every change of the batch is newer than the keys' last change, as when CDC moves on, so the scd2 merge extends the stored versions without reading the keys' history.\n",
+	rep.add("The clustered %d-change batch merged into an scd2 table (`mode: scd2`) of %s versions (%s keys, two versions each, compacted by the product's compaction: the closed versions in one file, the open ones in another, each sorted by key and valid-from) and into a current-state table of the same %s keys; `cdc.Apply` in a child process, best of 3 each. Every change of the batch is newer than the keys' last change, as when CDC moves on, so the scd2 merge extends the stored versions without reading the keys' history, and without reading or rewriting the file of closed versions: it looks up and closes the keys' open versions, and writes the closed versions with the new ones.\n",
 		mergebench.BatchSize, humanRows(2*keys), humanRows(keys), humanRows(keys))
 	rep.add("| table | files | files rewritten | rows after | merge | ratio | target |")
 	rep.add("|---|---|---|---|---|---|---|")

@@ -34,13 +34,20 @@ func ClusterColumns(snap *delta.Snapshot) []string {
 // clustered by key (ClusterColumns) and keep what merges write into their
 // files for lookups, a bloom filter on the first key column and small
 // pages (StatePageBytes), so that a compacted file is not read whole by
-// every later lookup.
+// every later lookup. An scd2 table also keeps its closed versions
+// (ColValidTo set) in files apart from the open ones, each group clustered
+// by key and ColValidFrom: a merge that only extends keys needs their open
+// versions (see scd2Lookup), so it skips the closed files, which hold most
+// rows, and the row groups it rewrites to close versions hold no history.
 func CompactionOptions(snap *delta.Snapshot) delta.OptimizeOptions {
 	cols := ClusterColumns(snap)
 	o := delta.OptimizeOptions{ClusterBy: cols}
 	if len(cols) > 0 {
 		o.BloomFilterColumns = cols[:1]
 		o.PageBytes = StatePageBytes
+		if TableMode(snap) == ModeSCD2 {
+			o.SeparateNulls = ColValidTo
+		}
 	}
 	return o
 }

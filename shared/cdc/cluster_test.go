@@ -36,3 +36,27 @@ func TestClusterColumnsAreTheKeyOfACurrentStateTableOnly(t *testing.T) {
 		})
 	}
 }
+
+func TestCompactionOptionsKeepTheClosedVersionsOfAnSCD2TableApart(t *testing.T) {
+	ctx := context.Background()
+	schema := value.StructType{Fields: []value.Field{{Name: "id", Type: value.Long}}}
+	for _, tc := range []struct {
+		name string
+		mode string
+		want string
+	}{
+		{"an scd2 table separates the versions whose valid-to is null", "scd2", ColValidTo},
+		{"a current table keeps its rows together", "current", ""},
+		{"a soft_delete table keeps its rows together", "soft_delete", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, err := delta.Create(ctx, objstore.NewMemory(), delta.CreateOptions{Schema: schema, Configuration: map[string]string{PropRole: "state", PropKey: "id", PropMode: tc.mode}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := CompactionOptions(snap).SeparateNulls; got != tc.want {
+				t.Fatalf("SeparateNulls = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -49,6 +49,16 @@ package cdc
 // the open one, open new ones). Only the keys with a late change, or
 // whose last change is a backfill row, read their history (extendsKey).
 //
+// The lookup reads first the state files that may hold an open version,
+// skipping those whose statistics prove they hold none (no null
+// ColValidTo): compaction keeps closed versions in files of their own
+// (CompactionOptions), so most of an scd2 table's rows are not read. A key
+// whose open version it finds and that the batch extends needs nothing
+// else: the open version is the key's last, and extending changes none
+// before it. The others read the closed files too: a deleted key's last
+// version is closed and records its last change, and a late change may
+// alter any version.
+//
 // A step replaces only the versions whose rows change: the open version
 // it closes (or whose ColLastOrder moves), and those a late change alters;
 // the others stay where they lie (changedVersions). The plan names the
@@ -321,7 +331,8 @@ func (st *stateStep) applySCD2(ctx context.Context, res *Result, historyCommitte
 		probe[i] = Change{Key: k.key, KeyText: k.keyText}
 		tombs[k.keyText] = &stored{}
 	}
-	if err := st.scd2Lookup(ctx, probe, byText); err != nil {
+	closed, open := splitClosedFiles(st.stateSnap.Files())
+	if st.candidates, err = st.scd2Lookup(ctx, open, probe, byText); err != nil {
 		return err
 	}
 	tombFiles := prune(st.tombSnap.Files(), st.keyNames[0], st.keyTypes[0], probe)
@@ -332,6 +343,27 @@ func (st *stateStep) applySCD2(ctx context.Context, res *Result, historyCommitte
 	})
 	if err != nil {
 		return fmt.Errorf("tombstone lookup: %w", err)
+	}
+	// A key whose open version the lookup found, and that the batch
+	// extends, needs no more: its open version is its last (the rule
+	// opens versions in order and closes all but the last), and the
+	// extension changes no version before it. The others need every
+	// version, closed ones included (a deleted key's last version records
+	// its last change; a late change may alter any).
+	whole := map[string]*scd2Key{}
+	var wholeProbe []Change
+	for i, k := range keys {
+		if !hasOpenVersion(k) || !extendsKey(k, tombs[k.keyText].tombOrder) {
+			whole[k.keyText] = k
+			wholeProbe = append(wholeProbe, probe[i])
+		}
+	}
+	if len(wholeProbe) > 0 {
+		read, err := st.scd2Lookup(ctx, closed, wholeProbe, whole)
+		if err != nil {
+			return err
+		}
+		st.candidates = append(st.candidates, read...)
 	}
 	// Only the keys a batch does not simply extend need their history.
 	slow := map[string]*scd2Key{}
@@ -409,18 +441,42 @@ func (st *stateStep) scd2Keys() ([]*scd2Key, error) {
 	return out, nil
 }
 
-// scd2Lookup reads the touched keys' version rows, whole, from the state
-// files and row groups whose key bounds can hold one.
-func (st *stateStep) scd2Lookup(ctx context.Context, probe []Change, keys map[string]*scd2Key) error {
+// splitClosedFiles parts state files into those whose statistics prove
+// they hold only closed versions (no null ColValidTo: as compaction
+// writes them, see CompactionOptions) and the others, which may hold an
+// open version. A file that no statistics describe is among the others.
+func splitClosedFiles(files []delta.Add) (closed, open []delta.Add) {
+	for _, f := range files {
+		st, err := delta.ParseStats(f.Stats)
+		if n, ok := st.NullCountOf(ColValidTo); err == nil && ok && n == 0 {
+			closed = append(closed, f)
+		} else {
+			open = append(open, f)
+		}
+	}
+	return closed, open
+}
+
+// hasOpenVersion reports whether the lookup found k's open version.
+func hasOpenVersion(k *scd2Key) bool {
+	return slices.ContainsFunc(k.stored, func(row []any) bool {
+		return row[scd2Row{n: len(row) - len(stateMeta) - len(scd2Meta)}.validTo()] == nil
+	})
+}
+
+// scd2Lookup reads the touched keys' version rows, whole, from those of
+// files and their row groups whose key bounds can hold one, adding them
+// to the keys' stored versions, and returns the files it read.
+func (st *stateStep) scd2Lookup(ctx context.Context, files []delta.Add, probe []Change, keys map[string]*scd2Key) ([]delta.Add, error) {
 	schema := st.schema(st.stateSource)
 	stored := st.stateSnap.Schema()
 	keyIdx, err := KeyIndexes(stored, st.keyNames)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st.candidates = prune(st.stateSnap.Files(), st.keyNames[0], st.keyTypes[0], probe)
+	candidates := prune(files, st.keyNames[0], st.keyTypes[0], probe)
 	conform := rowConform(st.opts.Overwrite, stored, schema)
-	err = readKeyed(ctx, st.stateSnap, st.candidates, nil, keyIdx, st.keyNames[0], probe, keys, func(k *scd2Key, row []any, path string, pos int64) error {
+	err = readKeyed(ctx, st.stateSnap, candidates, nil, keyIdx, st.keyNames[0], probe, keys, func(k *scd2Key, row []any, path string, pos int64) error {
 		r, err := conform(row)
 		if err != nil {
 			return err
@@ -430,12 +486,12 @@ func (st *stateStep) scd2Lookup(ctx context.Context, probe []Change, keys map[st
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("state lookup: %w", err)
+		return nil, fmt.Errorf("state lookup: %w", err)
 	}
 	for _, k := range keys {
 		sortVersions(k)
 	}
-	return nil
+	return candidates, nil
 }
 
 // sortVersions sorts a key's stored versions, and where they lie with

@@ -34,6 +34,14 @@ type OptimizeOptions struct {
 	// FanIn caps how many files are read at once (see ReadMerged); 0
 	// means DefaultMergeFanIn.
 	FanIn int
+	// SeparateNulls names a column whose null rows and non-null rows are
+	// written to separate files, each group clustered by ClusterBy on its
+	// own: a reader that wants only one group skips the other's files by
+	// their null counts (an scd2 table keeps its open versions, null
+	// valid-to, apart from the closed ones a merge never needs). A file
+	// whose statistics show both groups is rewritten whatever its size.
+	// "" keeps the rows together.
+	SeparateNulls string
 	// Now stamps the removes; nil means the table's clock.
 	Now func() time.Time
 }
@@ -71,28 +79,49 @@ type OptimizeResult struct {
 // RewriteFile, which copies the row groups its vector spares verbatim;
 // bins of several stream through ReadMerged: a bounded buffer per file
 // read, never a whole file, and at most opts.FanIn files read at once,
-// however many a bin holds. Nothing is committed when there is nothing to
-// rewrite.
+// however many a bin holds. With opts.SeparateNulls, files are binned by
+// what their statistics show of the column (null rows, other rows, both),
+// a file showing both is rewritten whatever its size, and a bin's null
+// rows and other rows are written to separate files. Nothing is committed
+// when there is nothing to rewrite.
 func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (OptimizeResult, error) {
 	target := opts.TargetFileBytes
 	maxShare := opts.MaxDeletedShare
 	if maxShare <= 0 {
 		maxShare = DefaultMaxDeletedShare
 	}
+	schema := s.Schema()
+	split := -1 // the column of SeparateNulls
+	// nulls tells a file's group: whether it holds null rows of the
+	// column, and whether it holds others. Files are binned with their
+	// group, or two small files of different groups would be rewritten
+	// into two again at every compaction.
+	nulls := func(Add) (bool, bool) { return false, false }
+	if c := opts.SeparateNulls; c != "" {
+		if split = schema.Index(c); split < 0 {
+			return OptimizeResult{}, fmt.Errorf("separate nulls: %w %q", ErrUnknownColumn, c)
+		}
+		// Statistics name columns physically (PROTOCOL.md "Column Mapping").
+		phys := PhysicalName(schema.Fields[split], ColumnMappingMode(s.Metadata()))
+		nulls = func(f Add) (bool, bool) { return nullGroups(f, phys) }
+	}
+	mixed := func(f Add) bool { n, v := nulls(f); return n && v }
 	groups := map[string][]Add{}
 	var order []string
 	for _, f := range s.Files() {
-		if f.Size >= target/4 && !foldDeletionVector(f, maxShare) {
+		if f.Size >= target/4 && !foldDeletionVector(f, maxShare) && !mixed(f) {
 			continue
 		}
 		k := partitionGroup(f.PartitionValues)
+		if n, v := nulls(f); n != v {
+			k += fmt.Sprintf("\x00nulls=%v", n)
+		}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], f)
 	}
 	sort.Strings(order)
-	schema := s.Schema()
 	var less func(a, b []any) bool
 	if len(opts.ClusterBy) > 0 {
 		cols := make([]int, len(opts.ClusterBy))
@@ -117,7 +146,7 @@ func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (Optimize
 	var work [][]Add
 	for _, k := range order {
 		for _, bin := range PackBins(groups[k], target, 0) {
-			if len(bin) >= 2 || bin[0].DeletionVector != nil {
+			if len(bin) >= 2 || bin[0].DeletionVector != nil || mixed(bin[0]) {
 				work = append(work, bin)
 			}
 		}
@@ -135,10 +164,10 @@ func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (Optimize
 	for _, bin := range work {
 		var a []Add
 		var err error
-		if len(bin) == 1 {
+		if len(bin) == 1 && !mixed(bin[0]) {
 			a, err = s.rewriteAlone(ctx, bin[0], target, opts)
 		} else {
-			a, err = s.rewriteMerged(ctx, bin, MergeOptions{Less: less, FanIn: opts.FanIn}, target, opts)
+			a, err = s.rewriteMerged(ctx, bin, MergeOptions{Less: less, FanIn: opts.FanIn}, split, target, opts)
 		}
 		if err != nil {
 			return OptimizeResult{}, err
@@ -244,13 +273,37 @@ func partitionGroup(pv map[string]*string) string {
 	return s
 }
 
+// nullGroups reports whether f's statistics show null values in the
+// column whose statistics are named col, and whether they show others;
+// neither when they do not tell (a column past the ones with statistics,
+// see DefaultStatsColumns): such a file is left as it is, or compaction
+// would rewrite it every time.
+func nullGroups(f Add, col string) (nulls, values bool) {
+	st, err := ParseStats(f.Stats)
+	if err != nil {
+		return false, false
+	}
+	n, ok := st.NullCountOf(col)
+	if !ok {
+		return false, false
+	}
+	return n > 0, n < st.NumRecords
+}
+
 // rewriteMerged streams the rows of files, merged as mo says, into new
-// files of about target bytes (dataChange=false).
-func (s *Snapshot) rewriteMerged(ctx context.Context, files []Add, mo MergeOptions, target int64, opts OptimizeOptions) ([]Add, error) {
+// files of about target bytes (dataChange=false); with split at 0 or more,
+// the rows whose column split is null go to files of their own, each
+// group in the merged order.
+func (s *Snapshot) rewriteMerged(ctx context.Context, files []Add, mo MergeOptions, split int, target int64, opts OptimizeOptions) ([]Add, error) {
 	md := s.Metadata()
 	schema := s.Schema()
-	var w *RollingWriter
+	var writers [2]*RollingWriter // [0] all rows, or the non-null ones; [1] the null ones
 	err := ReadMerged(ctx, s.Store(), md, files, mo, func(row []any) error {
+		g := 0
+		if split >= 0 && row[split] == nil {
+			g = 1
+		}
+		w := writers[g]
 		if w == nil {
 			// Each output file holds one partition; its values come from
 			// the first row (all inputs share them).
@@ -262,15 +315,28 @@ func (s *Snapshot) rewriteMerged(ctx context.Context, files []Add, mo MergeOptio
 			}
 			// dataChange=false: compaction rearranges rows, it changes none.
 			w = NewRollingWriter(ctx, s.Store(), WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, PartitionValues: pv, BloomFilterColumns: opts.BloomFilterColumns, PageBytes: opts.PageBytes}, target)
+			writers[g] = w
 		}
 		return w.Write(row)
 	})
-	if w == nil {
-		return nil, err // no row at all: nothing written
+	var adds []Add
+	for _, w := range writers {
+		if w == nil {
+			continue // no row of its group: nothing written
+		}
+		if err != nil {
+			w.Abort()
+			continue
+		}
+		a, cerr := w.Close()
+		if cerr != nil {
+			err = cerr
+			continue
+		}
+		adds = append(adds, a...)
 	}
 	if err != nil {
-		w.Abort()
 		return nil, err
 	}
-	return w.Close()
+	return adds, nil
 }

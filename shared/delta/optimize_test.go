@@ -44,47 +44,22 @@ func optTable(t *testing.T, ctx context.Context) objstore.Store {
 // order given, each row naming file.
 func optAppend(t *testing.T, ctx context.Context, store objstore.Store, region string, file int64, ids ...int64) Add {
 	t.Helper()
-	snap, err := Open(store).Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewFileWriter(ctx, store, WriteOptions{Schema: optSchema, PartitionColumns: []string{"region"}, PartitionValues: map[string]any{"region": region}, DataChange: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var rows [][]any
 	for _, id := range ids {
-		if err := w.Write([]any{id, file, region}); err != nil {
-			t.Fatal(err)
-		}
+		rows = append(rows, []any{id, file, region})
 	}
-	add, err := w.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := snap.NewTransaction(Operation{Name: "WRITE"})
-	tx.Add(add)
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return add
+	return commitRows(t, ctx, store, WriteOptions{Schema: optSchema, PartitionColumns: []string{"region"}, PartitionValues: map[string]any{"region": region}, DataChange: true}, rows)
 }
 
 // optRead returns the rows of each file of the latest snapshot, in file
 // order, and the snapshot.
 func optRead(t *testing.T, ctx context.Context, store objstore.Store) (map[string][]optRow, *Snapshot) {
 	t.Helper()
-	snap, err := Open(store).Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, snap := readRows(t, ctx, store)
 	out := map[string][]optRow{}
-	for _, f := range snap.Files() {
-		err := ReadFile(ctx, store, snap.Metadata(), f, ReadOptions{}, func(row []any) error {
-			out[f.Path] = append(out[f.Path], optRow{row[0].(int64), row[1].(int64), row[2].(string)})
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+	for path, rows := range raw {
+		for _, row := range rows {
+			out[path] = append(out[path], optRow{row[0].(int64), row[1].(int64), row[2].(string)})
 		}
 	}
 	return out, snap

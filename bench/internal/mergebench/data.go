@@ -131,11 +131,36 @@ func BuildStateTable(ctx context.Context, d TableDirs, rows int64) (files int, b
 }
 
 // BuildSCD2Table writes an scd2 table (cdc.ModeSCD2) of ids 1..keys, two
-// versions each, as compaction leaves it (sorted by key and valid-from):
-// an older version closed by the current one, whose values are the
-// BaseStateRow's, so that a batch update opens a third version.
+// versions each: an older version closed by the current one, whose values
+// are the BaseStateRow's, so that a batch update opens a third version.
+// It writes them in one file sorted by key and valid-from, then runs the
+// product's compaction on the table (cdc.CompactionOptions, as
+// maintenance does), which leaves the closed versions and the open ones
+// in files of their own, each sorted by key and valid-from.
 func BuildSCD2Table(ctx context.Context, d TableDirs, keys int64) (files int, bytes int64, err error) {
-	return buildTable(ctx, d, cdc.SCD2Schema(SourceSchema), map[string]string{cdc.PropMode: string(cdc.ModeSCD2)}, keys, SCD2Rows)
+	if _, _, err := buildTable(ctx, d, cdc.SCD2Schema(SourceSchema), map[string]string{cdc.PropMode: string(cdc.ModeSCD2)}, keys, SCD2Rows); err != nil {
+		return 0, 0, err
+	}
+	store, err := objstore.NewLocal(d.State())
+	if err != nil {
+		return 0, 0, fmt.Errorf("open state store: %w", err)
+	}
+	snap, err := delta.Open(store).Snapshot(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read scd2 table: %w", err)
+	}
+	o := cdc.CompactionOptions(snap)
+	o.TargetFileBytes = TargetFileBytes
+	if _, err := snap.Optimize(ctx, o); err != nil {
+		return 0, 0, fmt.Errorf("compact scd2 table: %w", err)
+	}
+	if snap, err = delta.Open(store).Snapshot(ctx); err != nil {
+		return 0, 0, fmt.Errorf("read compacted scd2 table: %w", err)
+	}
+	for _, a := range snap.Files() {
+		bytes += a.Size
+	}
+	return snap.NumFiles(), bytes, nil
 }
 
 // SCD2Rows are the two version rows of key id in BuildSCD2Table's table.

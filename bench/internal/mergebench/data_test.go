@@ -6,6 +6,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/objstore"
 )
 
 func TestPlanBatch(t *testing.T) {
@@ -85,13 +86,19 @@ func TestBuildBatchOrdersAfterTheBaseRows(t *testing.T) {
 // TestSCD2TableTakesTheBatchAsTheRuleSays: the scd2 base table is what the
 // merge expects of one (its last versions record the keys' last change),
 // so the batch extends it: a version per update and insert, deletes close
-// the current version.
+// the current version. Compacted, it keeps its closed versions in a file
+// of their own, which the merge neither reads nor rewrites.
 func TestSCD2TableTakesTheBatchAsTheRuleSays(t *testing.T) {
 	ctx := context.Background()
 	d := TableDirs{Root: t.TempDir()}
 	const keys = 20_000
-	if _, _, err := BuildSCD2Table(ctx, d, keys); err != nil {
+	files, _, err := BuildSCD2Table(ctx, d, keys)
+	if err != nil {
 		t.Fatal(err)
+	}
+	closed := closedOnlyFiles(t, ctx, d)
+	if files != 2 || len(closed) != 1 {
+		t.Fatalf("%d files, %d of closed versions only; want the closed versions in one file and the open ones in another", files, len(closed))
 	}
 	plan := PlanBatch(keys, "clustered")
 	b, err := BuildBatch(plan)
@@ -116,4 +123,35 @@ func TestSCD2TableTakesTheBatchAsTheRuleSays(t *testing.T) {
 	if n, _ := snap.NumRecords(); n != 2*keys+BatchUpdates+BatchInserts {
 		t.Fatalf("%d versions after the batch, want %d", n, 2*keys+BatchUpdates+BatchInserts)
 	}
+	if res.FilesRead != 1 || res.FilesRewritten != 1 {
+		t.Fatalf("the merge read %d state files and rewrote %d, want the file of open versions only", res.FilesRead, res.FilesRewritten)
+	}
+	if after := closedOnlyFiles(t, ctx, d); len(after) != 1 || after[0] != closed[0] {
+		t.Fatalf("files of closed versions %v after the merge, want %v untouched", after, closed)
+	}
+}
+
+// closedOnlyFiles are the paths of the state files in d whose statistics
+// show no open version (no null valid-to).
+func closedOnlyFiles(t *testing.T, ctx context.Context, d TableDirs) []string {
+	t.Helper()
+	store, err := objstore.NewLocal(d.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := delta.Open(store).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range snap.Files() {
+		st, err := delta.ParseStats(f.Stats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, ok := st.NullCountOf(cdc.ColValidTo); ok && n == 0 {
+			out = append(out, f.Path)
+		}
+	}
+	return out
 }
