@@ -1,7 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -206,5 +209,39 @@ func TestTheREADMEConfigurationParses(t *testing.T) {
 	tc := c.Table("shop.customers")
 	if tc.DeletionVectors != Off || tc.Mode != ModeCurrent || tc.DVMinFileBytes != 1<<20 || len(tc.PrimaryKey) != 1 {
 		t.Errorf("shop.customers: %+v", tc)
+	}
+}
+
+// TestTerraformAndDocsStateTheDefaultLimits: the limits users size the
+// functions by are stated with this package's defaults in terraform's
+// variable description, in docs/deploy.md and in the README's example.
+func TestTerraformAndDocsStateTheDefaultLimits(t *testing.T) {
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	tf, deploy, readme := read("../../terraform/variables.tf"), read("../../docs/deploy.md"), read("../../README.md")
+	for _, l := range []struct {
+		key string
+		def int64
+	}{
+		{"batch_max_events", DefaultBatchMaxEvents},
+		{"batch_max_source_bytes", DefaultBatchMaxSourceBytes},
+		{"batch_max_files", DefaultBatchMaxFiles},
+		{"batch_max_bytes", DefaultBatchMaxBytes},
+		{"max_record_bytes", DefaultMaxRecordBytes},
+	} {
+		if want := fmt.Sprintf("%s (default %d", l.key, l.def); !strings.Contains(tf, want) {
+			t.Errorf("terraform/variables.tf does not say %q", want)
+		}
+		if want := fmt.Sprintf("| `%s` | `%d`", l.key, l.def); !strings.Contains(deploy, want) {
+			t.Errorf("docs/deploy.md does not say %q", want)
+		}
+		if !regexp.MustCompile(`(?m)^` + l.key + `: +` + strconv.FormatInt(l.def, 10) + ` `).MatchString(readme) {
+			t.Errorf("the README's configuration example does not set %s: %d", l.key, l.def)
+		}
 	}
 }
