@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -578,15 +580,38 @@ func (k *keyCodes) add(row []any, off int, hs value.StructType) error {
 
 func (k *keyCodes) code(i int32) []byte { return k.buf[k.at[i]:k.at[i+1]] }
 
-// sorted returns the order to write n rows in: by key code, stably, or as
-// they came when the part has no key.
+// sorted returns the order to write n rows in: by key code, a key's rows
+// in the order they came, or as they came when the part has no key. The
+// codes' first eight bytes, as an integer, decide most comparisons.
 func (k *keyCodes) sorted(n int) []int32 {
 	order := make([]int32, n)
 	for i := range order {
 		order[i] = int32(i)
 	}
-	if k != nil {
-		slices.SortStableFunc(order, func(a, b int32) int { return bytes.Compare(k.code(a), k.code(b)) })
+	if k == nil {
+		return order
+	}
+	type entry struct {
+		prefix uint64
+		i      int32
+	}
+	ents := make([]entry, n)
+	for i := range ents {
+		var p [8]byte
+		copy(p[:], k.code(int32(i)))
+		ents[i] = entry{binary.BigEndian.Uint64(p[:]), int32(i)}
+	}
+	slices.SortFunc(ents, func(a, b entry) int {
+		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
+			return c
+		}
+		if c := bytes.Compare(k.code(a.i), k.code(b.i)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	for j, e := range ents {
+		order[j] = e.i
 	}
 	return order
 }
