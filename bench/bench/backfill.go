@@ -152,7 +152,7 @@ func backfillScenario(ctx context.Context, rep *report, db *sql.DB, tmp string, 
 // batchLimits names the default batch limits the merge runs with.
 func batchLimits() string {
 	var c config.Config
-	return fmt.Sprintf("%d files or %d MiB of staged Parquet", c.MaxFiles(), c.MaxBytes()>>20)
+	return fmt.Sprintf("%d files, %d MiB of Datastream files or %d MiB of staged Parquet, each merged in key-range steps of at most %d events", c.MaxFiles(), c.MaxSourceBytes()>>20, c.MaxBytes()>>20, c.MaxEvents())
 }
 
 // backfillInChild runs the dsdelta side in the child program, into a new

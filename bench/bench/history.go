@@ -65,4 +65,4 @@ func (r *report) historyMarkdown(change string) string {
 // thisChange names what the code measured by this run changed since the
 // last entry of pastRuns; move it there with the run's figures when
 // RESULTS.md is committed.
-const thisChange = "no change since the last committed run"
+const thisChange = "a batch larger than batch_max_events merged in key ranges over key-sorted staged parts (each row of a bulk load written once), batches no longer cut by events and of up to 1 GiB of source; scd2 compaction keeps closed versions in files apart from open ones, which the merge skips"
