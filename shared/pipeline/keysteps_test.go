@@ -39,15 +39,12 @@ func bulkLoad(seed uint64, files, perFile, keys int) ([]dssim.File, map[string]i
 	return out, want
 }
 
-// TestABulkLoadInOneBatchIsMergedInKeyRangesWritingEachRowOnce: a batch
-// larger than batch_max_events is merged in steps by key range: every
-// step's state file holds keys apart from the others', no step reads or
-// rewrites another's file, and the table is each key's last read.
-func TestABulkLoadInOneBatchIsMergedInKeyRangesWritingEachRowOnce(t *testing.T) {
-	ctx := context.Background()
-	files, want := bulkLoad(3, 6, 40, 150)
+// stageAndMerge stages files into a new pipeline of configuration cfg and
+// merges table shop.t.
+func stageAndMerge(t *testing.T, ctx context.Context, files []dssim.File, cfg config.Config) (*Pipeline, MergeResult) {
+	t.Helper()
 	source := objstore.NewMemory()
-	p := newPipeline(t, source, config.Config{BatchMaxEvents: 50})
+	p := newPipeline(t, source, cfg)
 	for _, n := range write(t, ctx, source, files) {
 		if res, err := p.Stage(ctx, n); err != nil || res.Quarantined != "" {
 			t.Fatalf("stage %s: %+v %v", n.Name, res, err)
@@ -57,6 +54,17 @@ func TestABulkLoadInOneBatchIsMergedInKeyRangesWritingEachRowOnce(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, mr
+}
+
+// TestABulkLoadInOneBatchIsMergedInKeyRangesWritingEachRowOnce: a batch
+// larger than batch_max_events is merged in steps by key range: every
+// step's state file holds keys apart from the others', no step reads or
+// rewrites another's file, and the table is each key's last read.
+func TestABulkLoadInOneBatchIsMergedInKeyRangesWritingEachRowOnce(t *testing.T) {
+	ctx := context.Background()
+	files, want := bulkLoad(3, 6, 40, 150)
+	p, mr := stageAndMerge(t, ctx, files, config.Config{BatchMaxEvents: 50})
 	if mr.Batches != 1 || mr.Steps < 5 {
 		t.Fatalf("%d batches in %d steps, want one batch of 240 events in steps of at most 50", mr.Batches, mr.Steps)
 	}
@@ -208,5 +216,35 @@ func TestAKeyPlanOfAnotherCodeVersionIsRefused(t *testing.T) {
 	_, err = p.MergeTable(ctx, "shop.t")
 	if err == nil || !strings.Contains(err.Error(), "range codes of version") {
 		t.Fatalf("merge under a plan of another code version: %v, want it refused", err)
+	}
+}
+
+// TestKeyRangesHoldKeysCastToAnotherKind: in schema mode overwrite a key
+// column may change kind (numbers, then strings); the older part's rows,
+// cast to the new kind, belong to ranges its own codes do not tell, and
+// every one of them is still merged.
+func TestKeyRangesHoldKeysCastToAnotherKind(t *testing.T) {
+	ctx := context.Background()
+	var older, newer []string
+	want := map[string]bool{}
+	for i := range 40 {
+		older = append(older, fmt.Sprintf(`{"id":%d,"n":%d}`, 100+i, i))
+		want[fmt.Sprint(100+i)] = true
+		newer = append(newer, fmt.Sprintf(`{"id":"s%02d","n":%d}`, i, i))
+		want[fmt.Sprintf("s%02d", i)] = true
+	}
+	files := []dssim.File{jsonlFile("old", 0, older...), jsonlFile("new", 1000, newer...)}
+	p, mr := stageAndMerge(t, ctx, files, config.Config{BatchMaxEvents: 20, Defaults: config.TableConfig{SchemaMode: config.SchemaOverwrite}})
+	if mr.Batches != 1 || mr.Steps < 3 {
+		t.Fatalf("%d batches in %d steps, want one batch in key ranges", mr.Batches, mr.Steps)
+	}
+	_, rows := stateRows(t, ctx, p, "shop.t", "id")
+	for id := range want {
+		if _, ok := rows[fmt.Sprintf(`{"id":%q}`, id)]; !ok {
+			t.Errorf("key %s is missing from the state (%d rows)", id, len(rows))
+		}
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d state rows, want %d", len(rows), len(want))
 	}
 }

@@ -361,11 +361,14 @@ func (p *Pipeline) readStep(ctx context.Context, tabs cdc.TableSet, st batchStep
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, bp := range st.parts {
-		if bad[bp.file] || !bp.staged().mayHold(st.span) {
+		// A part's codes and key bounds only tell where its keys lie
+		// when the step reads them as values of the same kinds.
+		prune := sameKeyKinds(bp.source(), r.source, r.key)
+		if bad[bp.file] || prune && !bp.staged().mayHold(st.span) {
 			continue
 		}
 		g.Go(func() error {
-			r.read[i] = p.readPart(ctx, bp, r.source, r.key, r.keyIdx, overwrite, st.span)
+			r.read[i] = p.readPart(ctx, bp, r.source, r.key, r.keyIdx, overwrite, st.span, prune)
 			return nil
 		})
 	}
@@ -482,8 +485,9 @@ type partChanges struct {
 
 // readPart reads a staged part's rows as changes in the step's source
 // schema: those whose key lies in span, when set. Of a key-sorted part only
-// the row groups whose first key column's bounds overlap the span are read.
-func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.StructType, key []string, keyIdx []int, overwrite bool, span *cdc.KeySpan) partChanges {
+// the row groups whose first key column's bounds overlap the span are read,
+// when prune says its bounds are of the kind the step's keys are.
+func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.StructType, key []string, keyIdx []int, overwrite bool, span *cdc.KeySpan, prune bool) partChanges {
 	var out partChanges
 	part := bp.staged()
 	hs := cdc.HistorySchema(source)
@@ -493,7 +497,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 	var ro delta.ReadOptions
 	var code []byte
 	if span != nil && len(key) > 0 {
-		if idx, err := cdc.KeyIndexes(fromSchema, key[:1]); err == nil && part.keySorted() {
+		if idx, err := cdc.KeyIndexes(fromSchema, key[:1]); err == nil && part.keySorted() && prune {
 			ro.RowGroupFilter = span.RowGroupFilter(fromSchema.Fields[idx[0]].Name)
 		}
 		out.changes = make([]cdc.Change, 0, part.Events/4)

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/value"
 )
 
 // stepPlan is how a batch is split into steps, kept in the lake while the
@@ -98,8 +100,11 @@ func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 	maxMem := orConst(p.stepMemory, stepMemoryBytes)
 	plan := stepPlan{Seq: b.Seq, Files: ids}
 	var events, size, mem int64
+	// Key ranges need every file keyed by the same columns, whose codes
+	// the samples are.
 	sorted := len(files) > 0 && len(files[0].m.Key) > 0
 	for _, f := range files {
+		sorted = sorted && slices.EqualFunc(f.m.Key, files[0].m.Key, strings.EqualFold)
 		for _, part := range f.m.Parts {
 			events, size, mem = events+part.Events, size+part.Add.Size, mem+part.MemBytes
 			sorted = sorted && part.keySorted()
@@ -288,12 +293,39 @@ func keyBounds(files []*batchFile, per int64) [][]byte {
 }
 
 // mayHold reports whether a key-sorted part can hold a key of span: its
-// first and last keys' codes leave room for one.
+// first and last keys' codes leave room for one. The part's codes are of
+// its own key types: they only say so when the step reads its keys as
+// values of the same kinds (sameKeyKinds).
 func (part stagedPart) mayHold(span *cdc.KeySpan) bool {
 	if span == nil || !part.keySorted() {
 		return true
 	}
 	return span.Overlaps(part.KeySample[0], part.KeyMax)
+}
+
+// sameKeyKinds reports whether the key columns of a part's schema and of a
+// step's have types whose values code alike as range codes: the same
+// type, integers of any width, or floats of any width. A key column cast
+// to another kind (schema mode overwrite) codes otherwise.
+func sameKeyKinds(part, step value.StructType, key []string) bool {
+	for _, k := range key {
+		a, okA := part.Field(k)
+		b, okB := step.Field(k)
+		if !okA || !okB {
+			return false
+		}
+		if value.Equal(a.Type, b.Type) {
+			continue
+		}
+		pa, _ := a.Type.(value.Primitive)
+		pb, _ := b.Type.(value.Primitive)
+		ints := value.IntegerBits(pa) > 0 && value.IntegerBits(pb) > 0
+		floats := (pa == value.Float || pa == value.Double) && (pb == value.Float || pb == value.Double)
+		if !ints && !floats {
+			return false
+		}
+	}
+	return true
 }
 
 // dropStepPlan deletes a completed batch's plan, if it had one.
