@@ -248,3 +248,37 @@ func TestKeyRangesHoldKeysCastToAnotherKind(t *testing.T) {
 		t.Fatalf("%d state rows, want %d", len(rows), len(want))
 	}
 }
+
+// TestAKeyPlanStopsAReleaseThatReadsPlansByParts: a release from before key
+// ranges reads a plan's steps as lists of parts; a plan by key must fail to
+// parse there (its merge stops) rather than read as no step at all, and a
+// plan by parts must still read there as before.
+func TestAKeyPlanStopsAReleaseThatReadsPlansByParts(t *testing.T) {
+	type earlierPlan struct { // the plan as the earlier release declares it
+		Seq   int64       `json:"seq"`
+		Files []string    `json:"files"`
+		Steps [][]partRef `json:"steps"`
+	}
+	byKey, err := json.Marshal(stepPlan{Seq: 3, Files: []string{"a"}, KeyCode: cdc.RangeCodeVersion, Bounds: [][]byte{{1}, {2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old earlierPlan
+	if err := json.Unmarshal(byKey, &old); err == nil {
+		t.Fatalf("the earlier release reads a plan by key as %+v", old)
+	}
+	var back stepPlan
+	if err := json.Unmarshal(byKey, &back); err != nil || back.KeyCode != cdc.RangeCodeVersion || len(back.Bounds) != 2 || back.Steps != nil {
+		t.Fatalf("a plan by key reads back as %+v, %v", back, err)
+	}
+	byParts, err := json.Marshal(stepPlan{Seq: 4, Files: []string{"a"}, Steps: [][]partRef{{{File: "a", Part: 0}}, {{File: "a", Part: 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(byParts, &old); err != nil || len(old.Steps) != 2 || old.Steps[1][0].Part != 1 {
+		t.Fatalf("the earlier release reads a plan by parts as %+v, %v", old, err)
+	}
+	if err := json.Unmarshal(byParts, &back); err != nil || len(back.Steps) != 2 || back.Bounds != nil {
+		t.Fatalf("a plan by parts reads back as %+v, %v", back, err)
+	}
+}

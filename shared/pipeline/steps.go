@@ -27,12 +27,53 @@ import (
 // set): step k takes the parts Steps[k] whole, for batches with parts
 // staged before parts were key-sorted, and for tables without a key.
 type stepPlan struct {
-	Seq   int64       `json:"seq"`
-	Files []string    `json:"files"` // the batch's file ids, in batch order
-	Steps [][]partRef `json:"steps,omitempty"`
+	Seq   int64
+	Files []string // the batch's file ids, in batch order
+	Steps [][]partRef
 	// KeyCode is the cdc.RangeCodeVersion the bounds were coded with.
-	KeyCode int      `json:"key_code,omitempty"`
-	Bounds  [][]byte `json:"bounds,omitempty"`
+	KeyCode int
+	Bounds  [][]byte
+}
+
+// stepPlanJSON is a plan as kept in the lake. A plan by key writes
+// keyPlanSteps as its steps: a release from before key ranges, which reads
+// steps as lists of parts, then fails to parse the plan and stops the
+// table's merge, instead of reading no step and completing a batch it did
+// not apply (a roll back during a batch).
+type stepPlanJSON struct {
+	Seq     int64           `json:"seq"`
+	Files   []string        `json:"files"`
+	Steps   json.RawMessage `json:"steps"`
+	KeyCode int             `json:"key_code,omitempty"`
+	Bounds  [][]byte        `json:"bounds,omitempty"`
+}
+
+const keyPlanSteps = `{"by":"key range","see":"bounds"}`
+
+func (plan stepPlan) MarshalJSON() ([]byte, error) {
+	j := stepPlanJSON{Seq: plan.Seq, Files: plan.Files, KeyCode: plan.KeyCode, Bounds: plan.Bounds, Steps: json.RawMessage(keyPlanSteps)}
+	if plan.Bounds == nil {
+		var err error
+		if j.Steps, err = json.Marshal(plan.Steps); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(j)
+}
+
+func (plan *stepPlan) UnmarshalJSON(b []byte) error {
+	var j stepPlanJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*plan = stepPlan{Seq: j.Seq, Files: j.Files, KeyCode: j.KeyCode, Bounds: j.Bounds}
+	if len(j.Steps) > 0 && j.Steps[0] == '{' { // keyPlanSteps
+		if j.Bounds == nil {
+			return errors.New("a plan by key ranges without bounds")
+		}
+		return nil
+	}
+	return json.Unmarshal(j.Steps, &plan.Steps)
 }
 
 // batchStep is what one step of a batch applies: the events of parts
