@@ -496,7 +496,15 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 	same := value.Equal(fromSchema, hs) // the usual case: rows are read as they are
 	var ro delta.ReadOptions
 	var code []byte
+	var hKey []int // the key's columns in hs
+	var keyVals []any
 	if span != nil && len(key) > 0 {
+		var err error
+		if hKey, err = cdc.KeyIndexes(hs, key); err != nil {
+			out.err = err
+			return out
+		}
+		keyVals = make([]any, len(hKey))
 		if idx, err := cdc.KeyIndexes(fromSchema, key[:1]); err == nil && part.keySorted() && prune {
 			ro.RowGroupFilter = span.RowGroupFilter(fromSchema.Fields[idx[0]].Name)
 		}
@@ -522,17 +530,21 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 			out.changes = append(out.changes, cdc.Change{History: h})
 			return nil
 		}
-		c, err := cdc.ChangeFromHistory(h, source, keyIdx)
-		if err != nil {
-			return err
-		}
-		if span != nil {
-			if code, err = cdc.AppendRangeCode(code[:0], c.Key); err != nil {
+		if hKey != nil {
+			for i, j := range hKey {
+				keyVals[i] = h[j]
+			}
+			var err error
+			if code, err = cdc.AppendRangeCode(code[:0], keyVals); err != nil {
 				return err
 			}
 			if !span.Contains(code) {
 				return nil // another step's
 			}
+		}
+		c, err := cdc.ChangeFromHistory(h, source, keyIdx)
+		if err != nil {
+			return err
 		}
 		out.changes = append(out.changes, c)
 		return nil
