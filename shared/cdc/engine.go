@@ -143,6 +143,10 @@ type Result struct {
 	// DeletionVectors counts the state files given a new or extended
 	// deletion vector instead of a rewrite.
 	DeletionVectors int
+	// RowsSpareable counts the rows a copy-on-write step decoded in the
+	// state files it rewrote, which deletion vectors would have spared
+	// (none in a step that widened a column: it rewrites every row).
+	RowsSpareable int64
 }
 
 // Add adds b's counters to r and takes b's versions (those of the later
@@ -164,6 +168,7 @@ func (r *Result) Add(b Result) {
 	r.RowGroupsDecoded += b.RowGroupsDecoded
 	r.RowsReencoded += b.RowsReencoded
 	r.DeletionVectors += b.DeletionVectors
+	r.RowsSpareable += b.RowsSpareable
 	r.HistoryVersion, r.StateVersion, r.TombstoneVersion = b.HistoryVersion, b.StateVersion, b.TombstoneVersion
 }
 

@@ -2,7 +2,11 @@ package cdc
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -87,5 +91,21 @@ func TestAKeySpanFiltersByCodesAndByFirstColumnBounds(t *testing.T) {
 	}
 	if NewKeySpan(nil, nil).RowGroupFilter("id") != nil {
 		t.Error("an unbounded span filters row groups")
+	}
+}
+
+// TestRecommendDVWarnsAboveTheShareOnly: the recommendation names the
+// table and the figures, and only once more than the share was rewritten.
+func TestRecommendDVWarnsAboveTheShareOnly(t *testing.T) {
+	for _, tc := range []struct {
+		spareable, total int64
+		warn             bool
+	}{{30, 100, true}, {25, 100, false}, {0, 100, false}, {10, 0, false}} {
+		var b bytes.Buffer
+		RecommendDV(context.Background(), slog.New(slog.NewTextHandler(&b, nil)), "db.t", tc.spareable, tc.total, DefaultRecommendDVShare)
+		got := strings.Contains(b.String(), "deletion_vectors: on") && strings.Contains(b.String(), "table=db.t") && strings.Contains(b.String(), fmt.Sprintf("rows_rewritten=%d", tc.spareable))
+		if got != tc.warn || !tc.warn && b.Len() > 0 {
+			t.Errorf("%d of %d rows: logged %q, want a warning %v", tc.spareable, tc.total, b.String(), tc.warn)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"strconv"
 	"strings"
@@ -407,29 +408,30 @@ func (st *stateStep) commitState(ctx context.Context, plan statePlan, res *Resul
 		st.opts.Logger.InfoContext(ctx, "current-state table upgraded to deletion vectors (reader version 3, writer version 7, table feature deletionVectors) as deletion_vectors: on asks; engines without deletion-vector support can no longer read it",
 			"table", st.t.ID, "version", snap.Version())
 	}
-	st.recommendDV(ctx, ch)
+	if !st.opts.DeletionVectors && !st.stateWidened {
+		res.RowsSpareable = ch.rowsRewritten
+	}
+	if st.step.Chunk == 0 && st.step.Last { // a batch of several steps is judged whole by its caller
+		total, _ := st.stateSnap.NumRecords()
+		RecommendDV(ctx, st.opts.Logger, st.t.ID, res.RowsSpareable, total, st.opts.RecommendDVShare)
+	}
 	return nil
 }
 
-// recommendDV logs, after a copy-on-write step that rewrote more than
-// Options.RecommendDVShare of the state table's rows in files deletion
-// vectors would have spared, that they would. Small files do not count
-// (they are rewritten either way), so a small table never hears it; nor
-// does a widened column, which rewrites every row whatever the setting.
-func (st *stateStep) recommendDV(ctx context.Context, ch stateChanges) {
-	if st.opts.DeletionVectors || st.stateWidened || ch.rowsRewritten == 0 {
+// RecommendDV logs, after a copy-on-write batch that rewrote more than
+// share of the state table's rows (of total before the batch) in files
+// deletion vectors would have spared (Result.RowsSpareable), that they
+// would. Small files do not count (they are rewritten either way), so a
+// small table never hears it; nor does a widened column, which rewrites
+// every row whatever the setting.
+func RecommendDV(ctx context.Context, log *slog.Logger, tableID string, spareable, total int64, share float64) {
+	if spareable == 0 || total <= 0 {
 		return
 	}
-	total, ok := st.stateSnap.NumRecords()
-	if !ok || total == 0 {
-		return
+	if s := float64(spareable) / float64(total); s > share {
+		log.WarnContext(ctx, "the merge rewrote a large share of the current-state table for one batch; set deletion_vectors: on for this table to mark changed rows instead of rewriting their files",
+			"table", tableID, "rows_rewritten", spareable, "table_rows", total, "share", fmt.Sprintf("%.2f", s))
 	}
-	share := float64(ch.rowsRewritten) / float64(total)
-	if share <= st.opts.RecommendDVShare {
-		return
-	}
-	st.opts.Logger.WarnContext(ctx, "the merge rewrote a large share of the current-state table for one batch; set deletion_vectors: on for this table to mark changed rows instead of rewriting their files",
-		"table", st.t.ID, "rows_rewritten", ch.rowsRewritten, "table_rows", total, "share", fmt.Sprintf("%.2f", share))
 }
 
 // rewriteTouched copies each state file that rewriteFile applies to

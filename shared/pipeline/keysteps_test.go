@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -45,6 +46,13 @@ func stageAndMerge(t *testing.T, ctx context.Context, files []dssim.File, cfg co
 	t.Helper()
 	source := objstore.NewMemory()
 	p := newPipeline(t, source, cfg)
+	return p, stageAndMergeInto(t, ctx, p, source, files)
+}
+
+// stageAndMergeInto stages files, written to source, by p and merges
+// table shop.t.
+func stageAndMergeInto(t *testing.T, ctx context.Context, p *Pipeline, source objstore.Store, files []dssim.File) MergeResult {
+	t.Helper()
 	for _, n := range write(t, ctx, source, files) {
 		if res, err := p.Stage(ctx, n); err != nil || res.Quarantined != "" {
 			t.Fatalf("stage %s: %+v %v", n.Name, res, err)
@@ -54,7 +62,7 @@ func stageAndMerge(t *testing.T, ctx context.Context, files []dssim.File, cfg co
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, mr
+	return mr
 }
 
 // TestABulkLoadInOneBatchIsMergedInKeyRangesWritingEachRowOnce: a batch
@@ -280,5 +288,44 @@ func TestAKeyPlanStopsAReleaseThatReadsPlansByParts(t *testing.T) {
 	}
 	if err := json.Unmarshal(byParts, &back); err != nil || len(back.Steps) != 2 || back.Bounds != nil {
 		t.Fatalf("a plan by parts reads back as %+v, %v", back, err)
+	}
+}
+
+// TestABatchOfStepsThatRewritesTheTableRecommendsDeletionVectorsOnce: each
+// key-range step of a batch rewrites a small share of the table, the batch
+// all of it: the batch is judged whole, and warns once, naming the table;
+// with deletion vectors on it has nothing to recommend.
+func TestABatchOfStepsThatRewritesTheTableRecommendsDeletionVectorsOnce(t *testing.T) {
+	for _, dv := range []config.Switch{config.Off, config.On} {
+		t.Run("deletion_vectors "+string(dv), func(t *testing.T) {
+			ctx := context.Background()
+			load, _ := bulkLoad(11, 4, 50, 1<<20)
+			// Two keys in five read again, later: fewer than half the
+			// rows of each file, which deletion vectors would mark.
+			var again []dssim.File
+			for i, f := range load {
+				var kept [][]byte
+				for j, line := range bytes.SplitAfter(f.Data, []byte("\n")) {
+					if j%5 < 2 {
+						kept = append(kept, bytes.Replace(line, []byte(`"log_position":`), []byte(`"log_position":1`+fmt.Sprint(i)), 1))
+					}
+				}
+				again = append(again, dssim.File{Name: strings.Replace(f.Name, "/f", "/g", 1), Data: bytes.Join(kept, nil)})
+			}
+			source := objstore.NewMemory()
+			var logs bytes.Buffer
+			p := newPipeline(t, source, config.Config{BatchMaxEvents: 20, Defaults: config.TableConfig{DeletionVectors: dv}})
+			p.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			p.dvMinFileBytes = -1 // the test's files are small: count them all
+			for round, files := range [][]dssim.File{load, again} {
+				if mr := stageAndMergeInto(t, ctx, p, source, files); mr.Steps < 3+3*(1-round) {
+					t.Fatalf("round %d: %d steps, want a batch in several key ranges", round, mr.Steps)
+				}
+			}
+			warns := strings.Count(logs.String(), "rewrote a large share")
+			if want := map[config.Switch]int{config.Off: 1, config.On: 0}[dv]; warns != want || want == 1 && !strings.Contains(logs.String(), "table=shop.t") {
+				t.Fatalf("%d recommendations, want %d:\n%s", warns, want, logs.String())
+			}
+		})
 	}
 }

@@ -235,6 +235,12 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 	}
 	total := none
 	bad := map[*batchFile]bool{} // quarantined while applying a step
+	var rowsBefore int64         // the state table's, for RecommendDV
+	if len(steps) > 1 {
+		if snap, err := delta.Open(tabs.State).Snapshot(ctx); err == nil {
+			rowsBefore, _ = snap.NumRecords()
+		}
+	}
 	for k, st := range steps {
 		step := cdc.Step{Seq: b.Seq, Chunk: k, Last: k == len(steps)-1}
 		current, err := p.tableSource(ctx, tabs)
@@ -254,6 +260,10 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 			p.log().Info("batch step merged", "event", "step", "table", tabs.ID, "batch", b.Seq, "step", k+1, "steps", len(steps),
 				"parts", len(st.parts), "events", r.Events, "history_version", r.HistoryVersion, "state_version", r.StateVersion)
 		}
+	}
+	if len(steps) > 1 {
+		// Each step rewrites a share of the table; the batch is judged whole.
+		cdc.RecommendDV(ctx, p.log(), tabs.ID, total.RowsSpareable, rowsBefore, cdc.DefaultRecommendDVShare)
 	}
 	return total, quarantined + len(bad), len(steps), nil
 }
