@@ -22,13 +22,14 @@ import (
 )
 
 // TestFilesLargerThanTheEventBoundAreStagedInPartsAndMergedInSteps runs
-// simulated workloads whose files and batches exceed batch_max_events:
-// files are staged in several parts, batches merged in several steps, and
-// the tables equal the source.
+// simulated workloads whose files and batches exceed batch_max_events, in
+// every table mode, with deletion vectors on and off: files are staged in
+// several parts, batches merged in several steps (key ranges), and the
+// tables equal the source.
 func TestFilesLargerThanTheEventBoundAreStagedInPartsAndMergedInSteps(t *testing.T) {
 	ctx := context.Background()
 	formats := []dssim.Format{dssim.JSONL, dssim.Avro, dssim.JSONLGz}
-	for seed := uint64(1); seed <= 4; seed++ {
+	for seed := uint64(1); seed <= 6; seed++ {
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			sim, err := dssim.Run(dssim.Options{
@@ -43,7 +44,10 @@ func TestFilesLargerThanTheEventBoundAreStagedInPartsAndMergedInSteps(t *testing
 			}
 			source := objstore.NewMemory()
 			maxEvents := int64(3 + rng.IntN(15))
-			p := newPipeline(t, source, config.Config{BatchMaxFiles: 1 + rng.IntN(8), BatchMaxEvents: maxEvents})
+			// Every table mode, with deletion vectors on and off.
+			defaults := config.TableConfig{Mode: tableModes[seed%3], DeletionVectors: []config.Switch{config.Off, config.On}[seed/3%2]}
+			p := newPipeline(t, source, config.Config{BatchMaxFiles: 1 + rng.IntN(8), BatchMaxEvents: maxEvents, Defaults: defaults})
+			p.dvMinFileBytes = -1
 			notes := write(t, ctx, source, sim.Files)
 			rng.Shuffle(len(notes), func(i, j int) { notes[i], notes[j] = notes[j], notes[i] })
 			steps, batches, multiPart := 0, 0, 0
