@@ -329,3 +329,40 @@ func TestABatchOfStepsThatRewritesTheTableRecommendsDeletionVectorsOnce(t *testi
 		})
 	}
 }
+
+// TestAHotKeyWithMoreEventsThanAStepIsMergedInStepsByParts: a range is
+// never cut inside a key, so a key with more events than a step holds
+// (a row updated over and over) makes the batch split by parts instead:
+// every step stays within the bound, and the key ends at its last change.
+func TestAHotKeyWithMoreEventsThanAStepIsMergedInStepsByParts(t *testing.T) {
+	ctx := context.Background()
+	var files []dssim.File
+	for f := range 3 {
+		var payloads []string
+		for i := range 50 {
+			id := "hot"
+			if i%3 == 0 {
+				id = fmt.Sprintf("k%03d", f*50+i)
+			}
+			payloads = append(payloads, fmt.Sprintf(`{"id":%q,"n":%d}`, id, f*50+i))
+		}
+		files = append(files, jsonlFile(fmt.Sprintf("h%d", f), f*50, payloads...))
+	}
+	var logs bytes.Buffer
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{BatchMaxEvents: 20})
+	p.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	mr := stageAndMergeInto(t, ctx, p, source, files)
+	if mr.Batches != 1 || mr.Steps < 150/20 {
+		t.Fatalf("%d batches in %d steps, want one batch in steps of at most 20 of its 150 events", mr.Batches, mr.Steps)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "batch merged in steps") && !strings.Contains(line, "by_key=false") {
+			t.Fatalf("the batch was split by key: %s", line)
+		}
+	}
+	_, rows := stateRows(t, ctx, p, "shop.t", "id")
+	if got, want := rows[`{"id":"hot"}`], `{"id":"hot","n":149}`; got != want || len(rows) != 52 {
+		t.Fatalf("hot row %s, want %s; %d rows, want 52", got, want, len(rows))
+	}
+}

@@ -163,9 +163,20 @@ func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 			if mem > 0 {
 				per = min(per, float64(maxMem)*float64(events)/float64(mem))
 			}
-			plan.KeyCode, plan.Bounds = cdc.RangeCodeVersion, keyBounds(files, int64(max(1, per*stepRangeShare)))
-			nsteps = len(plan.Bounds) + 1
-		} else {
+			bounds, largest := keyBounds(files, int64(max(1, per*stepRangeShare)))
+			// A range is never cut inside a key: a key with more events
+			// than a step holds (a hot row) would make a step past the
+			// bound. Steps by parts bound every step, and apply such a
+			// key's events over several, each against the table as the
+			// one before left it.
+			if float64(largest) <= per {
+				plan.KeyCode, plan.Bounds = cdc.RangeCodeVersion, bounds
+				nsteps = len(plan.Bounds) + 1
+			} else {
+				sorted = false
+			}
+		}
+		if !sorted {
 			plan.Steps = partSteps(files, maxEvents, maxBytes, maxMem)
 			nsteps = len(plan.Steps)
 		}
@@ -307,8 +318,8 @@ func partSteps(files []*batchFile, maxEvents, maxBytes, maxMem int64) [][]partRe
 // of about per events each, by the parts' samples of range codes: a
 // sampled code stands for the KeyEvery events of its part that follow it.
 // A range is never cut inside one key, so a key with more events than per
-// makes a larger step.
-func keyBounds(files []*batchFile, per int64) [][]byte {
+// makes a larger range; largest is the estimated events of the largest.
+func keyBounds(files []*batchFile, per int64) (bounds [][]byte, largest int64) {
 	type point struct {
 		code   []byte
 		events int64
@@ -322,15 +333,15 @@ func keyBounds(files []*batchFile, per int64) [][]byte {
 		}
 	}
 	slices.SortStableFunc(points, func(a, b point) int { return bytes.Compare(a.code, b.code) })
-	var bounds [][]byte
 	var acc int64
 	for _, pt := range points {
 		if acc > 0 && acc+pt.events > per && (len(bounds) == 0 || !bytes.Equal(pt.code, bounds[len(bounds)-1])) {
 			bounds, acc = append(bounds, pt.code), 0
 		}
 		acc += pt.events
+		largest = max(largest, acc)
 	}
-	return bounds
+	return bounds, largest
 }
 
 // mayHold reports whether a key-sorted part can hold a key of span: its
