@@ -23,48 +23,144 @@ var (
 
 // HistoryRow renders an event as a row of HistorySchema(ev.Schema).
 func HistoryRow(ev datastream.Event) []any {
-	m := ev.Meta
-	var readTS any
-	if m.ReadTimestamp != 0 {
-		readTS = m.ReadTimestamp
+	var h HistoryRows
+	return h.Row(&ev)
+}
+
+// HistoryRows renders many events as HistoryRow does, with fewer
+// allocations: an event's metadata would be a dozen small objects of its
+// own (each value boxed into an interface, the ordering key copied, the
+// file name joined), which staging makes for every event. It cuts rows,
+// boxes and ordering keys from shared slabs, and boxes a value that
+// repeats from one event to the next (date, op, change type, read method,
+// file and generation) once. A slab stays alive while any row or value cut
+// from it does. The rows hold the same values, of the same types, as
+// HistoryRow's. The zero HistoryRows cuts nothing from slabs, as suits a
+// few rows; NewHistoryRows returns one that does.
+type HistoryRows struct {
+	slabs  bool
+	rows   []any
+	orders []byte
+	// Nil boxes (the zero HistoryRows) box as any(v) does.
+	days   *value.Boxes[value.Days]
+	micros *value.Boxes[value.Micros]
+	strs   *value.Boxes[string]
+	longs  *value.Boxes[int64]
+	bytes  *value.Boxes[[]byte]
+
+	day                  lastBox[value.Days]
+	last                 [lastStrings]lastBox[string]
+	file                 *datastream.SourceFile // whose name and generation are boxed below
+	fileName, generation any
+}
+
+// NewHistoryRows returns a HistoryRows that cuts rows and values from
+// slabs.
+func NewHistoryRows() *HistoryRows {
+	return &HistoryRows{slabs: true, days: new(value.Boxes[value.Days]), micros: new(value.Boxes[value.Micros]),
+		strs: new(value.Boxes[string]), longs: new(value.Boxes[int64]), bytes: new(value.Boxes[[]byte])}
+}
+
+// The repeated strings of a row whose last box HistoryRows keeps.
+const (
+	lastOp = iota
+	lastChangeType
+	lastReadMethod
+	lastStrings
+)
+
+// lastBox is the box of the last value it was asked for.
+type lastBox[T comparable] struct {
+	v   T
+	box any
+	set bool
+}
+
+// get returns v boxed, reusing the last box when v is the last value.
+func (l *lastBox[T]) get(v T, b *value.Boxes[T]) any {
+	if !l.set || l.v != v {
+		l.v, l.box, l.set = v, b.Box(v), true
 	}
-	var changeType, readMethod, uuid, file any
+	return l.box
+}
+
+// historyRowsSlab is the size of a slab of row values (and of ordering
+// key bytes): rows longer than a tenth of it get their own.
+const historyRowsSlab = 2048
+
+// Row renders ev as a row of HistorySchema(ev.Schema).
+func (h *HistoryRows) Row(ev *datastream.Event) []any {
+	m := &ev.Meta
+	var readTS, changeType, readMethod, uuid, file, generation any
+	if m.ReadTimestamp != 0 {
+		readTS = h.micros.Box(m.ReadTimestamp)
+	}
 	if ev.ChangeType != "" {
-		changeType = ev.ChangeType
+		changeType = h.last[lastChangeType].get(ev.ChangeType, h.strs)
 	}
 	if m.ReadMethod != "" {
-		readMethod = m.ReadMethod
+		readMethod = h.last[lastReadMethod].get(m.ReadMethod, h.strs)
 	}
 	if m.UUID != "" {
-		uuid = m.UUID
+		uuid = h.strs.Box(m.UUID)
 	}
-	var generation int64
-	if m.File != nil {
-		generation = m.File.Generation
+	file, generation = h.sourceFile(m.File)
+	row := h.row(len(historyMeta) + len(ev.Row))
+	row[0] = h.day.get(value.DaysOf(ev.SourceTimestamp.Time()), h.days)
+	row[1] = h.last[lastOp].get(ev.Op.String(), h.strs)
+	row[2] = changeType
+	row[3] = h.micros.Box(ev.SourceTimestamp)
+	row[4] = readTS
+	row[5] = readMethod
+	row[6] = h.strs.Box(ev.Order.Text)
+	row[7] = h.order(ev.Order.Bytes)
+	row[8] = uuid
+	row[9] = m.IsDeleted
+	row[10] = file
+	row[11] = generation
+	row[12] = h.longs.Box(m.Record)
+	copy(row[len(historyMeta):], ev.Row)
+	return row
+}
+
+// row returns n nil values.
+func (h *HistoryRows) row(n int) []any {
+	if !h.slabs || n > historyRowsSlab/10 {
+		return make([]any, n)
 	}
-	if m.File != nil && m.File.Name != "" {
-		file = m.File.Bucket + "/" + m.File.Name
-		if m.File.Bucket == "" {
-			file = m.File.Name
+	return value.Cut(&h.rows, n, historyRowsSlab)
+}
+
+// order returns a boxed copy of an ordering key: the event's own bytes
+// belong to the decoder.
+func (h *HistoryRows) order(b []byte) any {
+	if !h.slabs || len(b) > historyRowsSlab/10 {
+		return append([]byte(nil), b...)
+	}
+	if cap(h.orders)-len(h.orders) < len(b) {
+		h.orders = make([]byte, 0, historyRowsSlab)
+	}
+	start := len(h.orders)
+	h.orders = append(h.orders, b...)
+	return h.bytes.Box(h.orders[start:len(h.orders):len(h.orders)])
+}
+
+// sourceFile returns the boxed file column (bucket/name) and generation
+// of the events of f, which are the same for all of a file's events.
+func (h *HistoryRows) sourceFile(f *datastream.SourceFile) (file, generation any) {
+	if f == nil {
+		return nil, int64(0)
+	}
+	if f != h.file {
+		h.file, h.fileName, h.generation = f, nil, f.Generation
+		if f.Name != "" {
+			h.fileName = f.Bucket + "/" + f.Name
+			if f.Bucket == "" {
+				h.fileName = f.Name
+			}
 		}
 	}
-	row := make([]any, 0, len(historyMeta)+len(ev.Row))
-	row = append(row,
-		value.DaysOf(ev.SourceTimestamp.Time()),
-		ev.Op.String(),
-		changeType,
-		ev.SourceTimestamp,
-		readTS,
-		readMethod,
-		ev.Order.Text,
-		append([]byte(nil), ev.Order.Bytes...),
-		uuid,
-		m.IsDeleted,
-		file,
-		generation,
-		m.Record,
-	)
-	return append(row, ev.Row...)
+	return h.fileName, h.generation
 }
 
 // Change is one event as the engine sees it: key, kind, order and the row

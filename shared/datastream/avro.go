@@ -90,6 +90,11 @@ type metaSlot struct {
 	mapped   bool
 }
 
+// eface is the layout of an empty interface.
+type eface struct {
+	typ, data unsafe.Pointer
+}
+
 // sameInterface reports whether a and b are the same interface words: the
 // same type and the same pointer to the same (never changed) value.
 func sameInterface(a, b any) bool {
@@ -911,11 +916,11 @@ func (ad *avroDecoder) readPrimitive(r *binReader, x *avro.PrimitiveSchema, t va
 		}
 		switch lt {
 		case string(avro.Date):
-			return ad.vals.al.days.box(value.Days(n)), nil
+			return ad.vals.al.days.Box(value.Days(n)), nil
 		case string(avro.TimeMillis):
 			return ad.vals.al.boxLong(int64(n) * 1000), nil
 		}
-		return ad.vals.al.int32s.box(n), nil
+		return ad.vals.al.int32s.Box(n), nil
 	case avro.Long:
 		n, err := r.long()
 		if err != nil {
@@ -932,7 +937,7 @@ func (ad *avroDecoder) readPrimitive(r *binReader, x *avro.PrimitiveSchema, t va
 		case value.Timestamp:
 			return ad.vals.al.boxMicros(value.Micros(n)), nil
 		case value.TimestampNTZ:
-			return ad.vals.al.local.box(value.LocalMicros(n)), nil
+			return ad.vals.al.local.Box(value.LocalMicros(n)), nil
 		}
 		return ad.vals.al.boxLong(n), nil
 	case avro.Float:
@@ -942,7 +947,7 @@ func (ad *avroDecoder) readPrimitive(r *binReader, x *avro.PrimitiveSchema, t va
 		if err != nil {
 			return nil, err
 		}
-		return ad.vals.al.dbls.box(f), nil
+		return ad.vals.al.dbls.Box(f), nil
 	case avro.String:
 		b, err := r.bytes()
 		if err != nil {
@@ -1498,7 +1503,7 @@ func (v *avroValues) readMetaField(r *binReader, sl *metaSlot) (any, error) {
 			if sl.kind == mkLong {
 				sl.val = v.al.boxLong(n)
 			} else {
-				sl.val = v.al.int32s.box(int32(n))
+				sl.val = v.al.int32s.Box(int32(n))
 			}
 		}
 		return sl.val, nil

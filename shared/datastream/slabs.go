@@ -25,19 +25,18 @@ type slabs struct {
 	// Boxes for the payload values decoded most: timestamps, longs,
 	// decimals and strings (nil-safe methods below), and the other
 	// fixed-size types the Avro decoder boxes.
-	micros boxes[value.Micros]
-	longs  boxes[int64]
-	decs   boxes[value.Decimal]
-	strs   boxes[string]
-	int32s boxes[int32]
-	days   boxes[value.Days]
-	local  boxes[value.LocalMicros]
-	dbls   boxes[float64]
+	micros value.Boxes[value.Micros]
+	longs  value.Boxes[int64]
+	decs   value.Boxes[value.Decimal]
+	strs   value.Boxes[string]
+	int32s value.Boxes[int32]
+	days   value.Boxes[value.Days]
+	local  value.Boxes[value.LocalMicros]
+	dbls   value.Boxes[float64]
 }
 
 // Slab sizes, in elements: a few kilobytes each.
 const (
-	slabBoxes   = 256
 	slabAnys    = 1024
 	slabStrings = 256
 	slabSources = 128
@@ -50,12 +49,7 @@ func cutAnys(slab *[]any, n int) []any {
 	if n > maxSlabbed {
 		return make([]any, n)
 	}
-	if len(*slab) < n {
-		*slab = make([]any, slabAnys)
-	}
-	out := (*slab)[:n:n]
-	*slab = (*slab)[n:]
-	return out
+	return value.Cut(slab, n, slabAnys)
 }
 
 // row returns a row of n nil values.
@@ -79,12 +73,7 @@ func (s *slabs) names(n int) []string {
 	if s == nil || n > maxSlabbed {
 		return make([]string, n)
 	}
-	if len(s.knames) < n {
-		s.knames = make([]string, slabStrings)
-	}
-	out := s.knames[:n:n]
-	s.knames = s.knames[n:]
-	return out
+	return value.Cut(&s.knames, n, slabStrings)
 }
 
 // smallBigInt is a big.Int with room for its words, so that a decimal of
@@ -120,72 +109,34 @@ func (s *slabs) source() *jsonSource {
 	return out
 }
 
-// boxes puts values of type T into interfaces without an allocation
-// each. Converting a non-pointer value to an interface copies it to a heap
-// object of its own, and the interface points to that copy: four of the
-// payload values of a typical event, each a small object to allocate and
-// for the collector to track. A box points into a shared slab instead. It
-// relies on an interface being a type word and a pointer to a value that is
-// never changed after the conversion, which the runtime itself relies on
-// (it points small integers into one static array); a slab element is
-// written once, before its interface exists, and never again. A slab stays
-// alive while any interface into it does.
-type boxes[T any] struct {
-	free []T
-	typ  unsafe.Pointer // T's type word in an interface
-}
-
-// eface is the layout of an empty interface.
-type eface struct {
-	typ, data unsafe.Pointer
-}
-
-// box returns v in an interface, as any(v) does.
-func (b *boxes[T]) box(v T) any {
-	if len(b.free) == 0 {
-		if b.typ == nil {
-			var x any = v
-			b.typ = (*eface)(unsafe.Pointer(&x)).typ
-		}
-		b.free = make([]T, slabBoxes)
-	}
-	p := &b.free[0]
-	*p = v
-	b.free = b.free[1:]
-	var x any
-	e := (*eface)(unsafe.Pointer(&x))
-	e.typ, e.data = b.typ, unsafe.Pointer(p)
-	return x
-}
-
 // Boxing of decoded values; a nil *slabs boxes as any(v) does.
 
 func (s *slabs) boxMicros(v value.Micros) any {
 	if s == nil {
 		return v
 	}
-	return s.micros.box(v)
+	return s.micros.Box(v)
 }
 
 func (s *slabs) boxLong(v int64) any {
 	if s == nil {
 		return v
 	}
-	return s.longs.box(v)
+	return s.longs.Box(v)
 }
 
 func (s *slabs) boxDecimal(v value.Decimal) any {
 	if s == nil {
 		return v
 	}
-	return s.decs.box(v)
+	return s.decs.Box(v)
 }
 
 func (s *slabs) boxString(v string) any {
 	if s == nil {
 		return v
 	}
-	return s.strs.box(v)
+	return s.strs.Box(v)
 }
 
 // strArena copies the strings of events (payload text, uuids, ordering

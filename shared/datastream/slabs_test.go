@@ -14,7 +14,7 @@ func TestBoxesHoldValuesAsAnyDoes(t *testing.T) {
 	for _, al := range []*slabs{nil, {}} {
 		var got, want []any
 		// More than a slab of each, so boxes span several slabs.
-		for i := range 3*slabBoxes + 5 {
+		for i := range 3*256 + 5 {
 			s := "s" + strconv.Itoa(i) // a string of its own, not a constant
 			d := value.Decimal{Unscaled: big.NewInt(int64(i) * 101), Scale: 2}
 			got = append(got, al.boxMicros(value.Micros(i)), al.boxLong(int64(-i)), al.boxDecimal(d), al.boxString(s))

@@ -489,9 +489,10 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 	// and each row is built again when written, so that a part holds its
 	// events and their codes, not also every row.
 	n := events.Len()
+	hist := cdc.NewHistoryRows()
 	row := func(i int) ([]any, error) {
 		ev := events.At(i)
-		r := cdc.HistoryRow(*ev)
+		r := hist.Row(ev)
 		if same[rowSch[i]] {
 			return r, nil
 		}

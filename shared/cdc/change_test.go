@@ -1,0 +1,61 @@
+package cdc
+
+import (
+	"reflect"
+	"runtime"
+	"testing"
+
+	"github.com/dsdelta/dsdelta/shared/datastream"
+)
+
+func TestHistoryRowsRenderWhatHistoryRowDoes(t *testing.T) {
+	files := []*datastream.SourceFile{
+		{Bucket: "b", Name: "dir/one.jsonl", Generation: 7},
+		{Name: "two.jsonl", Generation: 1 << 40},
+		{Bucket: "b"}, // no name: no file column, but a generation
+		nil,           // not decoded from a file
+	}
+	var events []datastream.Event
+	// More events than a slab of rows holds, switching files, ops, change
+	// types, read methods and days, so cached boxes are replaced.
+	for i := range 700 {
+		ev := genEvent(uint64(i), int64(i%37), "eu", i%5 == 0, int64(i))
+		ev.Meta.File = files[(i/50)%len(files)]
+		ev.Meta.Record = int64(i * 300)
+		ev.Meta.ReadTimestamp = ev.SourceTimestamp + 5
+		if i%3 == 0 {
+			ev.Meta.ReadTimestamp = 0
+			ev.ChangeType = ""
+			ev.Meta.UUID = ""
+		}
+		if i%7 == 0 {
+			ev.Meta.ReadMethod = "mysql-backfill-fulldump"
+		}
+		events = append(events, ev)
+	}
+	h := NewHistoryRows()
+	got := make([][]any, len(events))
+	for i := range events {
+		got[i] = h.Row(&events[i])
+	}
+	// Ordering keys are copies: the decoder may reuse its bytes.
+	for i := range events {
+		events[i].Order.Bytes[1] ^= 0xff
+	}
+	runtime.GC() // slabs must stay alive through the rows alone
+	for i := range events {
+		events[i].Order.Bytes[1] ^= 0xff
+		want := HistoryRow(events[i])
+		if len(got[i]) != len(want) || cap(got[i]) != len(got[i]) {
+			t.Fatalf("row %d has length %d and capacity %d, want both %d", i, len(got[i]), cap(got[i]), len(want))
+		}
+		for j := range want {
+			if reflect.TypeOf(got[i][j]) != reflect.TypeOf(want[j]) || !reflect.DeepEqual(got[i][j], want[j]) {
+				t.Fatalf("row %d column %s = %#v, want %#v", i, historyMeta[min(j, len(historyMeta)-1)].Name, got[i][j], want[j])
+			}
+		}
+		if b := got[i][7].([]byte); cap(b) != len(b) {
+			t.Fatalf("row %d: ordering key has room to grow into a neighbour (cap %d, len %d)", i, cap(b), len(b))
+		}
+	}
+}
