@@ -40,7 +40,7 @@ func HistoryRow(ev datastream.Event) []any {
 type HistoryRows struct {
 	slabs  bool
 	rows   []any
-	orders []byte
+	orders value.Arena
 	// Nil boxes (the zero HistoryRows) box as any(v) does.
 	days   *value.Boxes[value.Days]
 	micros *value.Boxes[value.Micros]
@@ -84,8 +84,8 @@ func (l *lastBox[T]) get(v T, b *value.Boxes[T]) any {
 	return l.box
 }
 
-// historyRowsSlab is the size of a slab of row values (and of ordering
-// key bytes): rows longer than a tenth of it get their own.
+// historyRowsSlab is the size of a slab of row values: rows longer than
+// a tenth of it get their own.
 const historyRowsSlab = 2048
 
 // Row renders ev as a row of HistorySchema(ev.Schema).
@@ -134,15 +134,10 @@ func (h *HistoryRows) row(n int) []any {
 // order returns a boxed copy of an ordering key: the event's own bytes
 // belong to the decoder.
 func (h *HistoryRows) order(b []byte) any {
-	if !h.slabs || len(b) > historyRowsSlab/10 {
+	if !h.slabs || len(b) == 0 {
 		return append([]byte(nil), b...)
 	}
-	if cap(h.orders)-len(h.orders) < len(b) {
-		h.orders = make([]byte, 0, historyRowsSlab)
-	}
-	start := len(h.orders)
-	h.orders = append(h.orders, b...)
-	return h.bytes.Box(h.orders[start:len(h.orders):len(h.orders)])
+	return h.bytes.Box(h.orders.Bytes(b))
 }
 
 // sourceFile returns the boxed file column (bucket/name) and generation

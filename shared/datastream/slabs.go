@@ -2,7 +2,6 @@ package datastream
 
 import (
 	"math/big"
-	"unsafe"
 
 	"github.com/dsdelta/dsdelta/shared/value"
 )
@@ -140,34 +139,20 @@ func (s *slabs) boxString(v string) any {
 }
 
 // strArena copies the strings of events (payload text, uuids, ordering
-// keys) into shared blocks instead of one allocation each: a decoded file
-// of short strings is then a few large objects for the garbage collector
-// rather than millions of small ones. Bytes are only ever appended to a
-// block, never changed, which is what makes the strings viewing them
-// immutable, as strings must be; a block stays alive while any of its
-// strings does. A nil *strArena allocates each string on its own.
+// keys) into shared blocks (value.Arena) instead of one allocation each: a
+// decoded file of short strings is then a few large objects for the
+// garbage collector rather than millions of small ones. A nil *strArena
+// allocates each string on its own.
 type strArena struct {
-	block []byte
+	value.Arena
 }
-
-// Arena sizes: strings longer than maxArenaString get their own allocation,
-// so that one long value does not waste the rest of a block.
-const (
-	arenaBlockBytes = 32 << 10
-	maxArenaString  = 1 << 10
-)
 
 // string returns a string holding a copy of b.
 func (a *strArena) string(b []byte) string {
-	if a == nil || len(b) == 0 || len(b) > maxArenaString {
+	if a == nil {
 		return string(b)
 	}
-	if cap(a.block)-len(a.block) < len(b) {
-		a.block = make([]byte, 0, arenaBlockBytes)
-	}
-	start := len(a.block)
-	a.block = append(a.block, b...)
-	return unsafe.String(&a.block[start], len(b))
+	return a.String(b)
 }
 
 // unquoteSpan is unquote of a token scanString found plain or not.
@@ -194,13 +179,8 @@ func (a *strArena) unquote(tok []byte) (string, error) {
 // bytes returns a copy of b that cannot grow into a neighbour (appending to
 // it reallocates).
 func (a *strArena) bytes(b []byte) []byte {
-	if a == nil || len(b) > maxArenaString {
+	if a == nil {
 		return append([]byte(nil), b...)
 	}
-	if cap(a.block)-len(a.block) < len(b) {
-		a.block = make([]byte, 0, arenaBlockBytes)
-	}
-	start := len(a.block)
-	a.block = append(a.block, b...)
-	return a.block[start:len(a.block):len(a.block)]
+	return a.Bytes(b)
 }

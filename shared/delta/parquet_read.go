@@ -45,6 +45,14 @@ type ReadOptions struct {
 	// not partition columns, with Values of the column's Go type; otherwise
 	// every row is returned, as without it.
 	OnlyValues bool
+	// KeepRows says that the caller keeps most of the rows it is handed,
+	// whole, as a merge keeps a staged part's: the reader then copies
+	// strings and binary values into shared blocks and boxes them from
+	// shared slabs (value.Arena, value.Boxes), a few allocations per
+	// thousand values instead of two per value. A block stays alive while
+	// any value cut from it does, so a caller that keeps a few values of
+	// many rows leaves it unset.
+	KeepRows bool
 }
 
 // RowGroupFilter selects Parquet row groups by the bounds of one column
@@ -119,7 +127,7 @@ func newRowGroupBounds(f *parquet.File, root *pqNode, fld value.Field, mode stri
 	default:
 		return nil
 	}
-	conv, err := converter(fld.Type, p)
+	conv, err := converter(fld.Type, p, nil)
 	if err != nil {
 		return nil
 	}
@@ -236,6 +244,9 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 	// One assembler per output column: constants for partition columns and
 	// columns the file lacks, column readers for the rest.
 	b := &asmBuilder{mode: mode, streams: make([]*colStream, nleaves)}
+	if opts.KeepRows {
+		b.kept = new(keptValues)
+	}
 	out := make([]*asm, len(cols))
 	for k, i := range cols {
 		fld := schema.Fields[i]
@@ -736,6 +747,17 @@ func (a *asm) consumeOne() error {
 type asmBuilder struct {
 	mode    string
 	streams []*colStream
+	kept    *keptValues // ReadOptions.KeepRows
+}
+
+// keptValues are the slabs the leaves of one read (ReadOptions.KeepRows)
+// cut their strings and binary values from.
+type keptValues struct {
+	arena  value.Arena
+	strs   value.Boxes[string]
+	bins   value.Boxes[[]byte]
+	longs  value.Boxes[int64]
+	micros value.Boxes[value.Micros]
 }
 
 func (b *asmBuilder) stream(p *pqNode) *colStream {
@@ -790,7 +812,7 @@ func (b *asmBuilder) buildLeaf(t value.Type, p *pqNode) (*asm, error) {
 	if !p.isLeaf() {
 		return nil, fmt.Errorf("%w: Parquet group %q for %v", ErrSchemaMismatch, p.name, t)
 	}
-	conv, err := converter(t, p)
+	conv, err := converter(t, p, b.kept)
 	if err != nil {
 		return nil, err
 	}
@@ -950,8 +972,9 @@ func (b *asmBuilder) buildMap(t value.MapType, p *pqNode) (*asm, error) {
 
 // converter returns the conversion of a Parquet leaf's values into the Go
 // representation of Delta type t, whatever physical encoding the writer
-// chose.
-func converter(t value.Type, p *pqNode) (func(parquet.Value) (any, error), error) {
+// chose. With kept set, strings, binary values, longs and timestamps are
+// cut from its slabs.
+func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (any, error), error) {
 	phys, _ := p.el.Type.Get()
 	lt := p.el.LogicalType.Value
 	ct, hasCT := p.el.ConvertedType.Get()
@@ -1008,6 +1031,9 @@ func converter(t value.Type, p *pqNode) (func(parquet.Value) (any, error), error
 		case value.Integer:
 			return func(v parquet.Value) (any, error) { return int32(get(v)), nil }, nil
 		}
+		if kept != nil {
+			return func(v parquet.Value) (any, error) { return kept.longs.Box(get(v)), nil }, nil
+		}
 		return func(v parquet.Value) (any, error) { return get(v), nil }, nil
 	case value.Float:
 		if phys != format.Float {
@@ -1035,10 +1061,21 @@ func converter(t value.Type, p *pqNode) (func(parquet.Value) (any, error), error
 		if phys != format.ByteArray && phys != format.FixedLenByteArray {
 			return bad()
 		}
+		if kept != nil {
+			return func(v parquet.Value) (any, error) { return kept.strs.Box(kept.arena.String(v.ByteArray())), nil }, nil
+		}
 		return func(v parquet.Value) (any, error) { return string(v.ByteArray()), nil }, nil
 	case value.Binary:
 		if phys != format.ByteArray && phys != format.FixedLenByteArray {
 			return bad()
+		}
+		if kept != nil {
+			return func(v parquet.Value) (any, error) {
+				if b := v.ByteArray(); len(b) > 0 {
+					return kept.bins.Box(kept.arena.Bytes(b)), nil
+				}
+				return []byte{}, nil
+			}, nil
 		}
 		return func(v parquet.Value) (any, error) { return append([]byte{}, v.ByteArray()...), nil }, nil
 	case value.Date:
@@ -1076,6 +1113,9 @@ func converter(t value.Type, p *pqNode) (func(parquet.Value) (any, error), error
 		}
 		if t == value.TimestampNTZ {
 			return func(v parquet.Value) (any, error) { return value.LocalMicros(micros(v)), nil }, nil
+		}
+		if kept != nil {
+			return func(v parquet.Value) (any, error) { return kept.micros.Box(value.Micros(micros(v))), nil }, nil
 		}
 		return func(v parquet.Value) (any, error) { return value.Micros(micros(v)), nil }, nil
 	}

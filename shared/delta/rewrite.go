@@ -660,7 +660,7 @@ func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, 
 			}
 			continue
 		}
-		conv, err := converter(f.Type, p)
+		conv, err := converter(f.Type, p, nil)
 		if err != nil {
 			return nil, err
 		}

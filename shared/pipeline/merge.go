@@ -504,7 +504,9 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 	fromSchema := cdc.HistorySchema(bp.source())
 	md := part.metadata()
 	same := value.Equal(fromSchema, hs) // the usual case: rows are read as they are
-	var ro delta.ReadOptions
+	// The rows become the changes (of a key-sorted part, those another
+	// step takes are the rows of at most two row groups).
+	ro := delta.ReadOptions{KeepRows: true}
 	var code []byte
 	var hKey []int // the key's columns in hs
 	var keyVals []any

@@ -34,3 +34,19 @@ func TestCutSlicesCannotGrowIntoANeighbour(t *testing.T) {
 		t.Fatalf("slab has %d values left, want 5", len(slab))
 	}
 }
+
+func TestArenaCopiesWhatItIsGiven(t *testing.T) {
+	var a Arena
+	src := []byte("abc")
+	s, b := a.String(src), a.Bytes(src)
+	long := make([]byte, 2*maxArenaBytes)
+	l := a.Bytes(long)
+	src[0] = 'x'
+	long[0] = 1
+	if s != "abc" || string(b) != "abc" || cap(b) != 3 || len(l) != len(long) || l[0] != 0 {
+		t.Fatalf("string %q, bytes %q (cap %d), long value's first byte %d", s, b, cap(b), l[0])
+	}
+	if a.String(nil) != "" {
+		t.Fatal("empty string")
+	}
+}
