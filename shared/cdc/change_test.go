@@ -59,3 +59,37 @@ func TestHistoryRowsRenderWhatHistoryRowDoes(t *testing.T) {
 		}
 	}
 }
+
+func TestHistoryChangesBuildWhatChangeFromHistoryDoes(t *testing.T) {
+	h := NewHistoryChanges()
+	var got, want []Change
+	// More keys than a slab holds, with string keys of every kind (one
+	// not valid UTF-8, whose text is hex).
+	for i := range 1500 {
+		region := []string{"eu", "us-\"east\"", "\xff\xfe", ""}[i%4]
+		row := HistoryRow(genEvent(uint64(i), int64(i), region, i%9 == 0, int64(i)))
+		g, err := h.Change(row, testSource, []int{0, 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := ChangeFromHistory(row, testSource, []int{0, 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want = append(got, g), append(want, w)
+	}
+	runtime.GC() // the slabs must stay alive through the changes alone
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("change %d:\n got %#v\nwant %#v", i, got[i], want[i])
+		}
+		if cap(got[i].Key) != len(got[i].Key) {
+			t.Fatalf("change %d: key has room to grow into a neighbour", i)
+		}
+	}
+	row := HistoryRow(genEvent(1, 1, "eu", false, 1))
+	row[len(historyMeta)+1] = nil
+	if _, err := h.Change(row, testSource, []int{0, 1}); err == nil {
+		t.Fatal("a null key column is not an error")
+	}
+}

@@ -524,6 +524,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 	} else {
 		out.changes = make([]cdc.Change, 0, part.Events)
 	}
+	changes := cdc.NewHistoryChanges()
 	out.err = delta.ReadFile(ctx, p.Lake, md, part.Add, ro, func(row []any) error {
 		var h []any
 		switch {
@@ -554,7 +555,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 				return nil // another step's
 			}
 		}
-		c, err := cdc.ChangeFromHistory(h, source, keyIdx)
+		c, err := changes.Change(h, source, keyIdx)
 		if err != nil {
 			return err
 		}
