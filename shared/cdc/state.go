@@ -564,6 +564,11 @@ func (st *stateStep) writeUpserts(ctx context.Context, plan statePlan) ([]delta.
 	}
 	w := newRolling(ctx, st.t.State, wo, st.opts.TargetFileBytes)
 	var row []any
+	// The metadata of every row written, boxed from slabs rather than one
+	// allocation each; the rows are garbage once written.
+	var micros value.Boxes[value.Micros]
+	var strs value.Boxes[string]
+	var orders value.Boxes[[]byte]
 	same := value.Equal(st.b.Source, st.stateSource)
 	for i, c := range plan.keys {
 		if plan.verdicts[i] != Insert && plan.verdicts[i] != Replace {
@@ -579,7 +584,11 @@ func (st *stateStep) writeUpserts(ctx context.Context, plan statePlan) ([]delta.
 			w.Abort()
 			return nil, fmt.Errorf("key %s: %w", c.KeyText, err)
 		}
-		row = append(append(row[:0], src...), c.SourceTS, nullIfEmpty(c.ChangeType), c.Position, c.Order)
+		var changeType any
+		if c.ChangeType != "" {
+			changeType = strs.Box(c.ChangeType)
+		}
+		row = append(append(row[:0], src...), micros.Box(c.SourceTS), changeType, strs.Box(c.Position), orders.Box(c.Order))
 		if err := w.Write(row); err != nil {
 			w.Abort()
 			return nil, err

@@ -23,6 +23,10 @@ type RollingWriter struct {
 	// rolling writer per partition, chosen by each row's values.
 	partIdx []int
 	parts   map[string]*RollingWriter
+	// A row's partition values and their key text, reused from row to
+	// row: every row of a partitioned table passes through them.
+	vals []any
+	key  []byte
 }
 
 // NewRollingWriter writes rows into files of the table in store, rolled
@@ -42,22 +46,24 @@ func NewRollingWriter(ctx context.Context, store objstore.Store, opts WriteOptio
 // Write adds one row (one value per schema field).
 func (r *RollingWriter) Write(row []any) error {
 	if r.parts != nil {
-		vals := make([]any, len(r.partIdx))
-		for i, j := range r.partIdx {
+		r.vals = r.vals[:0]
+		for _, j := range r.partIdx {
+			var v any
 			if j >= 0 {
-				vals[i] = row[j]
+				v = row[j]
 			}
+			r.vals = append(r.vals, v)
 		}
-		k := partitionKeyText(vals)
-		sub := r.parts[k]
+		r.key = appendPartitionKey(r.key[:0], r.vals)
+		sub := r.parts[string(r.key)]
 		if sub == nil {
 			o := r.opts
 			o.PartitionValues = map[string]any{}
 			for i, c := range o.PartitionColumns {
-				o.PartitionValues[c] = vals[i]
+				o.PartitionValues[c] = r.vals[i]
 			}
 			sub = NewRollingWriter(r.ctx, r.store, o, r.target)
-			r.parts[k] = sub
+			r.parts[string(r.key)] = sub
 		}
 		return sub.Write(row)
 	}
@@ -130,20 +136,21 @@ func (r *RollingWriter) Abort() {
 	}
 }
 
-// partitionKeyText identifies a partition by its values.
-func partitionKeyText(vals []any) string {
-	var out []byte
+// appendPartitionKey appends a text that identifies a partition by its
+// values to dst.
+func appendPartitionKey(dst []byte, vals []any) []byte {
 	for i, v := range vals {
 		if i > 0 {
-			out = append(out, 0)
+			dst = append(dst, 0)
 		}
-		enc, err := value.AppendJSON(nil, nil, v)
+		n := len(dst)
+		enc, err := value.AppendJSON(dst, nil, v)
 		if err != nil {
-			enc = fmt.Appendf(nil, "%v", v)
+			enc = fmt.Appendf(dst[:n], "%v", v)
 		}
-		out = append(out, enc...)
+		dst = enc
 	}
-	return string(out)
+	return dst
 }
 
 // sizeCheckRows is how many rows a RollingWriter writes between size checks.

@@ -42,7 +42,11 @@ func AppendJSON(dst []byte, t Type, v any) ([]byte, error) {
 	case Decimal:
 		return appendString(dst, x.String()), nil
 	case Days:
-		return appendString(dst, x.String()), nil
+		// x.String() without its allocation: a date's text needs no
+		// escaping.
+		dst = append(dst, '"')
+		dst = x.Time().AppendFormat(dst, dateLayout)
+		return append(dst, '"'), nil
 	case Micros:
 		return appendString(dst, x.String()), nil
 	case LocalMicros:

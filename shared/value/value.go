@@ -111,7 +111,10 @@ func DaysOf(t time.Time) Days {
 func (d Days) Time() time.Time { return time.Unix(int64(d)*86400, 0).UTC() }
 
 // String renders YYYY-MM-DD.
-func (d Days) String() string { return d.Time().Format("2006-01-02") }
+func (d Days) String() string { return d.Time().Format(dateLayout) }
+
+// dateLayout is the text of a date (Days).
+const dateLayout = "2006-01-02"
 
 // Micros is an instant: microseconds since 1970-01-01T00:00:00Z.
 type Micros int64

@@ -131,3 +131,12 @@ func TestAppendJSON(t *testing.T) {
 		t.Fatal("unsupported value encoded without error")
 	}
 }
+
+func TestADateIsItsQuotedTextInJSON(t *testing.T) {
+	for d := Days(-800_000); d < 3_000_000; d += 997 {
+		got, err := AppendJSON([]byte("x"), Date, d)
+		if want := `x"` + d.String() + `"`; err != nil || string(got) != want {
+			t.Fatalf("AppendJSON(%d) = %q, %v; want %q", d, got, err, want)
+		}
+	}
+}
