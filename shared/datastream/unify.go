@@ -365,10 +365,11 @@ func numberText(v any) string {
 // exact number text when it differs from the value) to the unified type t.
 // The common cases convert directly; the rest go through convertJSON so
 // that the result and any error are those of Options.Schemas typing.
+//
+// A number's text is rendered only where it is used (numberTextOf): most
+// numbers convert directly, and rendering a decimal costs more than
+// converting it.
 func convertInferred(t value.Type, k rawKind, v any, text string) (any, error) {
-	if k == kindNumber && text == "" {
-		text = numberText(v)
-	}
 	switch tt := t.(type) {
 	case value.Primitive:
 		switch tt {
@@ -377,7 +378,7 @@ func convertInferred(t value.Type, k rawKind, v any, text string) (any, error) {
 			case kindString, kindNested:
 				return v, nil
 			case kindNumber:
-				return text, nil
+				return numberTextOf(v, text), nil
 			case kindBool:
 				return strconv.FormatBool(v.(bool)), nil
 			}
@@ -421,7 +422,19 @@ func convertInferred(t value.Type, k rawKind, v any, text string) (any, error) {
 			}
 		}
 	}
+	if k == kindNumber {
+		text = numberTextOf(v, text)
+	}
 	return convertJSON(t, inferredJSON(k, v, text))
+}
+
+// numberTextOf is a number's exact text: text when the Reader kept it
+// (it differs from the value's), else the value's.
+func numberTextOf(v any, text string) string {
+	if text == "" {
+		return numberText(v)
+	}
+	return text
 }
 
 // inferredJSON rebuilds the JSON text of an inferred value.
