@@ -403,7 +403,7 @@ func typePayload(line []byte, spans []memberSpan, known *value.StructType, src *
 		if st.Index(name) >= 0 {
 			return fieldErr(name, "duplicate column", nil)
 		}
-		typ, x, err := inferJSON(v)
+		typ, x, err := inferJSON(v, plain, arena, al)
 		if err != nil {
 			return prefixField(name, err)
 		}

@@ -18,7 +18,9 @@ import (
 const maxDecimalDigits = 38
 
 // inferJSON types a payload value without a schema (rules in json.go).
-func inferJSON(raw json.RawMessage) (value.Type, any, error) {
+// Strings are copied into arena and values boxed from al, as
+// convertJSONIn does; plain says whether a string token has no escapes.
+func inferJSON(raw json.RawMessage, plain bool, arena *strArena, al *slabs) (value.Type, any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return value.String, nil, nil
@@ -29,21 +31,21 @@ func inferJSON(raw json.RawMessage) (value.Type, any, error) {
 	case c == 't' || c == 'f':
 		return value.Boolean, c == 't', nil
 	case c == '"':
-		s, err := unquote(raw)
+		s, err := arena.unquoteSpan(raw, plain)
 		if err != nil {
 			return nil, nil, fieldErr("", "malformed string", err)
 		}
-		return value.String, s, nil
+		return value.String, al.boxString(s), nil
 	case c == '{' || c == '[':
 		return value.String, compactJSON(raw), nil
 	default:
 		if n, ok := smallInt(raw); ok {
-			return value.Long, n, nil // the common case, without copying the text
+			return value.Long, al.boxLong(n), nil // the common case, without copying the text
 		}
 		text := string(raw)
 		if isIntegerText(text) {
 			if n, err := strconv.ParseInt(text, 10, 64); err == nil {
-				return value.Long, n, nil
+				return value.Long, al.boxLong(n), nil
 			}
 		}
 		d, err := parseDecimalText(text)
@@ -58,7 +60,7 @@ func inferJSON(raw json.RawMessage) (value.Type, any, error) {
 		if d.Precision() > maxDecimalDigits || d.Scale > maxDecimalDigits {
 			return value.String, text, nil
 		}
-		return value.DecimalType{Precision: maxDecimalDigits, Scale: d.Scale}, d, nil
+		return value.DecimalType{Precision: maxDecimalDigits, Scale: d.Scale}, al.boxDecimal(d), nil
 	}
 }
 
