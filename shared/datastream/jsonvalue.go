@@ -42,6 +42,9 @@ func inferJSON(raw json.RawMessage, plain bool, arena *strArena, al *slabs) (val
 		if n, ok := smallInt(raw); ok {
 			return value.Long, al.boxLong(n), nil // the common case, without copying the text
 		}
+		if d, ok := smallFraction(raw, al); ok && d.Scale <= maxDecimalDigits {
+			return value.DecimalType{Precision: maxDecimalDigits, Scale: d.Scale}, al.boxDecimal(d), nil
+		}
 		text := string(raw)
 		if isIntegerText(text) {
 			if n, err := strconv.ParseInt(text, 10, 64); err == nil {
@@ -107,6 +110,17 @@ func parseDecimalText(s string) (value.Decimal, error) {
 	}
 	d.Scale -= int(exp)
 	return d, nil
+}
+
+// smallFraction is parseDecimalText of a number with a fraction, at most
+// 18 digits and no exponent (the common decimal), without copying its
+// text, its big.Int cut from al; ok is false for any other number.
+func smallFraction(raw []byte, al *slabs) (value.Decimal, bool) {
+	dot := bytes.IndexByte(raw, '.')
+	if dot < 0 {
+		return value.Decimal{}, false
+	}
+	return smallDecimal(raw, value.DecimalType{Precision: maxDecimalDigits, Scale: len(raw) - dot - 1}, al)
 }
 
 // toDecimal converts number text to decimal(p,s) exactly or fails.
