@@ -1,6 +1,11 @@
 package datastream
 
-import "testing"
+import (
+	"math/big"
+	"testing"
+
+	"github.com/dsdelta/dsdelta/shared/value"
+)
 
 func TestSmallFractionParsesAsParseDecimalTextDoes(t *testing.T) {
 	al := &slabs{}
@@ -24,4 +29,20 @@ func TestSmallFractionParsesAsParseDecimalTextDoes(t *testing.T) {
 			t.Errorf("smallFraction(%s) took a number it should leave to parseDecimalText", text)
 		}
 	}
+}
+
+func TestIntegerNumberIsIsIntegerTextOfTheNumbersText(t *testing.T) {
+	for _, v := range []any{int64(0), int64(-7), int64(1 << 62), value.Decimal{}, dec(125, 1), dec(-3, 0), dec(42, -2), dec(0, 2), dec(-1, 2), "1e5", "12"} {
+		if got, want := integerNumber(v, ""), isIntegerText(numberText(v)); got != want {
+			t.Errorf("integerNumber(%#v) = %v, want %v (text %q)", v, got, want, numberText(v))
+		}
+	}
+	if integerNumber(int64(100), "1e2") {
+		t.Error("the kept text decides: 1e2 is not integer text")
+	}
+}
+
+// dec is the decimal unscaled × 10^-scale.
+func dec(unscaled int64, scale int) value.Decimal {
+	return value.Decimal{Unscaled: big.NewInt(unscaled), Scale: scale}
 }

@@ -283,17 +283,15 @@ func (l *lattice) add(k rawKind, v any, text string) {
 		if v == nil {
 			return
 		}
-		if text == "" {
-			text = numberText(v)
-		}
-		if !isIntegerText(text) {
+		integer := integerNumber(v, text)
+		if !integer {
 			l.fraction = true
 		}
 		switch x := v.(type) {
 		case int64:
 			l.intDigits = max(l.intDigits, len(strconv.FormatUint(absInt(x), 10)))
 		case value.Decimal:
-			if isIntegerText(text) {
+			if integer {
 				l.beyondLong = true
 			}
 			l.intDigits = max(l.intDigits, x.Precision()-x.Scale)
@@ -302,6 +300,21 @@ func (l *lattice) add(k rawKind, v any, text string) {
 			l.tooWide = true
 		}
 	}
+}
+
+// integerNumber is isIntegerText of a number's text (text, or numberText(v)
+// when it is empty), without rendering an int64's or a decimal's text.
+func integerNumber(v any, text string) bool {
+	if text == "" {
+		switch x := v.(type) {
+		case int64:
+			return true
+		case value.Decimal: // Decimal.String has a point exactly when Scale > 0
+			return x.Unscaled == nil || x.Scale <= 0
+		}
+		text = numberText(v)
+	}
+	return isIntegerText(text)
 }
 
 func absInt(n int64) uint64 {

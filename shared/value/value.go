@@ -65,6 +65,18 @@ func (d Decimal) Precision() int {
 	if d.Unscaled == nil {
 		return 1
 	}
+	if d.Unscaled.IsInt64() { // the digits of |n| without rendering them
+		n := d.Unscaled.Int64()
+		u := uint64(n)
+		if n < 0 {
+			u = -u
+		}
+		p := 1
+		for ; u >= 10; u /= 10 {
+			p++
+		}
+		return p
+	}
 	s := new(big.Int).Abs(d.Unscaled).String()
 	return len(s)
 }

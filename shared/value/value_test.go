@@ -140,3 +140,14 @@ func TestADateIsItsQuotedTextInJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestPrecisionCountsTheDigitsOfTheUnscaledValue(t *testing.T) {
+	for _, s := range []string{"0", "5", "-5", "9", "10", "-10", "99999", "100000", "9223372036854775807", "-9223372036854775808",
+		"9223372036854775808", "-9223372036854775809", "123456789012345678901234567890"} {
+		n, _ := new(big.Int).SetString(s, 10)
+		want := len(new(big.Int).Abs(n).String())
+		if got := (Decimal{Unscaled: n, Scale: 3}).Precision(); got != want {
+			t.Errorf("Precision of %s = %d, want %d", s, got, want)
+		}
+	}
+}
