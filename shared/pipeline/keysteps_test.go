@@ -291,42 +291,46 @@ func TestAKeyPlanStopsAReleaseThatReadsPlansByParts(t *testing.T) {
 	}
 }
 
-// TestABatchOfStepsThatRewritesTheTableRecommendsDeletionVectorsOnce: each
+// TestABatchThatRewritesTheTableRecommendsDeletionVectorsOnce: each
 // key-range step of a batch rewrites a small share of the table, the batch
-// all of it: the batch is judged whole, and warns once, naming the table;
-// with deletion vectors on it has nothing to recommend.
-func TestABatchOfStepsThatRewritesTheTableRecommendsDeletionVectorsOnce(t *testing.T) {
-	for _, dv := range []config.Switch{config.Off, config.On} {
-		t.Run("deletion_vectors "+string(dv), func(t *testing.T) {
-			ctx := context.Background()
-			load, _ := bulkLoad(11, 4, 50, 1<<20)
-			// Two keys in five read again, later: fewer than half the
-			// rows of each file, which deletion vectors would mark.
-			var again []dssim.File
-			for i, f := range load {
-				var kept [][]byte
-				for j, line := range bytes.SplitAfter(f.Data, []byte("\n")) {
-					if j%5 < 2 {
-						kept = append(kept, bytes.Replace(line, []byte(`"log_position":`), []byte(`"log_position":1`+fmt.Sprint(i)), 1))
+// all of it: a batch is judged whole, in many steps as in one, and warns
+// once, naming the table; with deletion vectors on it has nothing to
+// recommend.
+func TestABatchThatRewritesTheTableRecommendsDeletionVectorsOnce(t *testing.T) {
+	for _, maxEvents := range []int64{20, 0} {
+		for _, dv := range []config.Switch{config.Off, config.On} {
+			t.Run(fmt.Sprintf("batch_max_events %d, deletion_vectors %s", maxEvents, dv), func(t *testing.T) {
+				ctx := context.Background()
+				load, _ := bulkLoad(11, 4, 50, 1<<20)
+				// Two keys in five read again, later: fewer than half the
+				// rows of each file, which deletion vectors would mark.
+				var again []dssim.File
+				for i, f := range load {
+					var kept [][]byte
+					for j, line := range bytes.SplitAfter(f.Data, []byte("\n")) {
+						if j%5 < 2 {
+							kept = append(kept, bytes.Replace(line, []byte(`"log_position":`), []byte(`"log_position":1`+fmt.Sprint(i)), 1))
+						}
+					}
+					again = append(again, dssim.File{Name: strings.Replace(f.Name, "/f", "/g", 1), Data: bytes.Join(kept, nil)})
+				}
+				source := objstore.NewMemory()
+				var logs bytes.Buffer
+				p := newPipeline(t, source, config.Config{BatchMaxEvents: maxEvents, Defaults: config.TableConfig{DeletionVectors: dv}})
+				p.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+				p.dvMinFileBytes = -1 // the test's files are small: count them all
+				for round, files := range [][]dssim.File{load, again} {
+					mr := stageAndMergeInto(t, ctx, p, source, files)
+					if maxEvents > 0 && mr.Steps < 3+3*(1-round) || maxEvents == 0 && mr.Steps != 1 {
+						t.Fatalf("round %d: %d steps, want several key ranges with a bound of 20, one without", round, mr.Steps)
 					}
 				}
-				again = append(again, dssim.File{Name: strings.Replace(f.Name, "/f", "/g", 1), Data: bytes.Join(kept, nil)})
-			}
-			source := objstore.NewMemory()
-			var logs bytes.Buffer
-			p := newPipeline(t, source, config.Config{BatchMaxEvents: 20, Defaults: config.TableConfig{DeletionVectors: dv}})
-			p.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			p.dvMinFileBytes = -1 // the test's files are small: count them all
-			for round, files := range [][]dssim.File{load, again} {
-				if mr := stageAndMergeInto(t, ctx, p, source, files); mr.Steps < 3+3*(1-round) {
-					t.Fatalf("round %d: %d steps, want a batch in several key ranges", round, mr.Steps)
+				warns := strings.Count(logs.String(), "rewrote a large share")
+				if want := map[config.Switch]int{config.Off: 1, config.On: 0}[dv]; warns != want || want == 1 && !strings.Contains(logs.String(), "table=shop.t") {
+					t.Fatalf("%d recommendations, want %d:\n%s", warns, want, logs.String())
 				}
-			}
-			warns := strings.Count(logs.String(), "rewrote a large share")
-			if want := map[config.Switch]int{config.Off: 1, config.On: 0}[dv]; warns != want || want == 1 && !strings.Contains(logs.String(), "table=shop.t") {
-				t.Fatalf("%d recommendations, want %d:\n%s", warns, want, logs.String())
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -236,16 +236,14 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 	total := none
 	bad := map[*batchFile]bool{} // quarantined while applying a step
 	var rowsBefore int64         // the state table's, for RecommendDV
-	if len(steps) > 1 {
-		if snap, err := delta.Open(tabs.State).Snapshot(ctx); err == nil {
-			rowsBefore, _ = snap.NumRecords()
-		}
-	}
 	for k, st := range steps {
 		step := cdc.Step{Seq: b.Seq, Chunk: k, Last: k == len(steps)-1}
-		current, err := p.tableSource(ctx, tabs)
+		current, rows, err := p.tableState(ctx, tabs)
 		if err != nil {
 			return total, quarantined + len(bad), k, err
+		}
+		if k == 0 {
+			rowsBefore = rows
 		}
 		sr := p.readStep(ctx, tabs, st, current, bad)
 		r, err := p.applyStep(ctx, tabs, b, step, st, sr, bad)
@@ -262,7 +260,8 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 		}
 	}
 	if len(steps) > 1 {
-		// Each step rewrites a share of the table; the batch is judged whole.
+		// Each step rewrites a share of the table; the batch is judged
+		// whole (a batch of one step is judged by cdc).
 		cdc.RecommendDV(ctx, p.log(), tabs.ID, total.RowsSpareable, rowsBefore, cdc.DefaultRecommendDVShare)
 	}
 	return total, quarantined + len(bad), len(steps), nil
@@ -320,19 +319,27 @@ next:
 // tableSource is the current-state table's source schema (empty before the
 // table exists), once its mode is checked against the configuration's.
 func (p *Pipeline) tableSource(ctx context.Context, tabs cdc.TableSet) (value.StructType, error) {
+	source, _, err := p.tableState(ctx, tabs)
+	return source, err
+}
+
+// tableState is tableSource and the table's number of rows (0 before it
+// exists, or when its adds do not say).
+func (p *Pipeline) tableState(ctx context.Context, tabs cdc.TableSet) (value.StructType, int64, error) {
 	snap, err := delta.Open(tabs.State).Snapshot(ctx)
 	if errors.Is(err, delta.ErrNotATable) {
-		return value.StructType{}, nil
+		return value.StructType{}, 0, nil
 	}
 	if err != nil {
-		return value.StructType{}, err
+		return value.StructType{}, 0, err
 	}
 	// A table built in another mode is refused before the batch reads,
 	// quarantines or writes anything.
 	if err := cdc.CheckMode(snap, tabs.ID, cdc.Mode(p.Config.Table(tabs.ID).Mode)); err != nil {
-		return value.StructType{}, err
+		return value.StructType{}, 0, err
 	}
-	return cdc.SourceSchema(snap.Schema()), nil
+	rows, _ := snap.NumRecords()
+	return cdc.SourceSchema(snap.Schema()), rows, nil
 }
 
 // quarantineInBatch quarantines a file of an open batch whose content
