@@ -372,10 +372,6 @@ func TestSCD2VerifyFindsAWrongInterval(t *testing.T) {
 	if _, err := Apply(ctx, tabs, 1, softBatch(t, evs...), Options{Mode: ModeSCD2}); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := delta.Open(tabs.State).Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := len(testSource.Fields)
 	var rows [][]any
 	for _, vs := range readSCD2(t, ctx, tabs) {
@@ -386,13 +382,7 @@ func TestSCD2VerifyFindsAWrongInterval(t *testing.T) {
 			rows = append(rows, r)
 		}
 	}
-	adds, err := writeRows(ctx, tabs.State, delta.WriteOptions{Schema: snap.Schema()}, rows, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := replaceFiles(ctx, snap, snap.Metadata(), snap.Schema(), adds, len(rows), "", 0, snap.Timestamp()); err != nil {
-		t.Fatal(err)
-	}
+	replaceStateRows(t, ctx, tabs, rows)
 	vr, err := Verify(ctx, tabs)
 	if err != nil || vr.Total != 1 || vr.Mismatches[0].Key != KeyText([]any{int64(1), "eu"}) {
 		t.Fatalf("verify: %v %+v", err, vr)
