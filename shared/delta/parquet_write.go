@@ -129,9 +129,14 @@ type FileWriter struct {
 	partIdx  []int // row positions of partition columns
 	partType []value.Type
 	partSer  []*string
+	// partSeen is, per partition column, a value of it already found to
+	// render as partSer (nil until one is).
+	partSeen []any
 	dataIdx  []int // row positions of data columns
 	root     []*wnode
 	numLeaf  int
+	// flat: every data column is a leaf (writeFlat applies).
+	flat     bool
 	leafVals [][]parquet.Value
 	// colBatch holds the rows written since the last hand-over to
 	// parquet-go (nbatch of them) column by column: whole rows of each
@@ -220,6 +225,11 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		w.dataIdx = append(w.dataIdx, i)
 		w.root = append(w.root, n)
 		fields = append(fields, &orderedField{Node: node, name: PhysicalName(f, mode)})
+	}
+	w.partSeen = make([]any, len(w.partIdx))
+	w.flat = true
+	for _, n := range w.root {
+		w.flat = w.flat && n.kind == wLeaf
 	}
 	w.leafVals = make([][]parquet.Value, w.numLeaf)
 	w.colBatch = make([][]parquet.Value, w.numLeaf)
@@ -361,6 +371,9 @@ func (w *FileWriter) Write(row []any) error {
 		return fmt.Errorf("write %s row %d: %d values for %d columns", w.name, w.rows, len(row), len(w.opts.Schema.Fields))
 	}
 	for k, i := range w.partIdx {
+		if w.partSeen[k] != nil && partValueSame(row[i], w.partSeen[k]) {
+			continue // the value this file's rows were checked to hold
+		}
 		ser, err := FormatPartitionValue(w.partType[k], row[i])
 		if err != nil {
 			return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[i].Name, err)
@@ -368,17 +381,24 @@ func (w *FileWriter) Write(row []any) error {
 		if !equalSer(ser, w.partSer[k]) {
 			return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[i].Name, ErrPartitionValue)
 		}
+		w.partSeen[k] = row[i]
 	}
-	for i := range w.leafVals {
-		w.leafVals[i] = w.leafVals[i][:0]
-	}
-	for k, n := range w.root {
-		if err := w.shred(n, row[w.dataIdx[k]], 0, 0); err != nil {
-			return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[w.dataIdx[k]].Name, err)
+	if w.flat {
+		if err := w.writeFlat(row); err != nil {
+			return err
 		}
-	}
-	for i, vals := range w.leafVals {
-		w.colBatch[i] = append(w.colBatch[i], vals...)
+	} else {
+		for i := range w.leafVals {
+			w.leafVals[i] = w.leafVals[i][:0]
+		}
+		for k, n := range w.root {
+			if err := w.shred(n, row[w.dataIdx[k]], 0, 0); err != nil {
+				return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[w.dataIdx[k]].Name, err)
+			}
+		}
+		for i, vals := range w.leafVals {
+			w.colBatch[i] = append(w.colBatch[i], vals...)
+		}
 	}
 	w.nbatch++
 	w.stats.add(row)
@@ -396,6 +416,55 @@ func (w *FileWriter) Write(row []any) error {
 		}
 	}
 	return nil
+}
+
+// writeFlat is Write's shredding for a schema of leaves only: each value
+// goes straight to its column's batch, one value per row and column, so a
+// row that fails part-way is taken back by cutting every column to the
+// rows before it.
+func (w *FileWriter) writeFlat(row []any) error {
+	for k, n := range w.root {
+		v := row[w.dataIdx[k]]
+		var pv parquet.Value
+		if v == nil {
+			if !n.optional {
+				w.unwriteFlat()
+				return fmt.Errorf("write %s row %d: column %q: %w: null in non-nullable %v", w.name, w.rows, w.opts.Schema.Fields[w.dataIdx[k]].Name, ErrValueType, n.typ)
+			}
+			pv = parquet.NullValue().Level(0, 0, n.leaf)
+		} else {
+			var err error
+			if pv, err = n.conv(v); err != nil {
+				w.unwriteFlat()
+				return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[w.dataIdx[k]].Name, err)
+			}
+			pv = pv.Level(0, n.defLevel, n.leaf)
+		}
+		w.colBatch[n.leaf] = append(w.colBatch[n.leaf], pv)
+	}
+	return nil
+}
+
+// unwriteFlat drops the values of a row writeFlat did not finish.
+func (w *FileWriter) unwriteFlat() {
+	for i := range w.colBatch {
+		if len(w.colBatch[i]) > w.nbatch {
+			clear(w.colBatch[i][w.nbatch:])
+			w.colBatch[i] = w.colBatch[i][:w.nbatch]
+		}
+	}
+}
+
+// partValueSame tells whether a partition value is one already checked,
+// without rendering it: values that render alike exactly when they are
+// equal compare with ==; anything else (floats, whose zeros differ in
+// sign, a decimal's *big.Int, bytes) is rendered again.
+func partValueSame(v, seen any) bool {
+	switch v.(type) {
+	case string, bool, int8, int16, int32, int64, value.Days, value.Micros, value.LocalMicros:
+		return v == seen
+	}
+	return false
 }
 
 // parquetSchema returns the Parquet schema of the file being written.
@@ -717,7 +786,10 @@ type wnode struct {
 	firstLeaf int
 	endLeaf   int // one past the last leaf below
 	repLevel  int // repetition level of a list's or map's repeated group
-	conv      func(any) (parquet.Value, error)
+	// defLevel is a top-level leaf's definition level when it holds a
+	// value (writeFlat).
+	defLevel int
+	conv     func(any) (parquet.Value, error)
 }
 
 type wkind int
@@ -785,6 +857,9 @@ func (w *FileWriter) buildType(t value.Type, nullable bool, field value.Field, m
 		n.leaf = w.numLeaf
 		w.numLeaf++
 		n.conv = conv
+		if nullable {
+			n.defLevel = 1
+		}
 		node = leaf
 	}
 	n.endLeaf = w.numLeaf

@@ -224,6 +224,65 @@ func TestWriteRejectsValuesThatDoNotFitTheColumn(t *testing.T) {
 	}
 }
 
+func TestARowRefusedPartWayLeavesNothingInTheFile(t *testing.T) {
+	flat := value.StructType{Fields: []value.Field{
+		{Name: "id", Type: value.Long},
+		{Name: "name", Type: value.String, Nullable: true},
+		{Name: "amt", Type: value.DecimalType{Precision: 4, Scale: 2}, Nullable: true},
+	}}
+	nested := value.StructType{Fields: append(slices.Clone(flat.Fields),
+		value.Field{Name: "tags", Type: value.ArrayType{Element: value.String, ContainsNull: true}, Nullable: true})}
+	for _, tc := range []struct {
+		name   string
+		schema value.StructType
+		good   func(i int) []any
+		bad    []any
+	}{
+		// The refused value comes after columns already taken.
+		{"flat schema", flat, func(i int) []any { return []any{int64(i), fmt.Sprint("n", i), pqDec("1.25")} }, []any{int64(99), "bad", pqDec("123.45")}},
+		{"flat schema, null in a non-nullable column", flat, func(i int) []any { return []any{int64(i), fmt.Sprint("n", i), nil} }, []any{nil, "bad", nil}},
+		{"nested schema", nested, func(i int) []any { return []any{int64(i), fmt.Sprint("n", i), nil, []any{"a"}} }, []any{int64(99), "bad", nil, []any{int64(1)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newPQMemStore()
+			ctx := context.Background()
+			w, err := NewFileWriter(ctx, store, WriteOptions{Schema: tc.schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want [][]any
+			for i := range 3000 { // across a batch hand-over to parquet-go
+				if i%1000 == 500 {
+					if err := w.Write(tc.bad); err == nil {
+						t.Fatalf("Write(%v) succeeded", tc.bad)
+					}
+				}
+				r := tc.good(i)
+				if err := w.Write(r); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, r)
+			}
+			add, err := w.Close(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := pqRead(t, store, pqMetadata(tc.schema, nil, nil), add, ReadOptions{})
+			if len(got) != len(want) {
+				t.Fatalf("read %d rows, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if !pqEqual(got[i], want[i]) {
+					t.Fatalf("row %d = %v, want %v", i, got[i], want[i])
+				}
+			}
+			if st, _ := ParseStats(add.Stats); st.NumRecords != int64(len(want)) {
+				t.Errorf("numRecords = %d, want %d", st.NumRecords, len(want))
+			}
+		})
+	}
+}
+
 func TestPartitionedWriteStoresValuesInTheLogNotTheFile(t *testing.T) {
 	schema := value.StructType{Fields: []value.Field{
 		{Name: "id", Type: value.Long},

@@ -37,7 +37,10 @@ type statsNode struct {
 	nulls    int64
 	minMax   bool // whether min/max are collected for this leaf
 	min, max any
-	hasNaN   bool
+	// minI and maxI are min and max as int64 when they are of an integer
+	// kind (addInt).
+	minI, maxI int64
+	hasNaN     bool
 	// unbounded: some values were added without bounds (see leafSummary),
 	// so min and max are omitted.
 	unbounded bool
@@ -146,10 +149,30 @@ func (n *statsNode) addSummary(s leafSummary) {
 	}
 	if s.min != nil && (n.min == nil || compareStat(s.min, n.min) < 0) {
 		n.min = n.detach(s.min)
+		n.minI, _ = intStat(n.min)
 	}
 	if s.max != nil && (n.max == nil || compareStat(s.max, n.max) > 0) {
 		n.max = n.detach(s.max)
+		n.maxI, _ = intStat(n.max)
 	}
+}
+
+// intStat is v as addInt compares it, when v is of an integer kind it
+// takes.
+func intStat(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int32:
+		return int64(x), true
+	case value.Micros:
+		return int64(x), true
+	case value.Days:
+		return int64(x), true
+	case value.LocalMicros:
+		return int64(x), true
+	}
+	return 0, false
 }
 
 func isNaNValue(v any) bool {
@@ -184,14 +207,41 @@ func (n *statsNode) add(v any) {
 	if !n.minMax {
 		return
 	}
-	switch f := v.(type) {
+	// The common kinds compare as themselves, with one type switch per
+	// value: a value below the minimum cannot also be above the maximum.
+	switch x := v.(type) {
+	case string:
+		switch {
+		case n.min == nil:
+			n.min, n.max = v, v
+		case x < n.min.(string):
+			n.min = v
+		case x > n.max.(string):
+			n.max = v
+		}
+		return
+	case int64:
+		n.addInt(x, v)
+		return
+	case int32:
+		n.addInt(int64(x), v)
+		return
+	case value.Micros:
+		n.addInt(int64(x), v)
+		return
+	case value.Days:
+		n.addInt(int64(x), v)
+		return
+	case value.LocalMicros:
+		n.addInt(int64(x), v)
+		return
 	case float32:
-		if math.IsNaN(float64(f)) {
+		if math.IsNaN(float64(x)) {
 			n.hasNaN = true
 			return
 		}
 	case float64:
-		if math.IsNaN(f) {
+		if math.IsNaN(x) {
 			n.hasNaN = true
 			return
 		}
@@ -201,6 +251,19 @@ func (n *statsNode) add(v any) {
 	}
 	if n.max == nil || compareStat(v, n.max) > 0 {
 		n.max = n.detach(v)
+	}
+}
+
+// addInt takes a value of an integer kind, x being it as an int64 and v
+// as given; minI and maxI mirror min and max.
+func (n *statsNode) addInt(x int64, v any) {
+	switch {
+	case n.min == nil:
+		n.min, n.max, n.minI, n.maxI = v, v, x, x
+	case x < n.minI:
+		n.min, n.minI = v, x
+	case x > n.maxI:
+		n.max, n.maxI = v, x
 	}
 }
 

@@ -97,9 +97,31 @@ func TestStatsAgreeWithABruteForceComputation(t *testing.T) {
 		{Name: "st", Type: value.StructType{Fields: []value.Field{{Name: "a", Type: value.Short, Nullable: true}}}, Nullable: true},
 		{Name: "arr", Type: value.ArrayType{Element: value.Long, ContainsNull: true}, Nullable: true},
 		{Name: "flag", Type: value.Boolean, Nullable: true},
+		{Name: "day", Type: value.Date, Nullable: true},
+		{Name: "ntz", Type: value.TimestampNTZ, Nullable: true},
 	}}
-	for seed := range uint64(5) {
-		t.Run(fmt.Sprintf("random rows with seed %d", seed), func(t *testing.T) {
+	// The same columns without the nested ones: a flat schema takes the
+	// writer's and the stats' fast paths.
+	flat := value.StructType{}
+	var flatCols []int
+	for i, f := range schema.Fields {
+		if f.Name != "st" && f.Name != "arr" {
+			flat.Fields = append(flat.Fields, f)
+			flatCols = append(flatCols, i)
+		}
+	}
+	for seed := range uint64(10) {
+		schema, project := schema, func(r []any) []any { return r }
+		if seed%2 == 1 {
+			schema, project = flat, func(r []any) []any {
+				out := make([]any, len(flatCols))
+				for k, i := range flatCols {
+					out[k] = r[i]
+				}
+				return out
+			}
+		}
+		t.Run(fmt.Sprintf("random rows with seed %d, %d columns", seed, len(schema.Fields)), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 99))
 			maybe := func(v any) any {
 				if rng.IntN(4) == 0 {
@@ -108,14 +130,14 @@ func TestStatsAgreeWithABruteForceComputation(t *testing.T) {
 				return v
 			}
 			var rows [][]any
-			for i := range 200 + rng.IntN(200) {
+			for range 200 + rng.IntN(200) {
 				var st any
 				if rng.IntN(5) > 0 {
 					st = []any{maybe(int16(rng.IntN(2000) - 1000))}
 				}
-				rows = append(rows, []any{int64(i), maybe(int32(rng.Int32() - math.MaxInt32/2)), maybe(rng.NormFloat64() * 1e6),
+				rows = append(rows, project([]any{int64(rng.Int64N(1e6) - 5e5), maybe(int32(rng.Int32() - math.MaxInt32/2)), maybe(rng.NormFloat64() * 1e6),
 					maybe(pqRandString(rng)), maybe(value.Micros(rng.Int64N(4e15) - 2e15)), maybe(value.Decimal{Unscaled: pqBig(rng.Int64N(2e9) - 1e9), Scale: 2}),
-					st, maybe([]any{int64(1)}), maybe(true)})
+					st, maybe([]any{int64(1)}), maybe(true), maybe(value.Days(rng.Int32N(40000) - 20000)), maybe(value.LocalMicros(rng.Int64N(4e15) - 2e15))}))
 			}
 			add := pqWrite(t, newPQMemStore(), WriteOptions{Schema: schema}, rows)
 			got, err := ParseStats(add.Stats)
@@ -173,6 +195,9 @@ func TestStatsAgreeWithABruteForceComputation(t *testing.T) {
 					// Stats truncate to milliseconds; MinMax widens max by 999µs.
 					lo = value.Micros(floorDiv(int64(lo.(value.Micros)), 1000) * 1000)
 					hi = value.Micros(floorDiv(int64(hi.(value.Micros)), 1000)*1000 + 999)
+				case "ntz":
+					lo = value.LocalMicros(floorDiv(int64(lo.(value.LocalMicros)), 1000) * 1000)
+					hi = value.LocalMicros(floorDiv(int64(hi.(value.LocalMicros)), 1000)*1000 + 999)
 				case "s":
 					lo = truncateMinString(lo.(string))
 					hi, _ = truncateMaxString(hi.(string))
