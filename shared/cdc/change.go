@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -170,6 +171,10 @@ type Change struct {
 	ChangeType string
 	Row        []any // one value per field of the batch's source schema
 	History    []any // the full history row (HistorySchema of the batch)
+	// InHistory says that the change's history row is in one of the
+	// batch's HistoryFiles (of this step or another of the batch), and
+	// new to the history: it is not written again.
+	InHistory bool
 }
 
 // Batch is the events of one merge batch, in one source schema.
@@ -181,6 +186,9 @@ type Batch struct {
 	Source  value.StructType
 	Key     []string
 	Changes []Change
+	// HistoryFiles are data files the history commit adds as they are
+	// (copies of them), for changes marked InHistory.
+	HistoryFiles []HistoryFile
 }
 
 // Conform maps a row of schema from into schema to by column name (case
@@ -292,15 +300,48 @@ func (h *HistoryChanges) Change(hist []any, source value.StructType, keyIdx []in
 	if len(hist) != n+len(source.Fields) {
 		return Change{}, fmt.Errorf("history row has %d columns, want %d", len(hist), n+len(source.Fields))
 	}
-	op, _ := hist[1].(string)
-	order, ok := hist[7].([]byte)
+	return h.build(hist[1], hist[2], hist[3], hist[6], hist[7], hist[n:], hist, source, keyIdx)
+}
+
+// stateChangeMeta are the history columns StateChange reads before the
+// source columns, in order.
+var stateChangeMeta = []string{ColOp, ColChangeType, ColSourceTimestamp, ColPosition, ColOrder}
+
+// StateChangeColumns are the columns of the history rows StateChange
+// builds a Change from: a few metadata columns, then the source columns.
+func StateChangeColumns(source value.StructType) []string {
+	cols := slices.Clone(stateChangeMeta)
+	for _, f := range source.Fields {
+		cols = append(cols, f.Name)
+	}
+	return cols
+}
+
+// StateChangeOffset is where the source columns start in a row of
+// StateChangeColumns.
+var StateChangeOffset = len(stateChangeMeta)
+
+// StateChange builds a Change without its history row (History nil), from
+// a row of StateChangeColumns(source): for an event whose history row the
+// merge does not write (InHistory), whose other history columns need not
+// be read.
+func (h *HistoryChanges) StateChange(row []any, source value.StructType, keyIdx []int) (Change, error) {
+	n := len(stateChangeMeta)
+	if len(row) != n+len(source.Fields) {
+		return Change{}, fmt.Errorf("row has %d columns, want %d", len(row), n+len(source.Fields))
+	}
+	return h.build(row[0], row[1], row[2], row[3], row[4], row[n:], nil, source, keyIdx)
+}
+
+func (h *HistoryChanges) build(opV, ctV, tsV, posV, orderV any, row, hist []any, source value.StructType, keyIdx []int) (Change, error) {
+	op, _ := opV.(string)
+	order, ok := orderV.([]byte)
 	if !ok || len(order) == 0 {
 		return Change{}, fmt.Errorf("history row without %s", ColOrder)
 	}
-	ts, _ := hist[3].(value.Micros)
-	pos, _ := hist[6].(string)
-	ct, _ := hist[2].(string)
-	row := hist[n:]
+	ts, _ := tsV.(value.Micros)
+	pos, _ := posV.(string)
+	ct, _ := ctV.(string)
 	var key []any
 	if h.slabs && len(keyIdx) <= historyRowsSlab/10 {
 		key = value.Cut(&h.keys, len(keyIdx), historyRowsSlab)

@@ -130,6 +130,10 @@ type Result struct {
 	// Redelivered counts events already in the history table (the same key
 	// and order delivered again, e.g. a re-written file): kept once.
 	Redelivered int64
+	// HistoryFilesCopied counts the Batch.HistoryFiles the history took
+	// as files, HistoryRowsCopied their rows.
+	HistoryFilesCopied int
+	HistoryRowsCopied  int64
 
 	HistoryVersion, StateVersion, TombstoneVersion int64
 	// Already* are set when that table had this batch's txn already: a
@@ -161,6 +165,8 @@ func (r *Result) Add(b Result) {
 	r.Stale += b.Stale
 	r.Collapsed += b.Collapsed
 	r.Redelivered += b.Redelivered
+	r.HistoryFilesCopied += b.HistoryFilesCopied
+	r.HistoryRowsCopied += b.HistoryRowsCopied
 	r.FilesRead += b.FilesRead
 	r.FilesRewritten += b.FilesRewritten
 	r.FilesAdded += b.FilesAdded
@@ -267,6 +273,7 @@ func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 	// The state side's result, with what the history side counted
 	// (applyHistory sets only these).
 	sres.HistoryVersion, sres.AlreadyHistory, sres.Redelivered = res.HistoryVersion, res.AlreadyHistory, res.Redelivered
+	sres.HistoryFilesCopied, sres.HistoryRowsCopied = res.HistoryFilesCopied, res.HistoryRowsCopied
 	sres.FilesAdded += res.FilesAdded
 	return sres, err
 }
@@ -452,6 +459,9 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	rows := int64(0)
 	same := value.Equal(from, schema) // checked once, not per row
 	for _, c := range b.Changes {
+		if c.InHistory {
+			continue // in a history file of the batch
+		}
 		if len(b.Key) > 0 {
 			id := c.KeyText + "\x00" + string(c.Order)
 			if dup[id] {
@@ -496,10 +506,42 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 			removes = append(removes, f.Remove(opts.Now().UnixMilli(), true))
 		}
 	}
+	// The batch's history files: copied when they are what this commit's
+	// writer would write, else their rows are written (a schema changed
+	// by this very commit).
+	var copies []delta.Add
+	for _, hf := range b.HistoryFiles {
+		if md == nil && !widened && value.Equal(hf.Schema, schema) && delta.ColumnMappingMode(snap.Metadata()) == delta.ColumnMappingNone &&
+			slices.Equal(snap.Metadata().PartitionColumns, []string{ColSourceDate}) {
+			add, err := delta.CopyDataFile(ctx, hf.Store, hf.Add, t.History, []string{ColSourceDate})
+			if err != nil {
+				w.Abort()
+				return nil, source, nil, err
+			}
+			copies = append(copies, add)
+			rows += hf.Rows
+			res.HistoryFilesCopied++
+			res.HistoryRowsCopied += hf.Rows
+			continue
+		}
+		err := hf.rows(ctx, func(row []any) error {
+			r, err := conformFor(opts.Overwrite, row, hf.Schema, schema)
+			if err == nil {
+				err = w.Write(r)
+			}
+			rows++
+			return err
+		})
+		if err != nil {
+			w.Abort()
+			return nil, source, nil, fmt.Errorf("history file %s: %w", hf.Add.Path, err)
+		}
+	}
 	adds, err := w.Close()
 	if err != nil {
 		return nil, source, nil, err
 	}
+	adds = append(adds, copies...)
 	tx := snap.NewTransaction(delta.Operation{Name: "WRITE", Parameters: map[string]string{"mode": "Append", "partitionBy": `["` + ColSourceDate + `"]`}})
 	if widened {
 		tx = snap.NewTransaction(delta.Operation{Name: "WRITE", Parameters: map[string]string{"mode": "Overwrite", "partitionBy": `["` + ColSourceDate + `"]`}})
@@ -544,6 +586,9 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 	out := map[string]bool{}
 	if len(b.Key) == 0 || snap.NumFiles() == 0 {
 		return out, nil
+	}
+	if !slices.ContainsFunc(b.Changes, func(c Change) bool { return !c.InHistory }) {
+		return out, nil // every change is in a history file, new to the history
 	}
 	keyIdx, err := KeyIndexes(source, b.Key)
 	if err != nil {

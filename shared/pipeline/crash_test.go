@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/delta"
@@ -69,6 +70,9 @@ func mergeCrashAtEveryStepConverges(t *testing.T, dv config.Switch) {
 		dv    bool                   // only with deletion vectors on
 	}{
 		{"after data files, before the first commit", func(n string) bool { return strings.Contains(n, "_delta_log/") }, false, false},
+		{"writing a history data file (a staged part's copy, or rows)", func(n string) bool {
+			return strings.HasPrefix(n, "shop/customers_log/"+cdc.ColSourceDate+"=")
+		}, false, false},
 		{"after the history commit", func(n string) bool {
 			return strings.HasPrefix(n, "shop/customers_tombstones/_delta_log/") || strings.HasPrefix(n, "shop/customers/_delta_log/")
 		}, false, false},

@@ -224,9 +224,7 @@ func (p *Pipeline) maintainFiles(ctx context.Context, tableID string, tabs cdc.T
 		var names []string
 		if m, err := p.readStaged(ctx, f.StagedPath); err == nil {
 			for _, part := range m.Parts {
-				if name, err := part.Add.ObjectName(); err == nil {
-					names = append(names, name)
-				}
+				names = append(names, part.objectNames()...)
 			}
 		}
 		names = append(names, f.StagedPath)

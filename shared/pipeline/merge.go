@@ -167,7 +167,7 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.TableSet, start
 		res.Result.Add(r)
 		log.Info("batch merged", "event", "merged", "batch", b.Seq, "files", len(b.Files), "events", r.Events,
 			"inserted", r.Inserted, "updated", r.Updated, "deleted", r.Deleted, "stale", r.Stale,
-			"state_version", r.StateVersion, "history_version", r.HistoryVersion,
+			"state_version", r.StateVersion, "history_version", r.HistoryVersion, "history_files_copied", r.HistoryFilesCopied,
 			"lag_seconds", p.now().Sub(maxSource(b)).Seconds())
 	}
 	final := stopRenew()
@@ -385,7 +385,7 @@ func (p *Pipeline) readStep(ctx context.Context, tabs cdc.TableSet, st batchStep
 			continue
 		}
 		g.Go(func() error {
-			r.read[i] = p.readPart(ctx, bp, r.source, r.key, r.keyIdx, overwrite, st.span, prune)
+			r.read[i] = p.readPart(ctx, bp, r.source, r.key, r.keyIdx, overwrite, st.span, prune, st.copied[bp.file])
 			return nil
 		})
 	}
@@ -481,7 +481,13 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 		}
 		read[i].changes = nil
 	}
-	if len(batch.Changes) == 0 {
+	for _, bp := range st.copies {
+		if !bad[bp.file] {
+			part := bp.staged()
+			batch.HistoryFiles = append(batch.HistoryFiles, cdc.HistoryFile{Store: p.Lake, Add: part.Add, Schema: cdc.HistorySchema(bp.source()), Rows: part.Events})
+		}
+	}
+	if len(batch.Changes) == 0 && len(batch.HistoryFiles) == 0 {
 		return none, nil // every part left out: nothing to commit
 	}
 	dvMin := tc.DVMinFileBytes
@@ -504,7 +510,9 @@ type partChanges struct {
 // schema: those whose key lies in span, when set. Of a key-sorted part only
 // the row groups whose first key column's bounds overlap the span are read,
 // when prune says its bounds are of the kind the step's keys are.
-func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.StructType, key []string, keyIdx []int, overwrite bool, span *cdc.KeySpan, prune bool) partChanges {
+// inHistory marks the changes as those of a file the batch copies to the
+// history.
+func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.StructType, key []string, keyIdx []int, overwrite bool, span *cdc.KeySpan, prune, inHistory bool) partChanges {
 	var out partChanges
 	part := bp.staged()
 	hs := cdc.HistorySchema(source)
@@ -514,14 +522,25 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 	// The rows become the changes (of a key-sorted part, those another
 	// step takes are the rows of at most two row groups).
 	ro := delta.ReadOptions{KeepRows: true}
+	// A part the history takes as a file is read for the state alone:
+	// only the columns a change is made of (cdc.StateChange).
+	stateOnly := inHistory && same && len(key) > 0
+	if stateOnly {
+		ro.Columns = cdc.StateChangeColumns(source)
+	}
 	var code []byte
-	var hKey []int // the key's columns in hs
+	var hKey []int // the key's columns in the rows read
 	var keyVals []any
 	if span != nil && len(key) > 0 {
 		var err error
 		if hKey, err = cdc.KeyIndexes(hs, key); err != nil {
 			out.err = err
 			return out
+		}
+		if stateOnly {
+			for i, j := range keyIdx {
+				hKey[i] = cdc.StateChangeOffset + j
+			}
 		}
 		keyVals = make([]any, len(hKey))
 		if idx, err := cdc.KeyIndexes(fromSchema, key[:1]); err == nil && part.keySorted() && prune {
@@ -547,7 +566,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 			}
 		}
 		if len(key) == 0 {
-			out.changes = append(out.changes, cdc.Change{History: h})
+			out.changes = append(out.changes, cdc.Change{History: h, InHistory: inHistory})
 			return nil
 		}
 		if hKey != nil {
@@ -562,10 +581,17 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 				return nil // another step's
 			}
 		}
-		c, err := changes.Change(h, source, keyIdx)
+		var c cdc.Change
+		var err error
+		if stateOnly {
+			c, err = changes.StateChange(h, source, keyIdx)
+		} else {
+			c, err = changes.Change(h, source, keyIdx)
+		}
 		if err != nil {
 			return err
 		}
+		c.InHistory = inHistory
 		out.changes = append(out.changes, c)
 		return nil
 	})

@@ -58,6 +58,9 @@ type Pipeline struct {
 	// dvMinFileBytes overrides cdc.Options.DVMinFileBytes in tests, whose
 	// small files would otherwise never take a deletion vector.
 	dvMinFileBytes int64
+	// noHistoryCopies makes every merge write the history's rows, as
+	// before staged parts became history files, for tests to compare.
+	noHistoryCopies bool
 }
 
 func (p *Pipeline) log() *slog.Logger {

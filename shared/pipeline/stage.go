@@ -96,6 +96,48 @@ type stagedPart struct {
 	KeyEvery  int64    `json:"key_every,omitempty"`
 	KeySample [][]byte `json:"key_sample,omitempty"`
 	KeyMax    []byte   `json:"key_max,omitempty"`
+	// KeyHashes names the object that holds the cdc.KeyOrderHash of each
+	// of the part's events (of a table with a key), as sorted
+	// little-endian uint64s: a merge tells from them, without reading the
+	// rows, whether the part's events are new to its batch, and so
+	// whether a dated part can be the history's file as it is.
+	KeyHashes string `json:"key_hashes,omitempty"`
+}
+
+// keyHashesSuffix ends the name of a part's KeyHashes object.
+const keyHashesSuffix = ".keys"
+
+// readKeyHashes reads a part's KeyHashes; ok is false when it has none,
+// or not one per event.
+func (p *Pipeline) readKeyHashes(ctx context.Context, part stagedPart) (hashes []uint64, ok bool, err error) {
+	if part.KeyHashes == "" {
+		return nil, false, nil
+	}
+	b, err := objstore.ReadAll(ctx, p.Lake, part.KeyHashes)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the key hashes %s: %w", part.KeyHashes, err)
+	}
+	if int64(len(b)) != 8*part.Events {
+		return nil, false, nil
+	}
+	hashes = make([]uint64, part.Events)
+	for i := range hashes {
+		hashes[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return hashes, slices.IsSorted(hashes), nil
+}
+
+// objectNames are the objects of a staged part: its Parquet file and its
+// key hashes.
+func (part stagedPart) objectNames() []string {
+	var names []string
+	if name, err := part.Add.ObjectName(); err == nil {
+		names = append(names, name)
+	}
+	if part.KeyHashes != "" {
+		names = append(names, part.KeyHashes)
+	}
+	return names
 }
 
 // keySorted reports whether the part's rows are sorted by key with a
@@ -117,7 +159,20 @@ const keySampleSize = 256
 // metadata describes a staged part as the Delta metadata its file is read
 // with: an unpartitioned file of the part's history schema.
 func (part stagedPart) metadata() delta.Metadata {
-	return delta.Metadata{SchemaString: part.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
+	md := delta.Metadata{SchemaString: part.Schema, Format: delta.Format{Provider: "parquet"}, PartitionColumns: []string{}, Configuration: map[string]string{}}
+	if part.dated() {
+		md.PartitionColumns = []string{cdc.ColSourceDate}
+	}
+	return md
+}
+
+// dated reports whether the part's rows are of one source date, which its
+// add's partition value holds instead of a column of the file: the file
+// is then written as the history table writes its files (see
+// cdc.HistoryFile).
+func (part stagedPart) dated() bool {
+	_, ok := part.Add.PartitionValues[cdc.ColSourceDate]
+	return ok && len(part.Add.PartitionValues) == 1
 }
 
 // Stage decodes one Datastream file, writes its events as a staged Parquet
@@ -446,8 +501,15 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 		schema  value.StructType
 		schemas []value.StructType
 		rowSch  []int // index into schemas per event
+		// The part's source dates: one date makes a dated part.
+		firstDay, lastDay value.Days
 	)
-	for _, ev := range events.All() {
+	for i, ev := range events.All() {
+		day := value.DaysOf(ev.SourceTimestamp.Time())
+		if i == 0 {
+			firstDay, lastDay = day, day
+		}
+		firstDay, lastDay = min(firstDay, day), max(lastDay, day)
 		if len(schemas) == 0 {
 			schema = ev.Schema
 		}
@@ -470,8 +532,14 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 		return permanentError{fmt.Errorf("%s: %w", f.Name, err)}
 	}
 	hs := cdc.HistorySchema(schema)
-	name := fmt.Sprintf("%s-%s-%d.parquet", s.id, uuid.NewString()[:8], len(m.Parts))
-	wo := delta.WriteOptions{Schema: hs, Dir: stagingDir(m.Table), FileName: name, DataChange: true}
+	base := fmt.Sprintf("%s-%s-%d", s.id, uuid.NewString()[:8], len(m.Parts))
+	wo := delta.WriteOptions{Schema: hs, Dir: stagingDir(m.Table), FileName: base + ".snappy.parquet", DataChange: true}
+	if firstDay == lastDay && events.Len() > 0 {
+		// As the history table writes its files: the date is the
+		// partition's, not a column (cdc.HistoryFile).
+		wo.PartitionColumns = []string{cdc.ColSourceDate}
+		wo.PartitionValues = map[string]any{cdc.ColSourceDate: firstDay}
+	}
 	if len(m.Key) > 0 {
 		wo.RowGroupRows = stagedRowGroupRows
 	}
@@ -524,12 +592,22 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 		}
 	}
 	order := keys.sorted(n)
+	var hashes []byte
 	if keys != nil {
 		part.KeyCode, part.KeyEvery = cdc.RangeCodeVersion, max(1, int64(n/keySampleSize))
 		for j := int64(0); j < int64(len(order)); j += part.KeyEvery {
 			part.KeySample = append(part.KeySample, bytes.Clone(keys.code(order[j])))
 		}
 		part.KeyMax = bytes.Clone(keys.code(order[len(order)-1]))
+		sums := make([]uint64, n)
+		for i := range sums {
+			sums[i] = cdc.KeyOrderHash(keys.code(int32(i)), events.At(i).Order.Bytes)
+		}
+		slices.Sort(sums)
+		hashes = make([]byte, 0, 8*n)
+		for _, h := range sums {
+			hashes = binary.LittleEndian.AppendUint64(hashes, h)
+		}
 	}
 	for _, i := range order {
 		r, err := row(int(i))
@@ -547,6 +625,16 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 		return err
 	}
 	part.Add, part.Schema = add, hs.SchemaString()
+	if hashes != nil {
+		name := stagingDir(m.Table) + "/" + base + keyHashesSuffix
+		if _, err := s.p.Lake.Write(ctx, name, bytes.NewReader(hashes), objstore.WriteOptions{ContentType: "application/octet-stream"}); err != nil {
+			if name, nerr := add.ObjectName(); nerr == nil {
+				_ = s.p.Lake.Delete(context.WithoutCancel(ctx), name)
+			}
+			return fmt.Errorf("write the key hashes of a staged part: %w", err)
+		}
+		part.KeyHashes = name
+	}
 	m.Parts = append(m.Parts, part)
 	return nil
 }
@@ -624,12 +712,11 @@ func (s *stager) discard(ctx context.Context) {
 		return
 	}
 	for _, part := range s.m.Parts {
-		name, err := part.Add.ObjectName()
-		if err == nil {
-			err = s.p.Lake.Delete(context.WithoutCancel(ctx), name)
-		}
-		if err != nil && !errors.Is(err, objstore.ErrNotExist) {
-			s.p.log().Warn("could not delete a staged part of an unstaged file", "file", s.f.Name, "part", part.Add.Path, "error", err)
+		for _, name := range part.objectNames() {
+			err := s.p.Lake.Delete(context.WithoutCancel(ctx), name)
+			if err != nil && !errors.Is(err, objstore.ErrNotExist) {
+				s.p.log().Warn("could not delete a staged part of an unstaged file", "file", s.f.Name, "part", name, "error", err)
+			}
 		}
 	}
 }

@@ -33,6 +33,10 @@ type stepPlan struct {
 	// KeyCode is the cdc.RangeCodeVersion the bounds were coded with.
 	KeyCode int
 	Bounds  [][]byte
+	// Copied are the files whose staged parts the first step commits to
+	// the history as files (historyCopies); no step writes their rows to
+	// the history. Only a plan by key copies files.
+	Copied []string
 }
 
 // stepPlanJSON is a plan as kept in the lake. A plan by key writes
@@ -40,18 +44,30 @@ type stepPlan struct {
 // steps as lists of parts, then fails to parse the plan and stops the
 // table's merge, instead of reading no step and completing a batch it did
 // not apply (a roll back during a batch).
+//
+// A plan by key that copies files to the history writes copiedPlanSteps,
+// a string: a release from before copies reads a plan by key from an
+// object, and would write the copied files' rows to the history again in
+// the steps after the first; it fails to parse the plan instead.
 type stepPlanJSON struct {
 	Seq     int64           `json:"seq"`
 	Files   []string        `json:"files"`
 	Steps   json.RawMessage `json:"steps"`
 	KeyCode int             `json:"key_code,omitempty"`
 	Bounds  [][]byte        `json:"bounds,omitempty"`
+	Copied  []string        `json:"copied,omitempty"`
 }
 
-const keyPlanSteps = `{"by":"key range","see":"bounds"}`
+const (
+	keyPlanSteps    = `{"by":"key range","see":"bounds"}`
+	copiedPlanSteps = `"by key range (see bounds); the first step copies the parts of the copied files to the history"`
+)
 
 func (plan stepPlan) MarshalJSON() ([]byte, error) {
 	j := stepPlanJSON{Seq: plan.Seq, Files: plan.Files, KeyCode: plan.KeyCode, Bounds: plan.Bounds, Steps: json.RawMessage(keyPlanSteps)}
+	if plan.Bounds != nil && len(plan.Copied) > 0 {
+		j.Steps, j.Copied = json.RawMessage(copiedPlanSteps), plan.Copied
+	}
 	if plan.Bounds == nil {
 		var err error
 		if j.Steps, err = json.Marshal(plan.Steps); err != nil {
@@ -67,9 +83,15 @@ func (plan *stepPlan) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*plan = stepPlan{Seq: j.Seq, Files: j.Files, KeyCode: j.KeyCode, Bounds: j.Bounds}
-	if len(j.Steps) > 0 && j.Steps[0] == '{' { // keyPlanSteps
+	if len(j.Steps) > 0 && (j.Steps[0] == '{' || j.Steps[0] == '"') { // keyPlanSteps, copiedPlanSteps
 		if j.Bounds == nil {
 			return errors.New("a plan by key ranges without bounds")
+		}
+		if j.Steps[0] == '"' {
+			if len(j.Copied) == 0 {
+				return errors.New("a plan that copies files to the history without naming them")
+			}
+			plan.Copied = j.Copied
 		}
 		return nil
 	}
@@ -84,6 +106,11 @@ func (plan *stepPlan) UnmarshalJSON(b []byte) error {
 type batchStep struct {
 	parts []batchPart
 	span  *cdc.KeySpan
+	// copied are the files whose parts the history takes as files
+	// (historyCopies): the step leaves their rows out of its history,
+	// and copies commits those parts.
+	copied map[*batchFile]bool
+	copies []batchPart
 }
 
 // stepRangeShare is the share of a step's bound that a key range is cut
@@ -184,6 +211,17 @@ func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 	if nsteps == 1 {
 		plan.KeyCode, plan.Bounds, plan.Steps = 0, nil, nil
 	}
+	if nsteps == 1 || plan.Bounds != nil {
+		copied, err := p.historyCopies(ctx, tabs, files)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files { // in batch order, as the plan keeps them
+			if copied[f.rec.ID] {
+				plan.Copied = append(plan.Copied, f.rec.ID)
+			}
+		}
+	}
 	if nsteps > 1 {
 		body, err := json.Marshal(plan)
 		if err != nil {
@@ -204,7 +242,7 @@ func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 		if err != nil {
 			return nil, fmt.Errorf("write the step plan of batch %d: %w", b.Seq, err)
 		}
-		p.log().Info("batch merged in steps", "event", "steps", "table", tabs.ID, "batch", b.Seq, "steps", nsteps, "by_key", plan.Bounds != nil, "events", events, "max_events", maxEvents)
+		p.log().Info("batch merged in steps", "event", "steps", "table", tabs.ID, "batch", b.Seq, "steps", nsteps, "by_key", plan.Bounds != nil, "events", events, "max_events", maxEvents, "files_copied_to_history", len(plan.Copied))
 	}
 	return plan.resolve(byID)
 }
@@ -250,6 +288,27 @@ func (p *Pipeline) readStepPlan(ctx context.Context, path string, seq int64, ids
 // resolve maps the plan to the batch's parts; parts of files quarantined
 // since the plan was made are left out.
 func (plan stepPlan) resolve(byID map[string]*batchFile) ([]batchStep, error) {
+	steps, err := plan.resolveParts(byID)
+	if err != nil || len(plan.Copied) == 0 || len(steps) == 0 || plan.Steps != nil {
+		return steps, err
+	}
+	copied := map[*batchFile]bool{}
+	for _, id := range plan.Copied {
+		if f, ok := byID[id]; ok {
+			copied[f] = true
+			for i := range f.m.Parts {
+				steps[0].copies = append(steps[0].copies, batchPart{file: f, part: i})
+			}
+		}
+	}
+	for k := range steps {
+		steps[k].copied = copied
+	}
+	return steps, nil
+}
+
+// resolveParts is resolve without the copies.
+func (plan stepPlan) resolveParts(byID map[string]*batchFile) ([]batchStep, error) {
 	if plan.Steps == nil {
 		var all []batchPart
 		for _, id := range plan.Files {

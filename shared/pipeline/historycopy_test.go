@@ -1,0 +1,311 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dsdelta/dsdelta/shared/cdc"
+	"github.com/dsdelta/dsdelta/shared/config"
+	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/dssim"
+	"github.com/dsdelta/dsdelta/shared/objstore"
+)
+
+// historyTable reads table shop.t's history: every row as JSON (all
+// columns, the source date included), sorted; an event (key and order)
+// found twice fails the test.
+func historyTable(t *testing.T, ctx context.Context, p *Pipeline) (rows []string, files []delta.Add) {
+	t.Helper()
+	tabs, err := p.TableSet("shop.t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := delta.Open(tabs.History).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := snap.Schema()
+	var cols []string
+	for _, f := range schema.Fields {
+		cols = append(cols, f.Name)
+	}
+	seen := map[string]bool{}
+	for _, f := range snap.Files() {
+		err := delta.ReadFile(ctx, tabs.History, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
+			id := fmt.Sprint(row[schema.Index("id")], row[schema.Index(cdc.ColOrder)])
+			if seen[id] {
+				t.Fatalf("the history holds event %s twice", id)
+			}
+			seen[id] = true
+			rows = append(rows, sourceJSON(t, schema, row, cols))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(rows)
+	return rows, snap.Files()
+}
+
+// mergeBoth stages and merges the same files in batches (each a list of
+// files merged together, in order) into two lakes, one that copies staged
+// parts to the history and one that writes their rows; it returns both
+// pipelines and the copying one's merge results.
+func mergeBoth(t *testing.T, ctx context.Context, cfg config.Config, batches ...[]dssim.File) (copying, writing *Pipeline, results []MergeResult) {
+	t.Helper()
+	for _, noCopies := range []bool{false, true} {
+		source := objstore.NewMemory()
+		p := newPipeline(t, source, cfg)
+		p.noHistoryCopies = noCopies
+		for _, files := range batches {
+			mr := stageAndMergeInto(t, ctx, p, source, files)
+			if noCopies {
+				if mr.Result.HistoryFilesCopied != 0 {
+					t.Fatalf("%d history files copied with copies off", mr.Result.HistoryFilesCopied)
+				}
+				writing = p
+			} else {
+				copying = p
+				results = append(results, mr)
+			}
+		}
+	}
+	return copying, writing, results
+}
+
+// sameHistory checks that the two pipelines' histories hold the same rows.
+func sameHistory(t *testing.T, ctx context.Context, copying, writing *Pipeline, events int) {
+	t.Helper()
+	got, _ := historyTable(t, ctx, copying)
+	want, _ := historyTable(t, ctx, writing)
+	if len(want) != events {
+		t.Fatalf("the written history holds %d events, want %d", len(want), events)
+	}
+	if !slices.Equal(got, want) {
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Fatalf("the history with copies differs at row %d of %d/%d:\n got  %s\n want %s", i, len(got), len(want), got[i], want[i])
+			}
+		}
+		t.Fatalf("the history with copies holds %d rows, written %d", len(got), len(want))
+	}
+	_, gotState := stateRows(t, ctx, copying, "shop.t", "id")
+	_, wantState := stateRows(t, ctx, writing, "shop.t", "id")
+	if fmt.Sprint(gotState) != fmt.Sprint(wantState) {
+		t.Fatalf("the state differs with copies:\n got  %v\n want %v", gotState, wantState)
+	}
+}
+
+// TestTheHistoryTakesStagedPartsAsFiles: a staged part of one source date
+// whose events are new is the history's data file as it is; the history
+// holds the same rows as when they are written one by one, in a batch of
+// one step and in one split by key range.
+func TestTheHistoryTakesStagedPartsAsFiles(t *testing.T) {
+	ctx := context.Background()
+	for _, maxEvents := range []int64{0, 50} {
+		t.Run(fmt.Sprintf("batch_max_events %d", maxEvents), func(t *testing.T) {
+			files, _ := bulkLoad(5, 6, 40, 150)
+			copying, writing, results := mergeBoth(t, ctx, config.Config{BatchMaxEvents: maxEvents}, files)
+			mr := results[0]
+			if maxEvents > 0 && mr.Steps < 5 {
+				t.Fatalf("%d steps, want a batch split by key", mr.Steps)
+			}
+			if mr.Result.HistoryFilesCopied != len(files) || mr.Result.HistoryRowsCopied != 240 {
+				t.Fatalf("%d history files (%d rows) copied, want the %d files' parts (240 rows)", mr.Result.HistoryFilesCopied, mr.Result.HistoryRowsCopied, len(files))
+			}
+			sameHistory(t, ctx, copying, writing, 240)
+			_, adds := historyTable(t, ctx, copying)
+			if len(adds) != len(files) {
+				t.Fatalf("%d history files, want the %d copies alone", len(adds), len(files))
+			}
+			for _, a := range adds {
+				if !strings.HasPrefix(a.Path, cdc.ColSourceDate+"=2026-01-05/part-00000-") || !a.DataChange || a.Stats == "" {
+					t.Fatalf("history file %+v: want a data file of the source date's partition, with stats", a)
+				}
+			}
+			// Merged staged files go with their key hashes.
+			if _, err := copying.Maintain(ctx, "shop.t"); err != nil {
+				t.Fatal(err)
+			}
+			err := copying.Lake.List(ctx, "_staging/shop.t/", "", func(info objstore.Info) error {
+				if !strings.Contains(info.Name, "/_steps/") {
+					t.Errorf("%s left in the staging area after maintenance", info.Name)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestARedeliveredEventIsNeverCopied: a file whose events another file of
+// the batch, or the history, already holds is written row by row, so that
+// the history keeps each event once; the other files are still copied.
+func TestARedeliveredEventIsNeverCopied(t *testing.T) {
+	ctx := context.Background()
+	files, _ := bulkLoad(7, 4, 40, 150)
+	again := files[1] // the same events under another name
+	again.Name = strings.Replace(again.Name, "f01", "f01again", 1)
+	for _, maxEvents := range []int64{0, 50} {
+		t.Run(fmt.Sprintf("in the same batch, batch_max_events %d", maxEvents), func(t *testing.T) {
+			copying, writing, results := mergeBoth(t, ctx, config.Config{BatchMaxEvents: maxEvents}, append(slices.Clone(files), again))
+			if n := results[0].Result.HistoryFilesCopied; n != len(files)-1 {
+				t.Fatalf("%d files copied, want all but the two with the same events (%d)", n, len(files)-1)
+			}
+			sameHistory(t, ctx, copying, writing, 160)
+		})
+		t.Run(fmt.Sprintf("in a later batch, batch_max_events %d", maxEvents), func(t *testing.T) {
+			later, _ := bulkLoad(8, 1, 40, 150)
+			later[0].Name = strings.Replace(later[0].Name, "f00", "later", 1)
+			later[0] = jsonlFile("later", 10_000, payloadsOf(t, later[0])...) // orders after the first batch
+			copying, writing, results := mergeBoth(t, ctx, config.Config{BatchMaxEvents: maxEvents}, files, []dssim.File{again, later[0]})
+			if n := results[1].Result.HistoryFilesCopied; n != 1 {
+				t.Fatalf("%d files copied in the second batch, want the new one alone", n)
+			}
+			if results[1].Result.Redelivered != 40 {
+				t.Fatalf("%d events found re-delivered, want the 40 of the file", results[1].Result.Redelivered)
+			}
+			sameHistory(t, ctx, copying, writing, 200)
+		})
+	}
+}
+
+// payloadsOf returns the payloads of a jsonlFile.
+func payloadsOf(t *testing.T, f dssim.File) []string {
+	t.Helper()
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(f.Data)), "\n") {
+		var ev struct {
+			Payload json.RawMessage `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(ev.Payload))
+	}
+	return out
+}
+
+// TestAPartOfTwoSourceDatesIsWrittenRowByRow: a part whose events span
+// midnight is staged with its date column, and its rows are written to
+// both partitions.
+func TestAPartOfTwoSourceDatesIsWrittenRowByRow(t *testing.T) {
+	ctx := context.Background()
+	files, _ := bulkLoad(9, 3, 40, 150)
+	midnight := jsonlFile("midnight", 5_000, `{"id":"m1","n":1}`, `{"id":"m2","n":2}`)
+	midnight.Data = []byte(strings.Replace(string(midnight.Data), `"source_timestamp":"2026-01-05T10:00:01.000Z"`, `"source_timestamp":"2026-01-06T00:00:01.000Z"`, 1))
+	copying, writing, results := mergeBoth(t, ctx, config.Config{}, append(files, midnight))
+	if n := results[0].Result.HistoryFilesCopied; n != len(files) {
+		t.Fatalf("%d files copied, want the %d of one date", n, len(files))
+	}
+	sameHistory(t, ctx, copying, writing, 122)
+	rows, _ := historyTable(t, ctx, copying)
+	dates := map[string]int{}
+	for _, r := range rows {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(r), &m); err != nil {
+			t.Fatal(err)
+		}
+		dates[fmt.Sprint(m[cdc.ColSourceDate])]++
+	}
+	if dates["2026-01-06"] != 1 || dates["2026-01-05"] != 121 {
+		t.Fatalf("history rows by source date %v, want 121 on 2026-01-05 and 1 on 2026-01-06", dates)
+	}
+}
+
+// TestCopiedFilesSurviveACrashBetweenSteps: the first step of a batch split
+// by key copies the files to the history; a crash after any step's
+// history commit, and a restart, leaves the history with each event once
+// (the plan names the copied files, whose events the restart finds in
+// the history) and the state complete.
+func TestCopiedFilesSurviveACrashBetweenSteps(t *testing.T) {
+	ctx := context.Background()
+	// State commit 1 creates the table, before any history commit; commit
+	// 2 follows the first step's history commit, which copies the files.
+	for _, crashAt := range []int{1, 2, 3, 5} {
+		t.Run(fmt.Sprintf("crash at state commit %d", crashAt), func(t *testing.T) {
+			files, want := bulkLoad(11, 6, 40, 150)
+			source := objstore.NewMemory()
+			commits := 0
+			lake := &crashingStore{Store: objstore.NewMemory(), match: func(n string) bool {
+				if strings.HasPrefix(n, "shop/t/_delta_log/") && strings.HasSuffix(n, ".json") {
+					commits++
+					return commits == crashAt
+				}
+				return false
+			}}
+			local, err := coord.NewLocal(lake.Store, coord.LocalOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := config.Config{BatchMaxEvents: 50}
+			p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "crashy"}
+			stageOnly(t, ctx, p, source, files...)
+			lake.armed.Store(true)
+			if _, err := p.MergeTable(ctx, "shop.t"); err == nil {
+				t.Fatal("the crash did not happen")
+			}
+			lake.armed.Store(false)
+			p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "restarted"}
+			mr, err := p2.MergeTable(ctx, "shop.t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if copied := mr.Result.HistoryFilesCopied; crashAt == 1 && copied != len(files) || crashAt > 1 && copied != 0 {
+				t.Fatalf("the restart copied %d files; the crashed attempt had committed the copies: %v", copied, crashAt > 1)
+			}
+			rows, _ := historyTable(t, ctx, p2)
+			if len(rows) != 240 {
+				t.Fatalf("the history holds %d events, want 240", len(rows))
+			}
+			_, state := stateRows(t, ctx, p2, "shop.t", "id")
+			if len(state) != len(want) {
+				t.Fatalf("%d state rows, want %d", len(state), len(want))
+			}
+			for id, n := range want {
+				if got, w := state[fmt.Sprintf(`{"id":%q}`, id)], fmt.Sprintf(`{"id":%q,"n":%d}`, id, n); got != w {
+					t.Fatalf("row of %s = %s, want %s", id, got, w)
+				}
+			}
+		})
+	}
+}
+
+// TestACopyPlanStopsAnEarlierRelease: a plan whose first step copies files
+// to the history fails to parse in the releases before copies (which read
+// a plan by key from an object) and in those before key ranges.
+func TestACopyPlanStopsAnEarlierRelease(t *testing.T) {
+	plan := stepPlan{Seq: 3, Files: []string{"a", "b"}, KeyCode: cdc.RangeCodeVersion, Bounds: [][]byte{{1}, {2}}, Copied: []string{"b"}}
+	body, err := json.Marshal(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The release before copies: a plan by key is an object.
+	var prev struct {
+		Steps json.RawMessage `json:"steps"`
+	}
+	if err := json.Unmarshal(body, &prev); err != nil {
+		t.Fatal(err)
+	}
+	var parts [][]partRef
+	if prev.Steps[0] == '{' || json.Unmarshal(prev.Steps, &parts) == nil {
+		t.Fatalf("the release before copies reads the plan's steps %s", prev.Steps)
+	}
+	var back stepPlan
+	if err := json.Unmarshal(body, &back); err != nil || !slices.Equal(back.Copied, plan.Copied) || len(back.Bounds) != 2 {
+		t.Fatalf("the plan reads back as %+v, %v", back, err)
+	}
+	// Without copies, a plan by key is written as before.
+	plain, err := json.Marshal(stepPlan{Seq: 3, Files: []string{"a"}, KeyCode: cdc.RangeCodeVersion, Bounds: [][]byte{{1}}})
+	if err != nil || !strings.Contains(string(plain), keyPlanSteps) || strings.Contains(string(plain), "copied") {
+		t.Fatalf("a plan by key without copies: %s, %v", plain, err)
+	}
+}
