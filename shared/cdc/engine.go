@@ -509,19 +509,11 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	// The batch's history files: copied when they are what this commit's
 	// writer would write, else their rows are written (a schema changed
 	// by this very commit).
-	var copies []delta.Add
+	var toCopy []HistoryFile
 	for _, hf := range b.HistoryFiles {
 		if md == nil && !widened && value.Equal(hf.Schema, schema) && delta.ColumnMappingMode(snap.Metadata()) == delta.ColumnMappingNone &&
 			slices.Equal(snap.Metadata().PartitionColumns, []string{ColSourceDate}) {
-			add, err := delta.CopyDataFile(ctx, hf.Store, hf.Add, t.History, []string{ColSourceDate})
-			if err != nil {
-				w.Abort()
-				return nil, source, nil, err
-			}
-			copies = append(copies, add)
-			rows += hf.Rows
-			res.HistoryFilesCopied++
-			res.HistoryRowsCopied += hf.Rows
+			toCopy = append(toCopy, hf)
 			continue
 		}
 		err := hf.rows(ctx, func(row []any) error {
@@ -536,6 +528,26 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 			w.Abort()
 			return nil, source, nil, fmt.Errorf("history file %s: %w", hf.Add.Path, err)
 		}
+	}
+	// Copies are object reads and writes: several at once.
+	copies := make([]delta.Add, len(toCopy))
+	cg, cctx := errgroup.WithContext(ctx)
+	cg.SetLimit(8)
+	for i, hf := range toCopy {
+		cg.Go(func() error {
+			var err error
+			copies[i], err = delta.CopyDataFile(cctx, hf.Store, hf.Add, t.History, []string{ColSourceDate})
+			return err
+		})
+	}
+	if err := cg.Wait(); err != nil {
+		w.Abort()
+		return nil, source, nil, err // the copies made stay unreferenced: vacuum removes them
+	}
+	for _, hf := range toCopy {
+		rows += hf.Rows
+		res.HistoryFilesCopied++
+		res.HistoryRowsCopied += hf.Rows
 	}
 	adds, err := w.Close()
 	if err != nil {

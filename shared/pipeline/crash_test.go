@@ -111,7 +111,7 @@ func crashAndResume(t *testing.T, i int, crashWrite func(string) bool, crashCoor
 		t.Fatal(err)
 	}
 	cc := &crashingBatches{Batches: local}
-	p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "crashy", dvMinFileBytes: -1}
+	p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "crashy", dvMinFileBytes: -1, historyCopyEvents: 1}
 	p.Batches = cc
 	notes := write(t, ctx, source, sim.Files)
 	half := len(notes) / 2
@@ -145,7 +145,7 @@ func crashAndResume(t *testing.T, i int, crashWrite func(string) bool, crashCoor
 		t.Fatal("the crash left no open batch to resume")
 	}
 	// A new process: another holder.
-	p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: p.Config, Holder: "restarted", dvMinFileBytes: -1}
+	p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: p.Config, Holder: "restarted", dvMinFileBytes: -1, historyCopyEvents: 1}
 	// The failed merge gave its lease up, so the restart resumes
 	// the open batch at once.
 	res, err := p2.MergeTable(ctx, "shop.customers")

@@ -11,6 +11,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/value"
+	"golang.org/x/sync/errgroup"
 )
 
 // A staged part dated to one source date is written as the history table
@@ -30,6 +31,13 @@ import (
 // rows out of its own; the plan names the copied files, so that an attempt
 // after the first step's commit, which finds their events in the history,
 // still leaves them out.
+
+// historyCopyMinEvents is the fewest events of a file whose parts a merge
+// copies to the history. Encoding a few hundred rows costs less than
+// reading and writing an object does on a bucket, and a batch of small
+// CDC files, the merges whose latency matters, then reads no key hashes
+// and none of the history's keys.
+const historyCopyMinEvents = 4096
 
 // historyHashLimit bounds the history rows a merge reads the keys of to
 // tell that the batch's events are new to the history: a batch whose
@@ -75,11 +83,13 @@ func (p *Pipeline) historyCopies(ctx context.Context, tabs cdc.TableSet, files [
 	}
 	key := files[0].m.Key
 	ok := map[string]bool{}
+	minEvents := orConst(p.historyCopyEvents, historyCopyMinEvents)
+	candidates := false
 	for _, f := range files {
 		if !slices.Equal(f.m.Key, key) {
 			return nil, nil
 		}
-		ok[f.rec.ID] = true
+		ok[f.rec.ID] = f.m.Events >= minEvents
 		for i, part := range f.m.Parts {
 			if !part.dated() || !value.Equal(f.srcs[i], want) || len(key) > 0 && part.KeyHashes == "" {
 				ok[f.rec.ID] = false
@@ -88,6 +98,10 @@ func (p *Pipeline) historyCopies(ctx context.Context, tabs cdc.TableSet, files [
 				return nil, nil // a key coded apart from its equal in another part
 			}
 		}
+		candidates = candidates || ok[f.rec.ID]
+	}
+	if !candidates {
+		return nil, nil
 	}
 	if len(key) > 0 {
 		if err := p.dropRedelivered(ctx, tabs, files, key, want, ok); err != nil {
@@ -123,20 +137,33 @@ func sameKeyTypes(part, batch value.StructType, key []string) bool {
 func (p *Pipeline) dropRedelivered(ctx context.Context, tabs cdc.TableSet, files []*batchFile, key []string, want value.StructType, ok map[string]bool) error {
 	var runs [][]uint64
 	var owner []string // file id per run
+	var parts []stagedPart
+	for _, f := range files {
+		for _, part := range f.m.Parts {
+			parts, owner = append(parts, part), append(owner, f.rec.ID)
+		}
+	}
+	runs = make([][]uint64, len(parts))
+	has := make([]bool, len(parts))
+	var g errgroup.Group
+	g.SetLimit(8) // object reads, not CPU
+	for i, part := range parts {
+		g.Go(func() error {
+			var err error
+			runs[i], has[i], err = p.readKeyHashes(ctx, part)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if slices.Contains(has, false) {
+		clear(ok)
+		return nil
+	}
 	var lo, hi value.Micros
 	first := true
 	for _, f := range files {
-		for _, part := range f.m.Parts {
-			hashes, has, err := p.readKeyHashes(ctx, part)
-			if err != nil {
-				return err
-			}
-			if !has {
-				clear(ok)
-				return nil
-			}
-			runs, owner = append(runs, hashes), append(owner, f.rec.ID)
-		}
 		if ok[f.rec.ID] {
 			if first || f.m.MinSourceTS < lo {
 				lo = f.m.MinSourceTS

@@ -146,6 +146,45 @@ func TestTheHistoryTakesStagedPartsAsFiles(t *testing.T) {
 	}
 }
 
+// TestSmallFilesAreWrittenNotCopied: below historyCopyMinEvents a file's
+// rows are written (an object's round trips cost more than encoding them),
+// and the merge reads no key hashes.
+func TestSmallFilesAreWrittenNotCopied(t *testing.T) {
+	ctx := context.Background()
+	files, _ := bulkLoad(5, 3, 40, 150)
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{})
+	p.historyCopyEvents = 0 // the default
+	stageOnly(t, ctx, p, source, files...)
+	var hashes []string
+	err := p.Lake.List(ctx, "_staging/shop.t/", "", func(info objstore.Info) error {
+		if strings.HasSuffix(info.Name, keyHashesSuffix) {
+			hashes = append(hashes, info.Name)
+		}
+		return nil
+	})
+	if err != nil || len(hashes) != len(files) {
+		t.Fatalf("%d key hash objects staged for %d files: %v", len(hashes), len(files), err)
+	}
+	for _, name := range hashes {
+		if err := p.Lake.Delete(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Their key hashes gone, a merge that read them would copy nothing
+	// either, but fail: it must not read them.
+	mr, err := p.MergeTable(ctx, "shop.t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mr.Result.HistoryFilesCopied != 0 || mr.Result.Events != 120 {
+		t.Fatalf("%d files copied of %d events, want none: the files are small", mr.Result.HistoryFilesCopied, mr.Result.Events)
+	}
+	if rows, _ := historyTable(t, ctx, p); len(rows) != 120 {
+		t.Fatalf("the history holds %d events, want 120", len(rows))
+	}
+}
+
 // TestARedeliveredEventIsNeverCopied: a file whose events another file of
 // the batch, or the history, already holds is written row by row, so that
 // the history keeps each event once; the other files are still copied.
@@ -247,14 +286,14 @@ func TestCopiedFilesSurviveACrashBetweenSteps(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := config.Config{BatchMaxEvents: 50}
-			p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "crashy"}
+			p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "crashy", historyCopyEvents: 1}
 			stageOnly(t, ctx, p, source, files...)
 			lake.armed.Store(true)
 			if _, err := p.MergeTable(ctx, "shop.t"); err == nil {
 				t.Fatal("the crash did not happen")
 			}
 			lake.armed.Store(false)
-			p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "restarted"}
+			p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "restarted", historyCopyEvents: 1}
 			mr, err := p2.MergeTable(ctx, "shop.t")
 			if err != nil {
 				t.Fatal(err)

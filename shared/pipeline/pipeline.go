@@ -59,8 +59,10 @@ type Pipeline struct {
 	// small files would otherwise never take a deletion vector.
 	dvMinFileBytes int64
 	// noHistoryCopies makes every merge write the history's rows, as
-	// before staged parts became history files, for tests to compare.
-	noHistoryCopies bool
+	// before staged parts became history files, for tests to compare;
+	// historyCopyEvents overrides historyCopyMinEvents (0: the constant).
+	noHistoryCopies   bool
+	historyCopyEvents int64
 }
 
 func (p *Pipeline) log() *slog.Logger {

@@ -29,7 +29,8 @@ func newPipeline(t *testing.T, source objstore.Store, cfg config.Config) *Pipeli
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(c), Config: cfg, Holder: "test"}
+	// Small test files are copied to the history as large ones are.
+	return &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(c), Config: cfg, Holder: "test", historyCopyEvents: 1}
 }
 
 // write puts simulated files in the source and returns their notifications
