@@ -143,15 +143,7 @@ func (g *driver) Stat(ctx context.Context, name string) (objstore.Info, error) {
 }
 
 func (g *driver) Write(ctx context.Context, name string, r io.Reader, opts objstore.WriteOptions) (objstore.Info, error) {
-	obj := g.object(name)
-	switch {
-	case opts.IfAbsent:
-		obj = obj.If(storage.Conditions{DoesNotExist: true}).Retryer(storage.WithPolicy(storage.RetryIdempotent))
-	case opts.IfGenerationMatch > 0:
-		obj = obj.If(storage.Conditions{GenerationMatch: opts.IfGenerationMatch}).Retryer(storage.WithPolicy(storage.RetryIdempotent))
-	default:
-		obj = obj.Retryer(storage.WithPolicy(storage.RetryAlways))
-	}
+	obj := conditioned(g.object(name), opts)
 	// Cancelling the writer's context is the only way to abandon an upload
 	// without committing what was written so far.
 	wctx, cancel := context.WithCancel(ctx)
@@ -173,6 +165,38 @@ func (g *driver) Write(ctx context.Context, name string, r io.Reader, opts objst
 		return objstore.Info{}, mapError(err)
 	}
 	return g.info(w.Attrs()), nil
+}
+
+// conditioned applies a write's preconditions to its object, and the retry
+// policy they allow: a write with a precondition is idempotent.
+func conditioned(obj *storage.ObjectHandle, opts objstore.WriteOptions) *storage.ObjectHandle {
+	switch {
+	case opts.IfAbsent:
+		return obj.If(storage.Conditions{DoesNotExist: true}).Retryer(storage.WithPolicy(storage.RetryIdempotent))
+	case opts.IfGenerationMatch > 0:
+		return obj.If(storage.Conditions{GenerationMatch: opts.IfGenerationMatch}).Retryer(storage.WithPolicy(storage.RetryIdempotent))
+	default:
+		return obj.Retryer(storage.WithPolicy(storage.RetryAlways))
+	}
+}
+
+// Copy rewrites src to dst within GCS (objstore.Copier): the bytes do not
+// pass through the process.
+func (g *driver) Copy(ctx context.Context, src, dst string, opts objstore.WriteOptions) (objstore.Info, error) {
+	obj := conditioned(g.object(dst), opts)
+	c := obj.CopierFrom(g.object(src))
+	c.ContentType = opts.ContentType
+	attrs, err := c.Run(ctx)
+	if err != nil {
+		if code(err) == http.StatusPreconditionFailed {
+			if opts.IfAbsent {
+				return objstore.Info{}, objstore.ErrExists
+			}
+			return objstore.Info{}, objstore.ErrPrecondition
+		}
+		return objstore.Info{}, mapError(err)
+	}
+	return g.info(attrs), nil
 }
 
 // List lists in GCS's lexical byte order; StartOffset makes the server skip
