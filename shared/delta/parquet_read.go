@@ -53,6 +53,10 @@ type ReadOptions struct {
 	// any value cut from it does, so a caller that keeps a few values of
 	// many rows leaves it unset.
 	KeepRows bool
+
+	// assemble reads every row through the generic record assembly, even
+	// of a flat schema (see flatReader): for tests comparing the two.
+	assemble bool
 }
 
 // RowGroupFilter selects Parquet row groups by the bounds of one column
@@ -336,6 +340,10 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		}
 	}
 
+	var flat *flatReader
+	if !opts.assemble {
+		flat = newFlatReader(out, b.streams, opts.KeepRows)
+	}
 	var base int64 // physical index of the row group's first row
 	for g, rg := range f.RowGroups() {
 		if err := ctx.Err(); err != nil {
@@ -351,6 +359,8 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		decoded := 0
 		if pages[g] != nil {
 			decoded, err = sparse.readGroup(ctx, g, pages[g], base, deleted, fn)
+		} else if flat != nil {
+			err = flat.readGroup(ctx, ra, f, g, rg, base, deleted, fn)
 		} else {
 			err = readRowGroupAt(ctx, ra, f, g, rg, b.streams, out, base, deleted, fn)
 		}
@@ -369,31 +379,12 @@ func readRowGroup(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int
 
 // readRowGroupAt is readRowGroup telling fn each row's physical position.
 func readRowGroupAt(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func(int64, []any) error) error {
-	chunks := rg.ColumnChunks()
-	meta := f.Metadata().RowGroups[g]
-	var ranges [][2]int64
-	for i, s := range streams {
-		if s == nil || i >= len(meta.Columns) {
-			continue
-		}
-		cm := meta.Columns[i].MetaData
-		start := cm.DataPageOffset
-		if cm.DictionaryPageOffset > 0 && cm.DictionaryPageOffset < start {
-			start = cm.DictionaryPageOffset
-		}
-		ranges = append(ranges, [2]int64{start, start + cm.TotalCompressedSize})
-	}
-	if err := ra.prefetch(ranges); err != nil {
+	err := loadRowGroup(ra, f, g, streams)
+	defer ra.release()
+	if err != nil {
 		return err
 	}
-	defer ra.release()
-	for i, s := range streams {
-		if s != nil {
-			if err := ra.checkPages(g, i); err != nil {
-				return err
-			}
-		}
-	}
+	chunks := rg.ColumnChunks()
 	for i, s := range streams {
 		if s == nil {
 			continue
@@ -427,6 +418,36 @@ func readRowGroupAt(ctx context.Context, ra *storeReaderAt, f *parquet.File, g i
 		}
 		if err := fn(base+r, row); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// loadRowGroup fetches the column chunks of row group g that streams (by
+// leaf) read and checks their pages; the caller releases them
+// (ra.release) once read, whether or not this fails.
+func loadRowGroup(ra *storeReaderAt, f *parquet.File, g int, streams []*colStream) error {
+	meta := f.Metadata().RowGroups[g]
+	var ranges [][2]int64
+	for i, s := range streams {
+		if s == nil || i >= len(meta.Columns) {
+			continue
+		}
+		cm := meta.Columns[i].MetaData
+		start := cm.DataPageOffset
+		if cm.DictionaryPageOffset > 0 && cm.DictionaryPageOffset < start {
+			start = cm.DictionaryPageOffset
+		}
+		ranges = append(ranges, [2]int64{start, start + cm.TotalCompressedSize})
+	}
+	if err := ra.prefetch(ranges); err != nil {
+		return err
+	}
+	for i, s := range streams {
+		if s != nil {
+			if err := ra.checkPages(g, i); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
