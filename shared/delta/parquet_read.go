@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -778,8 +779,48 @@ type keptValues struct {
 	strs   value.Boxes[string]
 	bins   value.Boxes[[]byte]
 	longs  value.Boxes[int64]
+	ints   value.Boxes[int32]
+	dbls   value.Boxes[float64]
+	days   value.Boxes[value.Days]
 	micros value.Boxes[value.Micros]
+	local  value.Boxes[value.LocalMicros]
+	decs   value.Boxes[value.Decimal]
+	// bigs and words hold the unscaled values of decimals that fit 64
+	// bits: a big.Int and its one word, instead of two allocations.
+	bigs  []big.Int
+	words []big.Word
 }
+
+// bigInt returns x as a big.Int cut from the slabs. Its word is capped,
+// so arithmetic on it that needs more reallocates, as on any big.Int,
+// instead of growing into a neighbour.
+func (k *keptValues) bigInt(x int64) *big.Int {
+	if bits.UintSize < 64 {
+		return big.NewInt(x)
+	}
+	if len(k.bigs) == 0 {
+		k.bigs = make([]big.Int, boxesPerSlab)
+	}
+	z := &k.bigs[0]
+	k.bigs = k.bigs[1:]
+	if x == 0 {
+		return z
+	}
+	u := uint64(x)
+	if x < 0 {
+		u = -u
+	}
+	w := value.Cut(&k.words, 1, boxesPerSlab)
+	w[0] = big.Word(u)
+	z.SetBits(w)
+	if x < 0 {
+		z.Neg(z)
+	}
+	return z
+}
+
+// boxesPerSlab is how many values a slab of keptValues holds.
+const boxesPerSlab = 256
 
 func (b *asmBuilder) stream(p *pqNode) *colStream {
 	if b.streams[p.leaf] == nil {
@@ -1010,19 +1051,32 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 		} else if s, ok := p.el.Scale.Get(); ok {
 			scale = int(s)
 		}
-		var unscaled func(parquet.Value) *big.Int
+		// Unscaled values that fit 64 bits (every INT32 and INT64 one,
+		// and most byte arrays) skip big.Int's byte decoding and two's
+		// complement arithmetic.
+		var small func(parquet.Value) (int64, bool)
 		switch phys {
 		case format.Int32:
-			unscaled = func(v parquet.Value) *big.Int { return big.NewInt(int64(v.Int32())) }
+			small = func(v parquet.Value) (int64, bool) { return int64(v.Int32()), true }
 		case format.Int64:
-			unscaled = func(v parquet.Value) *big.Int { return big.NewInt(v.Int64()) }
+			small = func(v parquet.Value) (int64, bool) { return v.Int64(), true }
 		case format.ByteArray, format.FixedLenByteArray:
-			unscaled = func(v parquet.Value) *big.Int { return fromTwosComplement(v.ByteArray()) }
+			small = func(v parquet.Value) (int64, bool) { return twosComplementInt64(v.ByteArray()) }
 		default:
 			return bad()
 		}
+		newInt := big.NewInt
+		var boxes *value.Boxes[value.Decimal] // nil boxes as any(v) does
+		if kept != nil {
+			newInt, boxes = kept.bigInt, &kept.decs
+		}
 		return func(v parquet.Value) (any, error) {
-			d := value.Decimal{Unscaled: unscaled(v), Scale: scale}
+			var d value.Decimal
+			if x, ok := small(v); ok {
+				d = value.Decimal{Unscaled: newInt(x), Scale: scale}
+			} else {
+				d = value.Decimal{Unscaled: fromTwosComplement(v.ByteArray()), Scale: scale}
+			}
 			if scale != dt.Scale {
 				r, err := d.Rescale(dt.Scale)
 				if err != nil {
@@ -1030,7 +1084,7 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 				}
 				d = r
 			}
-			return d, nil
+			return boxes.Box(d), nil
 		}, nil
 	}
 	switch t {
@@ -1050,6 +1104,9 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 		case value.Short:
 			return func(v parquet.Value) (any, error) { return int16(get(v)), nil }, nil
 		case value.Integer:
+			if kept != nil {
+				return func(v parquet.Value) (any, error) { return kept.ints.Box(int32(get(v))), nil }, nil
+			}
 			return func(v parquet.Value) (any, error) { return int32(get(v)), nil }, nil
 		}
 		if kept != nil {
@@ -1062,15 +1119,19 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 		}
 		return func(v parquet.Value) (any, error) { return v.Float(), nil }, nil
 	case value.Double:
+		var dbls *value.Boxes[float64] // nil boxes as any(v) does
+		if kept != nil {
+			dbls = &kept.dbls
+		}
 		switch phys {
 		case format.Double:
-			return func(v parquet.Value) (any, error) { return v.Double(), nil }, nil
+			return func(v parquet.Value) (any, error) { return dbls.Box(v.Double()), nil }, nil
 		case format.Float:
-			return func(v parquet.Value) (any, error) { return float64(v.Float()), nil }, nil
+			return func(v parquet.Value) (any, error) { return dbls.Box(float64(v.Float())), nil }, nil
 		case format.Int32:
-			return func(v parquet.Value) (any, error) { return float64(v.Int32()), nil }, nil
+			return func(v parquet.Value) (any, error) { return dbls.Box(float64(v.Int32())), nil }, nil
 		case format.Int64:
-			return func(v parquet.Value) (any, error) { return float64(v.Int64()), nil }, nil
+			return func(v parquet.Value) (any, error) { return dbls.Box(float64(v.Int64())), nil }, nil
 		}
 		return bad()
 	case value.Boolean:
@@ -1103,6 +1164,9 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 		if phys != format.Int32 {
 			return bad()
 		}
+		if kept != nil {
+			return func(v parquet.Value) (any, error) { return kept.days.Box(value.Days(v.Int32())), nil }, nil
+		}
 		return func(v parquet.Value) (any, error) { return value.Days(v.Int32()), nil }, nil
 	case value.Timestamp, value.TimestampNTZ:
 		var micros func(parquet.Value) int64
@@ -1133,6 +1197,9 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 			return bad()
 		}
 		if t == value.TimestampNTZ {
+			if kept != nil {
+				return func(v parquet.Value) (any, error) { return kept.local.Box(value.LocalMicros(micros(v))), nil }, nil
+			}
 			return func(v parquet.Value) (any, error) { return value.LocalMicros(micros(v)), nil }, nil
 		}
 		if kept != nil {
@@ -1158,6 +1225,34 @@ func int96Micros(v deprecated.Int96) int64 {
 	nanos := int64(v[1])<<32 | int64(v[0])
 	day := int64(v[2])
 	return (day-julianEpoch)*86_400_000_000 + nanos/1000
+}
+
+// twosComplementInt64 decodes a big-endian two's complement integer that
+// fits 64 bits; ok is false for one that does not (or is empty).
+func twosComplementInt64(b []byte) (x int64, ok bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	// Bytes before the last 8 must only extend the sign.
+	var ext byte
+	if len(b) > 8 {
+		if b[len(b)-8]&0x80 != 0 {
+			ext = 0xFF
+		}
+		for _, c := range b[:len(b)-8] {
+			if c != ext {
+				return 0, false
+			}
+		}
+		b = b[len(b)-8:]
+	}
+	if b[0]&0x80 != 0 {
+		x = -1 // sign-extend
+	}
+	for _, c := range b {
+		x = x<<8 | int64(c)
+	}
+	return x, true
 }
 
 // fromTwosComplement decodes a big-endian two's complement integer.
