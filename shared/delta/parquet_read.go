@@ -650,6 +650,8 @@ type asm struct {
 	stream *colStream
 	maxDef int
 	conv   func(parquet.Value) (any, error)
+	// str is conv of a string leaf, from a byte array's bytes.
+	str func([]byte) any
 }
 
 type asmKind int
@@ -878,11 +880,13 @@ func (b *asmBuilder) buildLeaf(t value.Type, p *pqNode) (*asm, error) {
 	if err != nil {
 		return nil, err
 	}
+	var str func([]byte) any
 	if t == value.String {
-		conv = repeatedStrings(conv)
+		str = repeatedStrings(stringOf(b.kept))
+		conv = func(v parquet.Value) (any, error) { return str(v.ByteArray()), nil }
 	}
 	s := b.stream(p)
-	return &asm{kind: asmLeaf, stream: s, maxDef: p.def, conv: conv, leaves: []*colStream{s}, first: s}, nil
+	return &asm{kind: asmLeaf, stream: s, maxDef: p.def, conv: conv, str: str, leaves: []*colStream{s}, first: s}, nil
 }
 
 // repeatedStrings makes a leaf's string converter hand out the previous
@@ -892,19 +896,26 @@ func (b *asmBuilder) buildLeaf(t value.Type, p *pqNode) (*asm, error) {
 // of a string and an interface box per row. Strings are immutable, so rows
 // may share them. The converter belongs to one assembly, read by one
 // goroutine.
-func repeatedStrings(conv func(parquet.Value) (any, error)) func(parquet.Value) (any, error) {
+func repeatedStrings(conv func([]byte) any) func([]byte) any {
 	var last string
 	var lastV any
-	return func(v parquet.Value) (any, error) {
-		if lastV != nil && string(v.ByteArray()) == last {
-			return lastV, nil
+	return func(b []byte) any {
+		if lastV != nil && string(b) == last {
+			return lastV
 		}
-		out, err := conv(v)
-		if s, ok := out.(string); ok && err == nil {
-			last, lastV = s, out
-		}
-		return out, err
+		out := conv(b)
+		last, lastV = out.(string), out
+		return out
 	}
+}
+
+// stringOf returns the conversion of a byte array to a string value: with
+// kept set, cut from its arena and boxed from its slab.
+func stringOf(kept *keptValues) func([]byte) any {
+	if kept != nil {
+		return func(b []byte) any { return kept.strs.Box(kept.arena.String(b)) }
+	}
+	return func(b []byte) any { return string(b) }
 }
 
 func (b *asmBuilder) buildStruct(t value.StructType, p *pqNode) (*asm, error) {
@@ -1143,10 +1154,8 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 		if phys != format.ByteArray && phys != format.FixedLenByteArray {
 			return bad()
 		}
-		if kept != nil {
-			return func(v parquet.Value) (any, error) { return kept.strs.Box(kept.arena.String(v.ByteArray())), nil }, nil
-		}
-		return func(v parquet.Value) (any, error) { return string(v.ByteArray()), nil }, nil
+		str := stringOf(kept)
+		return func(v parquet.Value) (any, error) { return str(v.ByteArray()), nil }, nil
 	case value.Binary:
 		if phys != format.ByteArray && phys != format.FixedLenByteArray {
 			return bad()

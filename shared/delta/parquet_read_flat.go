@@ -55,7 +55,7 @@ func newFlatReader(out []*asm, streams []*colStream, keep bool) *flatReader {
 		// below its maximum: 0 for a required leaf, 1 for an optional one.
 		case a.kind == asmLeaf && a.stream != nil && !seen[a.stream] && a.nullDef == a.maxDef && a.maxDef <= 1:
 			seen[a.stream] = true
-			r.cols[k] = flatCol{leaf: &flatLeaf{leaf: a.stream.leaf, name: a.stream.name, maxDef: byte(a.maxDef), conv: a.conv}}
+			r.cols[k] = flatCol{leaf: &flatLeaf{leaf: a.stream.leaf, name: a.stream.name, maxDef: byte(a.maxDef), conv: a.conv, str: a.str}}
 		default:
 			return nil
 		}
@@ -152,6 +152,9 @@ type flatLeaf struct {
 	name   string //
 	maxDef byte
 	conv   func(parquet.Value) (any, error)
+	// str, when set, is conv from a byte array's bytes (see asm.str): a
+	// string leaf's byte arrays skip the parquet.Value.
+	str func([]byte) any
 
 	pages parquet.Pages
 	page  parquet.Page
@@ -305,9 +308,17 @@ func (l *flatLeaf) value() (any, error) {
 	case flatDouble:
 		v = parquet.DoubleValue(l.f64[j])
 	case flatBytes:
-		v = parquet.ByteArrayValue(l.data[l.offsets[j]:l.offsets[j+1]])
+		b := l.data[l.offsets[j]:l.offsets[j+1]]
+		if l.str != nil {
+			return l.str(b), nil
+		}
+		v = parquet.ByteArrayValue(b)
 	case flatFixed:
-		v = parquet.FixedLenByteArrayValue(l.data[j*l.size : (j+1)*l.size])
+		b := l.data[j*l.size : (j+1)*l.size]
+		if l.str != nil {
+			return l.str(b), nil
+		}
+		v = parquet.FixedLenByteArrayValue(b)
 	case flatDict:
 		v = l.dict.Index(l.idx[j])
 	}
