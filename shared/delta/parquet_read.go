@@ -650,8 +650,10 @@ type asm struct {
 	stream *colStream
 	maxDef int
 	conv   func(parquet.Value) (any, error)
-	// str is conv of a string leaf, from a byte array's bytes.
+	// str is conv of a string leaf, from a byte array's bytes; i64 that of
+	// an INT64 leaf fromInt64 covers, from the stored integer.
 	str func([]byte) any
+	i64 func(int64) any
 }
 
 type asmKind int
@@ -886,7 +888,7 @@ func (b *asmBuilder) buildLeaf(t value.Type, p *pqNode) (*asm, error) {
 		conv = func(v parquet.Value) (any, error) { return str(v.ByteArray()), nil }
 	}
 	s := b.stream(p)
-	return &asm{kind: asmLeaf, stream: s, maxDef: p.def, conv: conv, str: str, leaves: []*colStream{s}, first: s}, nil
+	return &asm{kind: asmLeaf, stream: s, maxDef: p.def, conv: conv, str: str, i64: fromInt64(t, p, b.kept), leaves: []*colStream{s}, first: s}, nil
 }
 
 // repeatedStrings makes a leaf's string converter hand out the previous
@@ -1045,12 +1047,11 @@ func (b *asmBuilder) buildMap(t value.MapType, p *pqNode) (*asm, error) {
 
 // converter returns the conversion of a Parquet leaf's values into the Go
 // representation of Delta type t, whatever physical encoding the writer
-// chose. With kept set, strings, binary values, longs and timestamps are
+// chose. With kept set, strings, binary values and the values boxed are
 // cut from its slabs.
 func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (any, error), error) {
 	phys, _ := p.el.Type.Get()
 	lt := p.el.LogicalType.Value
-	ct, hasCT := p.el.ConvertedType.Get()
 	bad := func() (func(parquet.Value) (any, error), error) {
 		return nil, fmt.Errorf("%w: Parquet %v column %q cannot hold %v", ErrSchemaMismatch, phys, p.name, t)
 	}
@@ -1120,6 +1121,10 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 			}
 			return func(v parquet.Value) (any, error) { return int32(get(v)), nil }, nil
 		}
+		if phys == format.Int64 {
+			f := fromInt64(t, p, kept)
+			return func(v parquet.Value) (any, error) { return f(v.Int64()), nil }, nil
+		}
 		if kept != nil {
 			return func(v parquet.Value) (any, error) { return kept.longs.Box(get(v)), nil }, nil
 		}
@@ -1178,45 +1183,71 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 		}
 		return func(v parquet.Value) (any, error) { return value.Days(v.Int32()), nil }, nil
 	case value.Timestamp, value.TimestampNTZ:
-		var micros func(parquet.Value) int64
 		switch phys {
 		case format.Int96:
-			micros = func(v parquet.Value) int64 { return int96Micros(v.Int96()) }
+			box := microsOf(t, kept)
+			return func(v parquet.Value) (any, error) { return box(int96Micros(v.Int96())), nil }, nil
 		case format.Int64:
-			unit := int64(1) // micros per stored unit, negative = divide
-			if ts, ok := lt.(*format.TimestampType); ok {
-				switch ts.Unit.Value.(type) {
-				case *format.MilliSeconds:
-					unit = 1000
-				case *format.NanoSeconds:
-					unit = -1000
-				}
-			} else if hasCT && ct == deprecated.TimestampMillis {
-				unit = 1000
-			}
-			switch {
-			case unit > 1:
-				micros = func(v parquet.Value) int64 { return v.Int64() * unit }
-			case unit < 0:
-				micros = func(v parquet.Value) int64 { return floorDiv(v.Int64(), -unit) }
-			default:
-				micros = func(v parquet.Value) int64 { return v.Int64() }
-			}
-		default:
-			return bad()
+			f := fromInt64(t, p, kept)
+			return func(v parquet.Value) (any, error) { return f(v.Int64()), nil }, nil
 		}
-		if t == value.TimestampNTZ {
-			if kept != nil {
-				return func(v parquet.Value) (any, error) { return kept.local.Box(value.LocalMicros(micros(v))), nil }, nil
-			}
-			return func(v parquet.Value) (any, error) { return value.LocalMicros(micros(v)), nil }, nil
-		}
-		if kept != nil {
-			return func(v parquet.Value) (any, error) { return kept.micros.Box(value.Micros(micros(v))), nil }, nil
-		}
-		return func(v parquet.Value) (any, error) { return value.Micros(micros(v)), nil }, nil
+		return bad()
 	}
 	return nil, fmt.Errorf("%w: unsupported column type %v", ErrSchemaMismatch, t)
+}
+
+// fromInt64 returns the conversion of an INT64 leaf p's stored integers into
+// the Go representation of t where the value is a function of the integer
+// alone: long, timestamp and timestamp_ntz (in any unit); nil for other
+// types and physical types. With kept set, values are boxed from its
+// slabs. converter converts these leaves' values with it.
+func fromInt64(t value.Type, p *pqNode, kept *keptValues) func(int64) any {
+	if phys, _ := p.el.Type.Get(); phys != format.Int64 {
+		return nil
+	}
+	switch t {
+	case value.Long:
+		if kept != nil {
+			return kept.longs.Box
+		}
+		return func(x int64) any { return x }
+	case value.Timestamp, value.TimestampNTZ:
+	default:
+		return nil
+	}
+	unit := int64(1) // micros per stored unit, negative = divide
+	if ts, ok := p.el.LogicalType.Value.(*format.TimestampType); ok {
+		switch ts.Unit.Value.(type) {
+		case *format.MilliSeconds:
+			unit = 1000
+		case *format.NanoSeconds:
+			unit = -1000
+		}
+	} else if ct, ok := p.el.ConvertedType.Get(); ok && ct == deprecated.TimestampMillis {
+		unit = 1000
+	}
+	box := microsOf(t, kept)
+	switch {
+	case unit > 1:
+		return func(x int64) any { return box(x * unit) }
+	case unit < 0:
+		return func(x int64) any { return box(floorDiv(x, -unit)) }
+	}
+	return box
+}
+
+// microsOf returns the conversion of microseconds since the epoch into
+// timestamp type t's Go representation, boxed from kept's slabs when set.
+func microsOf(t value.Type, kept *keptValues) func(int64) any {
+	switch {
+	case t == value.TimestampNTZ && kept != nil:
+		return func(x int64) any { return kept.local.Box(value.LocalMicros(x)) }
+	case t == value.TimestampNTZ:
+		return func(x int64) any { return value.LocalMicros(x) }
+	case kept != nil:
+		return func(x int64) any { return kept.micros.Box(value.Micros(x)) }
+	}
+	return func(x int64) any { return value.Micros(x) }
 }
 
 func floorDiv(a, b int64) int64 {

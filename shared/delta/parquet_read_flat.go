@@ -55,7 +55,7 @@ func newFlatReader(out []*asm, streams []*colStream, keep bool) *flatReader {
 		// below its maximum: 0 for a required leaf, 1 for an optional one.
 		case a.kind == asmLeaf && a.stream != nil && !seen[a.stream] && a.nullDef == a.maxDef && a.maxDef <= 1:
 			seen[a.stream] = true
-			r.cols[k] = flatCol{leaf: &flatLeaf{leaf: a.stream.leaf, name: a.stream.name, maxDef: byte(a.maxDef), conv: a.conv, str: a.str}}
+			r.cols[k] = flatCol{leaf: &flatLeaf{leaf: a.stream.leaf, name: a.stream.name, maxDef: byte(a.maxDef), conv: a.conv, str: a.str, i64: a.i64}}
 		default:
 			return nil
 		}
@@ -155,6 +155,8 @@ type flatLeaf struct {
 	// str, when set, is conv from a byte array's bytes (see asm.str): a
 	// string leaf's byte arrays skip the parquet.Value.
 	str func([]byte) any
+	// i64, when set, is conv from an INT64 leaf's integer (see asm.i64).
+	i64 func(int64) any
 
 	pages parquet.Pages
 	page  parquet.Page
@@ -165,7 +167,7 @@ type flatLeaf struct {
 	val, nval int
 	mode      flatMode
 	i32       []int32
-	i64       []int64
+	ints64    []int64
 	f32       []float32
 	f64       []float64
 	data      []byte   // byte arrays: the values, one after another
@@ -221,7 +223,7 @@ func (l *flatLeaf) close() {
 func (l *flatLeaf) release() {
 	if l.page != nil {
 		p := l.page
-		l.page, l.defs, l.data, l.offsets, l.i32, l.i64, l.f32, l.f64, l.idx, l.dict = nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
+		l.page, l.defs, l.data, l.offsets, l.i32, l.ints64, l.f32, l.f64, l.idx, l.dict = nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
 		parquet.Release(p)
 	}
 }
@@ -302,7 +304,10 @@ func (l *flatLeaf) value() (any, error) {
 	case flatInt32:
 		v = parquet.Int32Value(l.i32[j])
 	case flatInt64:
-		v = parquet.Int64Value(l.i64[j])
+		if l.i64 != nil {
+			return l.i64(l.ints64[j]), nil
+		}
+		v = parquet.Int64Value(l.ints64[j])
 	case flatFloat:
 		v = parquet.FloatValue(l.f32[j])
 	case flatDouble:
@@ -360,7 +365,7 @@ func (l *flatLeaf) nextPage() error {
 	case encoding.Int32:
 		l.i32 = typedValues(l, flatInt32, data.Int32())
 	case encoding.Int64:
-		l.i64 = typedValues(l, flatInt64, data.Int64())
+		l.ints64 = typedValues(l, flatInt64, data.Int64())
 	case encoding.Float:
 		l.f32 = typedValues(l, flatFloat, data.Float())
 	case encoding.Double:

@@ -443,6 +443,8 @@ func TestFlatReadDecodesOtherWritersEncodingsAsTheAssemblyDoes(t *testing.T) {
 		field("i96", parquet.Optional(parquet.Leaf(parquet.Int96Type))),
 		field("f", parquet.Optional(parquet.Leaf(parquet.FloatType))),
 		field("day", parquet.Required(parquet.Date())),
+		field("ts_nanos", parquet.Optional(parquet.TimestampAdjusted(parquet.Nanosecond, false))),
+		field("ts_millis", parquet.Optional(parquet.Timestamp(parquet.Millisecond))),
 	}}
 	schema := value.StructType{Fields: []value.Field{
 		{Name: "id", Type: value.Long},
@@ -459,6 +461,8 @@ func TestFlatReadDecodesOtherWritersEncodingsAsTheAssemblyDoes(t *testing.T) {
 		{Name: "i96", Type: value.TimestampNTZ, Nullable: true},
 		{Name: "f", Type: value.Double, Nullable: true},
 		{Name: "day", Type: value.Date},
+		{Name: "ts_nanos", Type: value.TimestampNTZ, Nullable: true},
+		{Name: "ts_millis", Type: value.Timestamp, Nullable: true},
 	}}
 	rng := rand.New(rand.NewPCG(3, 4))
 	rows := make([]parquet.Row, 3000)
@@ -491,6 +495,8 @@ func TestFlatReadDecodesOtherWritersEncodingsAsTheAssemblyDoes(t *testing.T) {
 			opt(11, parquet.Int96Value(deprecated.Int96{uint32(rng.IntN(1e9)), 0, uint32(2451545 + rng.IntN(9000))})),
 			opt(12, parquet.FloatValue(float32(rng.NormFloat64()))),
 			parquet.Int32Value(int32(rng.IntN(30000))).Level(0, 0, 13),
+			opt(14, parquet.Int64Value(rng.Int64N(4e18)-2e18)),
+			opt(15, parquet.Int64Value(rng.Int64N(4e15)-2e15)),
 		}
 	}
 	for _, version := range []int{1, 2} {
