@@ -50,9 +50,10 @@ type ReadOptions struct {
 	// whole, as a merge keeps a staged part's: the reader then copies
 	// strings and binary values into shared blocks and boxes them from
 	// shared slabs (value.Arena, value.Boxes), a few allocations per
-	// thousand values instead of two per value. A block stays alive while
-	// any value cut from it does, so a caller that keeps a few values of
-	// many rows leaves it unset.
+	// thousand values instead of two per value, and the rows of a flat
+	// read (see flatReader) are cut from one slab per batch of rows. A
+	// block stays alive while any value cut from it does, so a caller that
+	// keeps a few values of many rows leaves it unset.
 	KeepRows bool
 
 	// assemble reads every row through the generic record assembly, even
@@ -374,8 +375,14 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 	return nil
 }
 
+// readRowGroup reads the rows of row group g (rg) of f through the
+// assemblers out, or the flat read where they are flat, to fn.
 func readRowGroup(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func([]any) error) error {
-	return readRowGroupAt(ctx, ra, f, g, rg, streams, out, base, deleted, func(_ int64, row []any) error { return fn(row) })
+	at := func(_ int64, row []any) error { return fn(row) }
+	if flat := newFlatReader(out, streams, false); flat != nil {
+		return flat.readGroup(ctx, ra, f, g, rg, base, deleted, at)
+	}
+	return readRowGroupAt(ctx, ra, f, g, rg, streams, out, base, deleted, at)
 }
 
 // readRowGroupAt is readRowGroup telling fn each row's physical position.
