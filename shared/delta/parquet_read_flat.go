@@ -174,8 +174,16 @@ type flatLeaf struct {
 	offsets   []uint32 // byte arrays: where each starts, and the end
 	size      int      // fixed-length byte arrays: the length
 	dict      parquet.Dictionary
-	idx       []int32         // dictionary-encoded: the indexes
-	vals      []parquet.Value // flatValues: the page's values, by row
+	idx       []int32 // dictionary-encoded: the indexes
+	// shared are the values of a string or INT64 leaf's dictionary
+	// (sharedDict, the chunk's), converted the first time a page uses
+	// them: the rows that repeat an entry share its value, as runs of
+	// repeatedStrings do. Those values are immutable (strings, integers,
+	// timestamps); binary values and decimals, which a caller may change,
+	// are converted for every row.
+	sharedDict parquet.Dictionary
+	shared     []any
+	vals       []parquet.Value // flatValues: the page's values, by row
 }
 
 // flatMode is how a page's values are held.
@@ -204,6 +212,7 @@ func (l *flatLeaf) open(c parquet.ColumnChunk) (err error) {
 	}()
 	l.pages = c.Pages()
 	l.rows, l.row = 0, 0
+	l.sharedDict, l.shared = nil, nil
 	return nil
 }
 
@@ -325,7 +334,18 @@ func (l *flatLeaf) value() (any, error) {
 		}
 		v = parquet.FixedLenByteArrayValue(b)
 	case flatDict:
-		v = l.dict.Index(l.idx[j])
+		i := l.idx[j]
+		if uint(i) < uint(len(l.shared)) {
+			if x := l.shared[i]; x != nil {
+				return x, nil
+			}
+			x, err := l.conv(l.dict.Index(i))
+			if err == nil {
+				l.shared[i] = x
+			}
+			return x, err
+		}
+		v = l.dict.Index(i)
 	}
 	return l.conv(v)
 }
@@ -352,6 +372,9 @@ func (l *flatLeaf) nextPage() error {
 	}
 	if d := p.Dictionary(); d != nil {
 		l.mode, l.dict = flatDict, d
+		if (l.str != nil || l.i64 != nil) && d != l.sharedDict {
+			l.sharedDict, l.shared = d, make([]any, d.Len())
+		}
 		data := p.Data()
 		if data.Kind() != encoding.Int32 {
 			return l.readValues()

@@ -604,3 +604,55 @@ func TestKeptBigIntsHoldTheirValuesApart(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReadFileDictionary reads a file of dictionary-encoded columns,
+// as other writers write them, through the flat read and through the
+// generic record assembly.
+func BenchmarkReadFileDictionary(b *testing.B) {
+	field := func(name string, n parquet.Node) parquet.Field { return &orderedField{Node: n, name: name} }
+	dict := func(n parquet.Node) parquet.Node { return parquet.Optional(parquet.Encoded(n, &parquet.RLEDictionary)) }
+	root := &orderedGroup{fields: []parquet.Field{
+		field("country", dict(parquet.String())), field("status", dict(parquet.String())),
+		field("store", dict(parquet.Leaf(parquet.Int64Type))), field("day", dict(parquet.Timestamp(parquet.Microsecond))),
+	}}
+	schema := value.StructType{Fields: []value.Field{
+		{Name: "country", Type: value.String, Nullable: true}, {Name: "status", Type: value.String, Nullable: true},
+		{Name: "store", Type: value.Long, Nullable: true}, {Name: "day", Type: value.Timestamp, Nullable: true},
+	}}
+	var buf bytes.Buffer
+	w := parquet.NewWriter(&buf, parquet.NewSchema("dict", root), parquet.MaxRowsPerRowGroup(16<<10))
+	rows := make([]parquet.Row, pqBenchRows)
+	for i := range rows {
+		rows[i] = parquet.Row{
+			parquet.ByteArrayValue([]byte(fmt.Sprintf("country %d", i*7%190))).Level(0, 1, 0),
+			parquet.ByteArrayValue([]byte(flOps[i*13%len(flOps)])).Level(0, 1, 1),
+			parquet.Int64Value(int64(i*31%500)).Level(0, 1, 2),
+			parquet.Int64Value(1_700_000_000_000_000+int64(i%365)*86_400_000_000).Level(0, 1, 3),
+		}
+	}
+	if _, err := w.WriteRows(rows); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	store := newPQMemStore()
+	store.objects["dict.parquet"] = buf.Bytes()
+	add := Add{Path: "dict.parquet", Size: int64(buf.Len())}
+	md := pqMetadata(schema, nil, nil)
+	for _, tc := range []struct {
+		name string
+		opts ReadOptions
+	}{{"flat", ReadOptions{}}, {"assembled", ReadOptions{assemble: true}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				if err := ReadFile(context.Background(), store, md, add, tc.opts, func([]any) error { n++; return nil }); err != nil || n != pqBenchRows {
+					b.Fatalf("read %d rows: %v", n, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/pqBenchRows, "ns/row")
+		})
+	}
+}
