@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -49,10 +50,15 @@ type ReadOptions struct {
 	// whole, as a merge keeps a staged part's: the reader then copies
 	// strings and binary values into shared blocks and boxes them from
 	// shared slabs (value.Arena, value.Boxes), a few allocations per
-	// thousand values instead of two per value. A block stays alive while
-	// any value cut from it does, so a caller that keeps a few values of
-	// many rows leaves it unset.
+	// thousand values instead of two per value, and the rows of a flat
+	// read (see flatReader) are cut from one slab per batch of rows. A
+	// block stays alive while any value cut from it does, so a caller that
+	// keeps a few values of many rows leaves it unset.
 	KeepRows bool
+
+	// assemble reads every row through the generic record assembly, even
+	// of a flat schema (see flatReader): for tests comparing the two.
+	assemble bool
 }
 
 // RowGroupFilter selects Parquet row groups by the bounds of one column
@@ -336,6 +342,10 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		}
 	}
 
+	var flat *flatReader
+	if !opts.assemble {
+		flat = newFlatReader(out, b.streams, opts.KeepRows)
+	}
 	var base int64 // physical index of the row group's first row
 	for g, rg := range f.RowGroups() {
 		if err := ctx.Err(); err != nil {
@@ -351,6 +361,8 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		decoded := 0
 		if pages[g] != nil {
 			decoded, err = sparse.readGroup(ctx, g, pages[g], base, deleted, fn)
+		} else if flat != nil {
+			err = flat.readGroup(ctx, ra, f, g, rg, base, deleted, fn)
 		} else {
 			err = readRowGroupAt(ctx, ra, f, g, rg, b.streams, out, base, deleted, fn)
 		}
@@ -363,37 +375,24 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 	return nil
 }
 
+// readRowGroup reads the rows of row group g (rg) of f through the
+// assemblers out, or the flat read where they are flat, to fn.
 func readRowGroup(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func([]any) error) error {
-	return readRowGroupAt(ctx, ra, f, g, rg, streams, out, base, deleted, func(_ int64, row []any) error { return fn(row) })
+	at := func(_ int64, row []any) error { return fn(row) }
+	if flat := newFlatReader(out, streams, false); flat != nil {
+		return flat.readGroup(ctx, ra, f, g, rg, base, deleted, at)
+	}
+	return readRowGroupAt(ctx, ra, f, g, rg, streams, out, base, deleted, at)
 }
 
 // readRowGroupAt is readRowGroup telling fn each row's physical position.
 func readRowGroupAt(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func(int64, []any) error) error {
-	chunks := rg.ColumnChunks()
-	meta := f.Metadata().RowGroups[g]
-	var ranges [][2]int64
-	for i, s := range streams {
-		if s == nil || i >= len(meta.Columns) {
-			continue
-		}
-		cm := meta.Columns[i].MetaData
-		start := cm.DataPageOffset
-		if cm.DictionaryPageOffset > 0 && cm.DictionaryPageOffset < start {
-			start = cm.DictionaryPageOffset
-		}
-		ranges = append(ranges, [2]int64{start, start + cm.TotalCompressedSize})
-	}
-	if err := ra.prefetch(ranges); err != nil {
+	err := loadRowGroup(ra, f, g, streams)
+	defer ra.release()
+	if err != nil {
 		return err
 	}
-	defer ra.release()
-	for i, s := range streams {
-		if s != nil {
-			if err := ra.checkPages(g, i); err != nil {
-				return err
-			}
-		}
-	}
+	chunks := rg.ColumnChunks()
 	for i, s := range streams {
 		if s == nil {
 			continue
@@ -427,6 +426,36 @@ func readRowGroupAt(ctx context.Context, ra *storeReaderAt, f *parquet.File, g i
 		}
 		if err := fn(base+r, row); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// loadRowGroup fetches the column chunks of row group g that streams (by
+// leaf) read and checks their pages; the caller releases them
+// (ra.release) once read, whether or not this fails.
+func loadRowGroup(ra *storeReaderAt, f *parquet.File, g int, streams []*colStream) error {
+	meta := f.Metadata().RowGroups[g]
+	var ranges [][2]int64
+	for i, s := range streams {
+		if s == nil || i >= len(meta.Columns) {
+			continue
+		}
+		cm := meta.Columns[i].MetaData
+		start := cm.DataPageOffset
+		if cm.DictionaryPageOffset > 0 && cm.DictionaryPageOffset < start {
+			start = cm.DictionaryPageOffset
+		}
+		ranges = append(ranges, [2]int64{start, start + cm.TotalCompressedSize})
+	}
+	if err := ra.prefetch(ranges); err != nil {
+		return err
+	}
+	for i, s := range streams {
+		if s != nil {
+			if err := ra.checkPages(g, i); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -628,6 +657,10 @@ type asm struct {
 	stream *colStream
 	maxDef int
 	conv   func(parquet.Value) (any, error)
+	// str is conv of a string leaf, from a byte array's bytes; i64 that of
+	// an INT64 leaf fromInt64 covers, from the stored integer.
+	str func([]byte) any
+	i64 func(int64) any
 }
 
 type asmKind int
@@ -757,8 +790,48 @@ type keptValues struct {
 	strs   value.Boxes[string]
 	bins   value.Boxes[[]byte]
 	longs  value.Boxes[int64]
+	ints   value.Boxes[int32]
+	dbls   value.Boxes[float64]
+	days   value.Boxes[value.Days]
 	micros value.Boxes[value.Micros]
+	local  value.Boxes[value.LocalMicros]
+	decs   value.Boxes[value.Decimal]
+	// bigs and words hold the unscaled values of decimals that fit 64
+	// bits: a big.Int and its one word, instead of two allocations.
+	bigs  []big.Int
+	words []big.Word
 }
+
+// bigInt returns x as a big.Int cut from the slabs. Its word is capped,
+// so arithmetic on it that needs more reallocates, as on any big.Int,
+// instead of growing into a neighbour.
+func (k *keptValues) bigInt(x int64) *big.Int {
+	if bits.UintSize < 64 {
+		return big.NewInt(x)
+	}
+	if len(k.bigs) == 0 {
+		k.bigs = make([]big.Int, boxesPerSlab)
+	}
+	z := &k.bigs[0]
+	k.bigs = k.bigs[1:]
+	if x == 0 {
+		return z
+	}
+	u := uint64(x)
+	if x < 0 {
+		u = -u
+	}
+	w := value.Cut(&k.words, 1, boxesPerSlab)
+	w[0] = big.Word(u)
+	z.SetBits(w)
+	if x < 0 {
+		z.Neg(z)
+	}
+	return z
+}
+
+// boxesPerSlab is how many values a slab of keptValues holds.
+const boxesPerSlab = 256
 
 func (b *asmBuilder) stream(p *pqNode) *colStream {
 	if b.streams[p.leaf] == nil {
@@ -816,11 +889,13 @@ func (b *asmBuilder) buildLeaf(t value.Type, p *pqNode) (*asm, error) {
 	if err != nil {
 		return nil, err
 	}
+	var str func([]byte) any
 	if t == value.String {
-		conv = repeatedStrings(conv)
+		str = repeatedStrings(stringOf(b.kept))
+		conv = func(v parquet.Value) (any, error) { return str(v.ByteArray()), nil }
 	}
 	s := b.stream(p)
-	return &asm{kind: asmLeaf, stream: s, maxDef: p.def, conv: conv, leaves: []*colStream{s}, first: s}, nil
+	return &asm{kind: asmLeaf, stream: s, maxDef: p.def, conv: conv, str: str, i64: fromInt64(t, p, b.kept), leaves: []*colStream{s}, first: s}, nil
 }
 
 // repeatedStrings makes a leaf's string converter hand out the previous
@@ -830,19 +905,26 @@ func (b *asmBuilder) buildLeaf(t value.Type, p *pqNode) (*asm, error) {
 // of a string and an interface box per row. Strings are immutable, so rows
 // may share them. The converter belongs to one assembly, read by one
 // goroutine.
-func repeatedStrings(conv func(parquet.Value) (any, error)) func(parquet.Value) (any, error) {
+func repeatedStrings(conv func([]byte) any) func([]byte) any {
 	var last string
 	var lastV any
-	return func(v parquet.Value) (any, error) {
-		if lastV != nil && string(v.ByteArray()) == last {
-			return lastV, nil
+	return func(b []byte) any {
+		if lastV != nil && string(b) == last {
+			return lastV
 		}
-		out, err := conv(v)
-		if s, ok := out.(string); ok && err == nil {
-			last, lastV = s, out
-		}
-		return out, err
+		out := conv(b)
+		last, lastV = out.(string), out
+		return out
 	}
+}
+
+// stringOf returns the conversion of a byte array to a string value: with
+// kept set, cut from its arena and boxed from its slab.
+func stringOf(kept *keptValues) func([]byte) any {
+	if kept != nil {
+		return func(b []byte) any { return kept.strs.Box(kept.arena.String(b)) }
+	}
+	return func(b []byte) any { return string(b) }
 }
 
 func (b *asmBuilder) buildStruct(t value.StructType, p *pqNode) (*asm, error) {
@@ -972,12 +1054,11 @@ func (b *asmBuilder) buildMap(t value.MapType, p *pqNode) (*asm, error) {
 
 // converter returns the conversion of a Parquet leaf's values into the Go
 // representation of Delta type t, whatever physical encoding the writer
-// chose. With kept set, strings, binary values, longs and timestamps are
+// chose. With kept set, strings, binary values and the values boxed are
 // cut from its slabs.
 func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (any, error), error) {
 	phys, _ := p.el.Type.Get()
 	lt := p.el.LogicalType.Value
-	ct, hasCT := p.el.ConvertedType.Get()
 	bad := func() (func(parquet.Value) (any, error), error) {
 		return nil, fmt.Errorf("%w: Parquet %v column %q cannot hold %v", ErrSchemaMismatch, phys, p.name, t)
 	}
@@ -989,19 +1070,32 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 		} else if s, ok := p.el.Scale.Get(); ok {
 			scale = int(s)
 		}
-		var unscaled func(parquet.Value) *big.Int
+		// Unscaled values that fit 64 bits (every INT32 and INT64 one,
+		// and most byte arrays) skip big.Int's byte decoding and two's
+		// complement arithmetic.
+		var small func(parquet.Value) (int64, bool)
 		switch phys {
 		case format.Int32:
-			unscaled = func(v parquet.Value) *big.Int { return big.NewInt(int64(v.Int32())) }
+			small = func(v parquet.Value) (int64, bool) { return int64(v.Int32()), true }
 		case format.Int64:
-			unscaled = func(v parquet.Value) *big.Int { return big.NewInt(v.Int64()) }
+			small = func(v parquet.Value) (int64, bool) { return v.Int64(), true }
 		case format.ByteArray, format.FixedLenByteArray:
-			unscaled = func(v parquet.Value) *big.Int { return fromTwosComplement(v.ByteArray()) }
+			small = func(v parquet.Value) (int64, bool) { return twosComplementInt64(v.ByteArray()) }
 		default:
 			return bad()
 		}
+		newInt := big.NewInt
+		var boxes *value.Boxes[value.Decimal] // nil boxes as any(v) does
+		if kept != nil {
+			newInt, boxes = kept.bigInt, &kept.decs
+		}
 		return func(v parquet.Value) (any, error) {
-			d := value.Decimal{Unscaled: unscaled(v), Scale: scale}
+			var d value.Decimal
+			if x, ok := small(v); ok {
+				d = value.Decimal{Unscaled: newInt(x), Scale: scale}
+			} else {
+				d = value.Decimal{Unscaled: fromTwosComplement(v.ByteArray()), Scale: scale}
+			}
 			if scale != dt.Scale {
 				r, err := d.Rescale(dt.Scale)
 				if err != nil {
@@ -1009,7 +1103,7 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 				}
 				d = r
 			}
-			return d, nil
+			return boxes.Box(d), nil
 		}, nil
 	}
 	switch t {
@@ -1029,7 +1123,14 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 		case value.Short:
 			return func(v parquet.Value) (any, error) { return int16(get(v)), nil }, nil
 		case value.Integer:
+			if kept != nil {
+				return func(v parquet.Value) (any, error) { return kept.ints.Box(int32(get(v))), nil }, nil
+			}
 			return func(v parquet.Value) (any, error) { return int32(get(v)), nil }, nil
+		}
+		if phys == format.Int64 {
+			f := fromInt64(t, p, kept)
+			return func(v parquet.Value) (any, error) { return f(v.Int64()), nil }, nil
 		}
 		if kept != nil {
 			return func(v parquet.Value) (any, error) { return kept.longs.Box(get(v)), nil }, nil
@@ -1041,15 +1142,19 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 		}
 		return func(v parquet.Value) (any, error) { return v.Float(), nil }, nil
 	case value.Double:
+		var dbls *value.Boxes[float64] // nil boxes as any(v) does
+		if kept != nil {
+			dbls = &kept.dbls
+		}
 		switch phys {
 		case format.Double:
-			return func(v parquet.Value) (any, error) { return v.Double(), nil }, nil
+			return func(v parquet.Value) (any, error) { return dbls.Box(v.Double()), nil }, nil
 		case format.Float:
-			return func(v parquet.Value) (any, error) { return float64(v.Float()), nil }, nil
+			return func(v parquet.Value) (any, error) { return dbls.Box(float64(v.Float())), nil }, nil
 		case format.Int32:
-			return func(v parquet.Value) (any, error) { return float64(v.Int32()), nil }, nil
+			return func(v parquet.Value) (any, error) { return dbls.Box(float64(v.Int32())), nil }, nil
 		case format.Int64:
-			return func(v parquet.Value) (any, error) { return float64(v.Int64()), nil }, nil
+			return func(v parquet.Value) (any, error) { return dbls.Box(float64(v.Int64())), nil }, nil
 		}
 		return bad()
 	case value.Boolean:
@@ -1061,10 +1166,8 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 		if phys != format.ByteArray && phys != format.FixedLenByteArray {
 			return bad()
 		}
-		if kept != nil {
-			return func(v parquet.Value) (any, error) { return kept.strs.Box(kept.arena.String(v.ByteArray())), nil }, nil
-		}
-		return func(v parquet.Value) (any, error) { return string(v.ByteArray()), nil }, nil
+		str := stringOf(kept)
+		return func(v parquet.Value) (any, error) { return str(v.ByteArray()), nil }, nil
 	case value.Binary:
 		if phys != format.ByteArray && phys != format.FixedLenByteArray {
 			return bad()
@@ -1082,44 +1185,76 @@ func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (
 		if phys != format.Int32 {
 			return bad()
 		}
+		if kept != nil {
+			return func(v parquet.Value) (any, error) { return kept.days.Box(value.Days(v.Int32())), nil }, nil
+		}
 		return func(v parquet.Value) (any, error) { return value.Days(v.Int32()), nil }, nil
 	case value.Timestamp, value.TimestampNTZ:
-		var micros func(parquet.Value) int64
 		switch phys {
 		case format.Int96:
-			micros = func(v parquet.Value) int64 { return int96Micros(v.Int96()) }
+			box := microsOf(t, kept)
+			return func(v parquet.Value) (any, error) { return box(int96Micros(v.Int96())), nil }, nil
 		case format.Int64:
-			unit := int64(1) // micros per stored unit, negative = divide
-			if ts, ok := lt.(*format.TimestampType); ok {
-				switch ts.Unit.Value.(type) {
-				case *format.MilliSeconds:
-					unit = 1000
-				case *format.NanoSeconds:
-					unit = -1000
-				}
-			} else if hasCT && ct == deprecated.TimestampMillis {
-				unit = 1000
-			}
-			switch {
-			case unit > 1:
-				micros = func(v parquet.Value) int64 { return v.Int64() * unit }
-			case unit < 0:
-				micros = func(v parquet.Value) int64 { return floorDiv(v.Int64(), -unit) }
-			default:
-				micros = func(v parquet.Value) int64 { return v.Int64() }
-			}
-		default:
-			return bad()
+			f := fromInt64(t, p, kept)
+			return func(v parquet.Value) (any, error) { return f(v.Int64()), nil }, nil
 		}
-		if t == value.TimestampNTZ {
-			return func(v parquet.Value) (any, error) { return value.LocalMicros(micros(v)), nil }, nil
-		}
-		if kept != nil {
-			return func(v parquet.Value) (any, error) { return kept.micros.Box(value.Micros(micros(v))), nil }, nil
-		}
-		return func(v parquet.Value) (any, error) { return value.Micros(micros(v)), nil }, nil
+		return bad()
 	}
 	return nil, fmt.Errorf("%w: unsupported column type %v", ErrSchemaMismatch, t)
+}
+
+// fromInt64 returns the conversion of an INT64 leaf p's stored integers into
+// the Go representation of t where the value is a function of the integer
+// alone: long, timestamp and timestamp_ntz (in any unit); nil for other
+// types and physical types. With kept set, values are boxed from its
+// slabs. converter converts these leaves' values with it.
+func fromInt64(t value.Type, p *pqNode, kept *keptValues) func(int64) any {
+	if phys, _ := p.el.Type.Get(); phys != format.Int64 {
+		return nil
+	}
+	switch t {
+	case value.Long:
+		if kept != nil {
+			return kept.longs.Box
+		}
+		return func(x int64) any { return x }
+	case value.Timestamp, value.TimestampNTZ:
+	default:
+		return nil
+	}
+	unit := int64(1) // micros per stored unit, negative = divide
+	if ts, ok := p.el.LogicalType.Value.(*format.TimestampType); ok {
+		switch ts.Unit.Value.(type) {
+		case *format.MilliSeconds:
+			unit = 1000
+		case *format.NanoSeconds:
+			unit = -1000
+		}
+	} else if ct, ok := p.el.ConvertedType.Get(); ok && ct == deprecated.TimestampMillis {
+		unit = 1000
+	}
+	box := microsOf(t, kept)
+	switch {
+	case unit > 1:
+		return func(x int64) any { return box(x * unit) }
+	case unit < 0:
+		return func(x int64) any { return box(floorDiv(x, -unit)) }
+	}
+	return box
+}
+
+// microsOf returns the conversion of microseconds since the epoch into
+// timestamp type t's Go representation, boxed from kept's slabs when set.
+func microsOf(t value.Type, kept *keptValues) func(int64) any {
+	switch {
+	case t == value.TimestampNTZ && kept != nil:
+		return func(x int64) any { return kept.local.Box(value.LocalMicros(x)) }
+	case t == value.TimestampNTZ:
+		return func(x int64) any { return value.LocalMicros(x) }
+	case kept != nil:
+		return func(x int64) any { return kept.micros.Box(value.Micros(x)) }
+	}
+	return func(x int64) any { return value.Micros(x) }
 }
 
 func floorDiv(a, b int64) int64 {
@@ -1137,6 +1272,34 @@ func int96Micros(v deprecated.Int96) int64 {
 	nanos := int64(v[1])<<32 | int64(v[0])
 	day := int64(v[2])
 	return (day-julianEpoch)*86_400_000_000 + nanos/1000
+}
+
+// twosComplementInt64 decodes a big-endian two's complement integer that
+// fits 64 bits; ok is false for one that does not (or is empty).
+func twosComplementInt64(b []byte) (x int64, ok bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	// Bytes before the last 8 must only extend the sign.
+	var ext byte
+	if len(b) > 8 {
+		if b[len(b)-8]&0x80 != 0 {
+			ext = 0xFF
+		}
+		for _, c := range b[:len(b)-8] {
+			if c != ext {
+				return 0, false
+			}
+		}
+		b = b[len(b)-8:]
+	}
+	if b[0]&0x80 != 0 {
+		x = -1 // sign-extend
+	}
+	for _, c := range b {
+		x = x<<8 | int64(c)
+	}
+	return x, true
 }
 
 // fromTwosComplement decodes a big-endian two's complement integer.

@@ -613,23 +613,8 @@ const pqBenchRows = 100_000
 // pqCDCFile writes rows rows of pqCDCSchema (pqCDCRow) into one data file
 // of store, with opts (whose Schema it sets).
 func pqCDCFile(b testing.TB, store *pqMemStore, opts WriteOptions, rows int) Add {
-	b.Helper()
-	ctx := context.Background()
 	opts.Schema = pqCDCSchema()
-	w, err := NewFileWriter(ctx, store, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range rows {
-		if err := w.Write(pqCDCRow(i)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	add, err := w.Close(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return add
+	return pqWriteRows(b, store, opts, rows, pqCDCRow)
 }
 
 func BenchmarkWriteFile(b *testing.B) {
