@@ -146,6 +146,26 @@ func TestTheHistoryTakesStagedPartsAsFiles(t *testing.T) {
 	}
 }
 
+// TestATableWithoutAKeyCopiesItsParts: the history of a table without a
+// primary key keeps every event as delivered (no re-delivery to find), so
+// each of its files is copied.
+func TestATableWithoutAKeyCopiesItsParts(t *testing.T) {
+	ctx := context.Background()
+	files, _ := bulkLoad(13, 3, 40, 150)
+	for i := range files {
+		files[i].Data = []byte(strings.ReplaceAll(string(files[i].Data), `"primary_keys":["id"]`, `"primary_keys":[]`))
+	}
+	copying, writing, results := mergeBoth(t, ctx, config.Config{}, files)
+	if n := results[0].Result.HistoryFilesCopied; n != len(files) {
+		t.Fatalf("%d files copied, want %d", n, len(files))
+	}
+	got, _ := historyTable(t, ctx, copying)
+	want, _ := historyTable(t, ctx, writing)
+	if len(want) != 120 || !slices.Equal(got, want) {
+		t.Fatalf("the history with copies (%d rows) differs from the written one (%d rows)", len(got), len(want))
+	}
+}
+
 // TestSmallFilesAreWrittenNotCopied: below historyCopyMinEvents a file's
 // rows are written (an object's round trips cost more than encoding them),
 // and the merge reads no key hashes.
