@@ -77,6 +77,9 @@ type Options struct {
 	// than this share of the state table's rows in one step logs a
 	// recommendation to turn them on (default DefaultRecommendDVShare).
 	RecommendDVShare float64
+	// upsertRowsPerFile overrides parallelUpsertRows in tests (0: the
+	// constant).
+	upsertRowsPerFile int
 }
 
 // DefaultDVMinFileBytes is the size below which a touched state file is

@@ -3,6 +3,7 @@ package cdc
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -118,5 +119,60 @@ func TestHistoryFilesAreCopiedOrTheirRowsWritten(t *testing.T) {
 				t.Fatalf("state: %d keys, %d inserted; want 7 of each", res.Keys, res.Inserted)
 			}
 		})
+	}
+}
+
+// TestAStepOfManyUpsertsWritesKeyRangesOnAllCores: the upserts of a large
+// step are written into files of key ranges apart from each other, one per
+// core, and the state holds each key's last change once.
+func TestAStepOfManyUpsertsWritesKeyRangesOnAllCores(t *testing.T) {
+	ctx := context.Background()
+	tabs := memTables()
+	b := Batch{Source: testSource, Key: []string{"id", "region"}}
+	want := map[string]string{}
+	for n := range uint64(1000) {
+		ev := genEvent(n+1, int64(n*7919%600), "eu", false, int64(n))
+		b.Changes = append(b.Changes, toChange(t, ev))
+		want[KeyText([]any{ev.Row[0], ev.Row[1]})] = ev.Row[3].(string) // later changes win
+	}
+	_, err := Apply(ctx, tabs, 1, b, Options{upsertRowsPerFile: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := min(runtime.GOMAXPROCS(0), 600/100)
+	snap, err := delta.Open(tabs.State).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.NumFiles() != files {
+		t.Fatalf("%d state files for 600 upserts at 100 a file on %d cores, want %d", snap.NumFiles(), runtime.GOMAXPROCS(0), files)
+	}
+	type span struct{ lo, hi int64 }
+	var spans []span
+	for _, f := range snap.Files() {
+		st, err := delta.ParseStats(f.Stats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi, ok := st.MinMax("id", value.Long)
+		if !ok {
+			t.Fatalf("state file %s without key bounds", f.Path)
+		}
+		spans = append(spans, span{lo.(int64), hi.(int64)})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return int(a.lo - b.lo) })
+	for i := 1; i < len(spans); i++ {
+		if spans[i].lo <= spans[i-1].hi {
+			t.Fatalf("state files' keys overlap: %v", spans)
+		}
+	}
+	got := readState(t, ctx, tabs)
+	if len(got) != len(want) {
+		t.Fatalf("%d state rows, want %d", len(got), len(want))
+	}
+	for k, note := range want {
+		if got[k][3] != note {
+			t.Fatalf("key %s: note %v, want %s", k, got[k][3], note)
+		}
 	}
 }

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -562,6 +565,45 @@ func (st *stateStep) writeUpserts(ctx context.Context, plan statePlan) ([]delta.
 	if plan.rows != nil {
 		return writeRows(ctx, st.t.State, wo, plan.rows, st.opts.TargetFileBytes)
 	}
+	var upserts []int // into plan.keys, in key order
+	for i := range plan.keys {
+		if plan.verdicts[i] == Insert || plan.verdicts[i] == Replace {
+			upserts = append(upserts, i)
+		}
+	}
+	// Encoding a row takes one core; a step of many upserts (a bulk load)
+	// writes key ranges of them into files of their own on all cores, so
+	// each file still holds a range of keys apart from the others'.
+	per := parallelUpsertRows
+	if st.opts.upsertRowsPerFile > 0 {
+		per = st.opts.upsertRowsPerFile
+	}
+	n := 1
+	if len(upserts) >= 2*per {
+		n = min(runtime.GOMAXPROCS(0), len(upserts)/per)
+	}
+	adds := make([][]delta.Add, n)
+	g, gctx := errgroup.WithContext(ctx)
+	for k := range n {
+		lo, hi := k*len(upserts)/n, (k+1)*len(upserts)/n
+		g.Go(func() error {
+			var err error
+			adds[k], err = st.writeUpsertRange(gctx, wo, plan, upserts[lo:hi])
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err // files the other ranges wrote stay unreferenced: vacuum removes them
+	}
+	return slices.Concat(adds...), nil
+}
+
+// parallelUpsertRows is the fewest upserts a file of a step's state is
+// written with when the step writes several at once.
+const parallelUpsertRows = 32 << 10
+
+// writeUpsertRange writes the upserts plan.keys[i] for i in idx.
+func (st *stateStep) writeUpsertRange(ctx context.Context, wo delta.WriteOptions, plan statePlan, idx []int) ([]delta.Add, error) {
 	w := newRolling(ctx, st.t.State, wo, st.opts.TargetFileBytes)
 	var row []any
 	// The metadata of every row written, boxed from slabs rather than one
@@ -570,10 +612,8 @@ func (st *stateStep) writeUpserts(ctx context.Context, plan statePlan) ([]delta.
 	var strs value.Boxes[string]
 	var orders value.Boxes[[]byte]
 	same := value.Equal(st.b.Source, st.stateSource)
-	for i, c := range plan.keys {
-		if plan.verdicts[i] != Insert && plan.verdicts[i] != Replace {
-			continue
-		}
+	for _, i := range idx {
+		c := plan.keys[i]
 		// In overwrite mode a batch older than the table's schema is cast
 		// to it: columns it lacks are null, columns gone are dropped.
 		src, err := c.Row, error(nil)
