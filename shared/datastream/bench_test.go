@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/dsdelta/dsdelta/shared/value"
 	"math/big"
 	"testing"
 
@@ -147,4 +148,28 @@ func BenchmarkDecodeAvro(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(events), "ns/event")
 		})
 	}
+}
+
+// BenchmarkUnifyJSON measures typing decoded JSON events into one schema
+// (what staging does to every JSON part): the events are decoded again
+// for each round, outside the timer.
+func BenchmarkUnifyJSON(b *testing.B) {
+	jsonl, _, events := benchEvents(b, 8<<20)
+	b.ReportAllocs()
+	for range b.N {
+		b.StopTimer()
+		var evs []Event
+		err := All(context.Background(), bytes.NewReader(jsonl), "bench.jsonl", Options{}, func(ev Event) error {
+			evs = append(evs, ev)
+			return nil
+		})
+		if err != nil || len(evs) != events {
+			b.Fatalf("decoded %d of %d events: %v", len(evs), events, err)
+		}
+		b.StartTimer()
+		if _, err := UnifyJSON(evs, value.StructType{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }

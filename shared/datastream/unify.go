@@ -111,17 +111,31 @@ func unifyJSON(events iter.Seq[*Event], known value.StructType) (value.StructTyp
 		return value.StructType{}, err
 	}
 	out := value.StructType{Fields: fields}
+	// Events of a file mostly share their decoded schema: its columns'
+	// places in the unified schema are looked up once per schema, and rows
+	// are cut from slabs (they live and die with their part's events).
+	var (
+		slab     []any
+		schemaOf []value.Field // the schema places is for
+		places   []int
+	)
 	for ev := range events {
 		src := ev.jsonSrc
 		if src == nil {
 			continue
 		}
-		row := make([]any, len(fields))
+		if sf := ev.Schema.Fields; len(sf) != len(schemaOf) || len(sf) > 0 && &sf[0] != &schemaOf[0] {
+			schemaOf, places = sf, places[:0]
+			for _, f := range sf {
+				places = append(places, lookup[f.Name])
+			}
+		}
+		row := value.Cut(&slab, len(fields), 256*max(1, len(fields)))
 		for j, f := range ev.Schema.Fields {
 			if j >= len(ev.Row) || ev.Row[j] == nil {
 				continue
 			}
-			ci := lookup[f.Name]
+			ci := places[j]
 			k := src.kind(j)
 			if k == kindTyped {
 				row[ci] = ev.Row[j]
