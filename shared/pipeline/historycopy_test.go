@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -366,5 +367,105 @@ func TestACopyPlanStopsAnEarlierRelease(t *testing.T) {
 	plain, err := json.Marshal(stepPlan{Seq: 3, Files: []string{"a"}, KeyCode: cdc.RangeCodeVersion, Bounds: [][]byte{{1}}})
 	if err != nil || !strings.Contains(string(plain), keyPlanSteps) || strings.Contains(string(plain), "copied") {
 		t.Fatalf("a plan by key without copies: %s, %v", plain, err)
+	}
+}
+
+// TestCollidingRunsAgreeWithAMap: the runs collidingRuns names are those
+// that hold a value held twice over all runs, as a count of every value
+// says; intersect agrees with a set.
+func TestCollidingRunsAgreeWithAMap(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		runs := make([][]uint64, rng.IntN(6))
+		count := map[uint64]int{}
+		for r := range runs {
+			for range rng.IntN(20) {
+				v := rng.Uint64N(60)
+				runs[r] = append(runs[r], v)
+				count[v]++
+			}
+			slices.Sort(runs[r])
+		}
+		want := map[int]bool{}
+		for r, run := range runs {
+			for _, v := range run {
+				if count[v] > 1 {
+					want[r] = true
+				}
+			}
+		}
+		got := map[int]bool{}
+		for _, r := range collidingRuns(runs) {
+			if got[r] {
+				t.Fatalf("seed %d: run %d named twice", seed, r)
+			}
+			got[r] = true
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("seed %d: colliding runs %v, want %v (runs %v)", seed, got, want, runs)
+		}
+		if len(runs) >= 2 {
+			set := map[uint64]bool{}
+			for _, v := range runs[0] {
+				set[v] = true
+			}
+			shared := slices.ContainsFunc(runs[1], func(v uint64) bool { return set[v] })
+			if intersect(runs[0], runs[1]) != shared {
+				t.Fatalf("seed %d: intersect(%v, %v) = %v", seed, runs[0], runs[1], !shared)
+			}
+		}
+	}
+}
+
+// TestKeyHashesThatDoNotFitTheirPartCopyNothing: a part's key hashes that
+// are not one per event, or not sorted, prove nothing: the batch's rows are
+// written, each event once.
+func TestKeyHashesThatDoNotFitTheirPartCopyNothing(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		body func(old []byte) []byte
+	}{
+		{"one hash short", func(old []byte) []byte { return old[8:] }},
+		{"out of order", func(old []byte) []byte {
+			b := slices.Clone(old)
+			copy(b[:8], old[len(old)-8:])
+			copy(b[len(b)-8:], old[:8])
+			return b
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files, _ := bulkLoad(17, 3, 40, 150)
+			source := objstore.NewMemory()
+			p := newPipeline(t, source, config.Config{})
+			stageOnly(t, ctx, p, source, files...)
+			var name string
+			err := p.Lake.List(ctx, "_staging/shop.t/", "", func(info objstore.Info) error {
+				if strings.HasSuffix(info.Name, keyHashesSuffix) && name == "" {
+					name = info.Name
+				}
+				return nil
+			})
+			if err != nil || name == "" {
+				t.Fatalf("no key hashes staged: %v", err)
+			}
+			old, err := objstore.ReadAll(ctx, p.Lake, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := objstore.WriteBytes(ctx, p.Lake, name, tc.body(old), objstore.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			mr, err := p.MergeTable(ctx, "shop.t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mr.Result.HistoryFilesCopied != 0 {
+				t.Fatalf("%d files copied on hashes that prove nothing", mr.Result.HistoryFilesCopied)
+			}
+			if rows, _ := historyTable(t, ctx, p); len(rows) != 120 {
+				t.Fatalf("the history holds %d events, want 120", len(rows))
+			}
+		})
 	}
 }
