@@ -30,9 +30,14 @@ type jsonDecoder struct {
 	readTS   tsCache
 	sourceTS tsCache
 	nFields  int // payload columns of the previous line, to size the next
-	built    buildCache
-	al       slabs
-	arena    strArena
+	// inferred is the payload schema typePayload built for an earlier
+	// line: a line of the same columns and types shares it (no schema per
+	// event, and UnifyJSON looks each schema up once). inferScratch is
+	// where a line's is built.
+	inferred, inferScratch []value.Field
+	built                  buildCache
+	al                     slabs
+	arena                  strArena
 	// schemas caches Options.Schemas lookups by table; lastSchema is the
 	// last one, which every line of a one-table file asks for.
 	schemas    map[tableKey]*value.StructType
@@ -257,7 +262,7 @@ func (jd *jsonDecoder) event(raw []byte, spans *objectSpans, line int64, ev *Eve
 	}
 	src := jd.al.source()
 	src.file, src.line = jd.d.name, line
-	if re.schema, re.row, err = typePayload(raw, payloadSpans, known, src, &jd.strs, jd.nFields, &jd.al, &jd.arena); err != nil {
+	if re.schema, re.row, err = typePayload(raw, payloadSpans, known, src, &jd.strs, jd.nFields, &jd.al, &jd.arena, &jd.inferred, &jd.inferScratch); err != nil {
 		return prefixField("payload", err)
 	}
 	jd.nFields = len(re.schema.Fields)
@@ -364,16 +369,22 @@ type tableKey struct{ db, tbl string }
 // interned in strs; sizeHint is the expected number of columns; rows come
 // from al and the text of string columns from arena. When every column is
 // known, the result shares known.Fields.
-func typePayload(line []byte, spans []memberSpan, known *value.StructType, src *jsonSource, strs *strCache, sizeHint int, al *slabs, arena *strArena) (value.StructType, []any, error) {
+//
+// An inferred schema is built in *scratch and shares *prev, the schema of
+// an earlier line, when it has the same columns and types; otherwise it
+// becomes *prev.
+func typePayload(line []byte, spans []memberSpan, known *value.StructType, src *jsonSource, strs *strCache, sizeHint int, al *slabs, arena *strArena, prev, scratch *[]value.Field) (value.StructType, []any, error) {
 	var st value.StructType
 	var row []any
 	shared := false // st.Fields is known.Fields: copy before appending
 	if known != nil {
 		st.Fields, shared = known.Fields, true
 		row = al.row(len(known.Fields))
-	} else if sizeHint > 0 {
-		st.Fields = make([]value.Field, 0, sizeHint)
-		row = make([]any, 0, sizeHint)
+	} else {
+		st.Fields = (*scratch)[:0]
+		if sizeHint > 0 {
+			row = make([]any, 0, sizeHint)
+		}
 	}
 	next := 0 // the column expected next: payloads list columns in order
 	err := eachSpan(line, spans, func(key, v []byte, plain bool) error {
@@ -419,14 +430,38 @@ func typePayload(line []byte, spans []memberSpan, known *value.StructType, src *
 		}
 		src.kinds = append(src.kinds, k)
 		if shared {
-			st.Fields = append(make([]value.Field, 0, max(sizeHint, len(st.Fields)+8)), st.Fields...)
+			st.Fields = append((*scratch)[:0], st.Fields...)
 			shared = false
 		}
 		st.Fields = append(st.Fields, value.Field{Name: name, Type: typ, Nullable: true})
 		row = append(row, x)
 		return nil
 	})
-	return st, row, err
+	if shared || err != nil {
+		return st, row, err
+	}
+	*scratch = st.Fields[:0] // keep what it grew to
+	if sameFields(st.Fields, *prev) {
+		st.Fields = *prev
+	} else {
+		st.Fields = slices.Clone(st.Fields)
+		*prev = st.Fields
+	}
+	return st, row, nil
+}
+
+// sameFields reports whether two schemas' fields are the same columns of
+// the same types.
+func sameFields(a, b []value.Field) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Nullable != b[i].Nullable || a[i].Metadata != nil || b[i].Metadata != nil || !value.Equal(a[i].Type, b[i].Type) {
+			return false
+		}
+	}
+	return true
 }
 
 // writtenAs classifies a payload value as written, and returns a number's

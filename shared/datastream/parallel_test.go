@@ -484,3 +484,34 @@ func FuzzParallelJSONMatchesSequential(f *testing.F) {
 		sameDecode(t, decodeWith(t, iotest.OneByteReader(bytes.NewReader(data)), sequentialOpts(small)), want)
 	})
 }
+
+// TestLinesOfTheSameColumnsShareTheirInferredSchema: the schema inferred
+// for a line is shared by the next lines of the same columns and types,
+// and a line of other types gets its own, leaving the shared one as it
+// was.
+func TestLinesOfTheSameColumnsShareTheirInferredSchema(t *testing.T) {
+	line := func(i int, note string) string {
+		return fmt.Sprintf(`{"uuid":"m%d","read_timestamp":"2024-05-09T06:57:49.833Z","source_timestamp":"2024-05-09T06:56:%02d.000Z","object":"shop_orders","read_method":"mysql-cdc-binlog","source_metadata":{"table":"orders","database":"shop","primary_keys":["id"],"log_file":"mysql-bin.000014","log_position":%d,"change_type":"INSERT","is_deleted":false},"payload":{"id":%d,"note":%s}}`, i, i, 4+i, i, note)
+	}
+	data := jsonLines(line(1, `"a"`), line(2, `"b"`), line(3, `7`), line(4, `"c"`), line(5, `"d"`))
+	var evs []Event
+	err := All(context.Background(), strings.NewReader(data), "f.jsonl", sequentialOpts(Options{}), func(ev Event) error {
+		evs = append(evs, ev)
+		return nil
+	})
+	if err != nil || len(evs) != 5 {
+		t.Fatalf("decoded %d events: %v", len(evs), err)
+	}
+	fields := func(i int) []value.Field { return evs[i].Schema.Fields }
+	if &fields(0)[0] != &fields(1)[0] || &fields(3)[0] != &fields(4)[0] {
+		t.Error("lines of the same columns and types do not share their schema")
+	}
+	if &fields(2)[0] == &fields(1)[0] || &fields(3)[0] == &fields(2)[0] {
+		t.Error("a line of another type shares a schema")
+	}
+	for i, want := range []value.Type{value.String, value.String, value.Long, value.String, value.String} {
+		if got := fields(i)[1].Type; !value.Equal(got, want) {
+			t.Errorf("line %d: note typed %v, want %v", i+1, got, want)
+		}
+	}
+}
