@@ -125,6 +125,17 @@ func TestABackfillMergesWithinAFunctionsMemory(t *testing.T) {
 			t.Errorf("a step of %v events, bound %d: %v", st["events"], backfillMaxEvents, st)
 		}
 	}
+	// The backfill's staged parts are new events of one source date: the
+	// history takes them as files, copied within the bucket (a rewrite on
+	// the GCS emulator), not decoded and encoded again.
+	copied := 0.0
+	for _, plan := range logEvents(t, s, "function-merge", "steps") {
+		n, _ := plan["files_copied_to_history"].(float64)
+		copied += n
+	}
+	if copied == 0 {
+		t.Errorf("no batch plan copied a staged file to the history")
+	}
 
 	switch {
 	case errors.Is(rssErr, errors.ErrUnsupported):
