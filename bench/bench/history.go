@@ -69,4 +69,4 @@ func (r *report) historyMarkdown(change string) string {
 // thisChange names what the code measured by this run changed since the
 // last entry of pastRuns; move it there with the run's figures when
 // RESULTS.md is committed.
-const thisChange = "JSON lines of the same columns share one inferred schema (a third fewer bytes allocated by the decoder); no change to the merge"
+const thisChange = "JSON lines of the same columns share one inferred schema (a third fewer bytes allocated by the decoder); the backfill is now the fastest of three alternating runs a side"
