@@ -36,32 +36,8 @@ func latestIndexes(changes []Change) []int32 {
 // only equal prefixes compare the keys themselves. Indexes are sorted,
 // not the changes: a swap moves 16 bytes, not a Change.
 func sortByKey(changes []Change, idx []int32) []Change {
-	type entry struct {
-		prefix uint64
-		i      int32
-	}
-	ents := make([]entry, len(idx))
-	var typ reflect.Type
-	mixed := false
-	for k, i := range idx {
-		c := &changes[i]
-		var p uint64
-		if len(c.Key) > 0 && c.Key[0] != nil {
-			if t := reflect.TypeOf(c.Key[0]); typ == nil {
-				typ = t
-			} else if t != typ {
-				mixed = true
-			}
-			p = keyPrefix(c.Key[0])
-		}
-		ents[k] = entry{p, i}
-	}
-	if mixed { // prefixes of different types do not compare
-		for i := range ents {
-			ents[i].prefix = 0
-		}
-	}
-	slices.SortFunc(ents, func(a, b entry) int {
+	ents := keyEntries(changes, idx)
+	slices.SortFunc(ents, func(a, b keyRef) int {
 		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
 			return c
 		}
@@ -72,6 +48,49 @@ func sortByKey(changes []Change, idx []int32) []Change {
 		out[k] = changes[e.i]
 	}
 	return out
+}
+
+// keyRef is a change (its index) and the 64-bit prefix of its key's
+// first column (keyPrefix).
+type keyRef struct {
+	prefix uint64
+	i      int32
+}
+
+// keyEntries returns the keyRef of the changes at idx (of every change
+// when idx is nil), in order. Prefixes are 0 when the first key columns
+// differ in type: they would not compare.
+func keyEntries(changes []Change, idx []int32) []keyRef {
+	n := len(idx)
+	if idx == nil {
+		n = len(changes)
+	}
+	ents := make([]keyRef, n)
+	var typ reflect.Type
+	mixed := false
+	for k := range n {
+		i := int32(k)
+		if idx != nil {
+			i = idx[k]
+		}
+		c := &changes[i]
+		var p uint64
+		if len(c.Key) > 0 && c.Key[0] != nil {
+			if t := reflect.TypeOf(c.Key[0]); typ == nil {
+				typ = t
+			} else if t != typ {
+				mixed = true
+			}
+			p = keyPrefix(c.Key[0])
+		}
+		ents[k] = keyRef{p, i}
+	}
+	if mixed {
+		for k := range ents {
+			ents[k].prefix = 0
+		}
+	}
+	return ents
 }
 
 // keyPrefix maps a key value to a number that orders as value.Compare
@@ -101,4 +120,99 @@ func keyPrefix(v any) uint64 {
 		return uint64(int64(x)) ^ 1<<63
 	}
 	return 0
+}
+
+// maxKeyRuns is the most runs of keys in order latestOfRuns merges.
+const maxKeyRuns = 64
+
+// latestOfRuns is latestSorted for changes that are a few runs each in key
+// order, as a step of staged parts is (each part's rows are sorted by key):
+// the runs are merged, and each key's latest change kept as it goes, with
+// no map of the keys and no sort. ok is false, with nothing done, when the
+// changes are in more than maxKeyRuns runs.
+func latestOfRuns(changes []Change) (out []Change, ok bool) {
+	if len(changes) == 0 {
+		return nil, true
+	}
+	ents := keyEntries(changes, nil)
+	less := func(a, b keyRef) int {
+		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
+			return c
+		}
+		return value.CompareKeys(changes[a.i].Key, changes[b.i].Key)
+	}
+	var starts []int // the first entry of each run
+	for k := range ents {
+		if k == 0 || less(ents[k-1], ents[k]) > 0 {
+			if len(starts) == maxKeyRuns {
+				return nil, false
+			}
+			starts = append(starts, k)
+		}
+	}
+	// heads[r] is the next entry of run r; runs are merged by key, a run
+	// before a later one on equal keys, so that a key's changes come in
+	// their batch order.
+	type head struct{ at, end int }
+	heads := make([]head, len(starts))
+	for r, st := range starts {
+		end := len(ents)
+		if r+1 < len(starts) {
+			end = starts[r+1]
+		}
+		heads[r] = head{st, end}
+	}
+	h := make([]int, 0, len(heads)) // a heap of run numbers
+	before := func(x, y int) bool {
+		if c := less(ents[heads[x].at], ents[heads[y].at]); c != 0 {
+			return c < 0
+		}
+		return x < y
+	}
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
+			}
+			m := l
+			if r := l + 1; r < len(h) && before(h[r], h[l]) {
+				m = r
+			}
+			if !before(h[m], h[i]) {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for r := range heads {
+		h = append(h, r)
+	}
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	out = make([]Change, 0, len(changes))
+	last := -1 // the entry of the key being gathered
+	for len(h) > 0 {
+		r := h[0]
+		e := ents[heads[r].at]
+		switch {
+		case last < 0 || less(ents[last], e) != 0:
+			if last >= 0 {
+				out = append(out, changes[ents[last].i])
+			}
+			last = heads[r].at
+		case bytes.Compare(changes[e.i].Order, changes[ents[last].i].Order) > 0:
+			last = heads[r].at // a later change of the key (the first of equal orders stays)
+		}
+		if heads[r].at++; heads[r].at == heads[r].end {
+			h[0] = h[len(h)-1]
+			h = h[:len(h)-1]
+		}
+		if len(h) > 0 {
+			down(0)
+		}
+	}
+	return append(out, changes[ents[last].i]), true
 }

@@ -107,3 +107,82 @@ func TestLatestSortedKeepsWhatLatestKeeps(t *testing.T) {
 		}
 	}
 }
+
+// TestLatestOfRunsKeepsWhatTheSortKeeps: changes made of a few runs in key
+// order (a step's staged parts) give, merged, the changes the map and the
+// sort give: the greatest order of each key, the first of equal orders,
+// sorted by key; more runs than maxKeyRuns are left to the sort.
+func TestLatestOfRunsKeepsWhatTheSortKeeps(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for round := range 300 {
+		mixed := round%10 == 9 // first key columns of two types
+		var changes []Change
+		runs := 1 + r.IntN(8)
+		if round%50 == 49 {
+			runs = maxKeyRuns + 1 + r.IntN(5)
+		}
+		for range runs {
+			var run [][]any
+			for range r.IntN(60) {
+				var first any = fmt.Sprintf("k%03d", r.IntN(40))
+				if mixed && r.IntN(2) == 0 {
+					first = int64(r.IntN(40))
+				}
+				run = append(run, []any{first, int64(r.IntN(3))})
+			}
+			slices.SortStableFunc(run, value.CompareKeys)
+			if len(run) == 0 {
+				run = append(run, []any{"k000", int64(0)}) // a run of its own
+			}
+			for _, key := range run {
+				changes = append(changes, Change{Key: key, KeyText: KeyText(key), Order: []byte{byte(r.IntN(6))}, Position: fmt.Sprint(len(changes))})
+			}
+		}
+		want := sortByKey(changes, latestIndexes(changes))
+		got, ok := latestOfRuns(changes)
+		if !ok {
+			if runs <= maxKeyRuns {
+				t.Fatalf("round %d: %d runs not merged", round, runs)
+			}
+			continue
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d keys, want %d", round, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Position != want[i].Position {
+				t.Fatalf("round %d: key %v: change %s, want %s", round, got[i].Key, got[i].Position, want[i].Position)
+			}
+		}
+	}
+}
+
+// BenchmarkLatestSorted: a step's 85k changes in 20 runs of UUID-like
+// keys in key order (its staged parts), by merging the runs and by the map
+// and the sort.
+func BenchmarkLatestSorted(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var changes []Change
+	for range 20 {
+		var run [][]any
+		for range 85_000 / 20 {
+			run = append(run, []any{fmt.Sprintf("%08x-%04x-4%03x", r.Uint32(), r.Uint32()&0xffff, r.Uint32()&0xfff)})
+		}
+		slices.SortFunc(run, value.CompareKeys)
+		for _, k := range run {
+			changes = append(changes, Change{Key: k, KeyText: KeyText(k), Order: []byte{0, byte(r.IntN(200))}})
+		}
+	}
+	b.Run("runs merged", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := latestOfRuns(changes); !ok {
+				b.Fatal("not merged")
+			}
+		}
+	})
+	b.Run("map and sort", func(b *testing.B) {
+		for b.Loop() {
+			sortByKey(changes, latestIndexes(changes))
+		}
+	})
+}

@@ -103,6 +103,9 @@ func openState(ctx context.Context, t TableSet, step Step, b Batch, source value
 
 // latestSorted is the latest change of each key (Latest), sorted by key.
 func latestSorted(changes []Change) []Change {
+	if out, ok := latestOfRuns(changes); ok {
+		return out
+	}
 	return sortByKey(changes, latestIndexes(changes))
 }
 
