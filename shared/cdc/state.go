@@ -126,12 +126,19 @@ type rowAt struct {
 // lookup finds what the state and tombstone tables hold of the keys
 // (sorted by key): reading only the key and order columns of the files,
 // and row groups, whose key bounds can hold one.
+// Keys no file can hold are absent from the result: planState takes them
+// as stored nowhere. When no file can hold any key (a table's first load,
+// or a key range of a bulk load no earlier step wrote), nothing is built.
 func (st *stateStep) lookup(ctx context.Context, keys []Change) (map[string]*stored, error) {
+	st.candidates = prune(st.stateSnap.Files(), st.keyNames[0], st.keyTypes[0], keys)
+	tombCandidates := prune(st.tombSnap.Files(), st.keyNames[0], st.keyTypes[0], keys)
+	if len(st.candidates) == 0 && len(tombCandidates) == 0 {
+		return map[string]*stored{}, nil
+	}
 	found := make(map[string]*stored, len(keys))
 	for _, c := range keys {
 		found[c.KeyText] = &stored{}
 	}
-	st.candidates = prune(st.stateSnap.Files(), st.keyNames[0], st.keyTypes[0], keys)
 	if err := lookup(ctx, st.stateSnap, st.candidates, st.keyNames, keys, found, func(s *stored, order []byte, path string, pos int64) {
 		if s.rowOrder == nil || bytes.Compare(order, s.rowOrder) > 0 {
 			s.rowOrder = order
@@ -140,7 +147,6 @@ func (st *stateStep) lookup(ctx context.Context, keys []Change) (map[string]*sto
 	}); err != nil {
 		return nil, fmt.Errorf("state lookup: %w", err)
 	}
-	tombCandidates := prune(st.tombSnap.Files(), st.keyNames[0], st.keyTypes[0], keys)
 	if err := lookup(ctx, st.tombSnap, tombCandidates, st.keyNames, keys, found, func(s *stored, order []byte, _ string, _ int64) {
 		if s.tombOrder == nil || bytes.Compare(order, s.tombOrder) > 0 {
 			s.tombOrder = order
@@ -177,10 +183,11 @@ type statePlan struct {
 // lookup found. It does no I/O.
 func planState(keys []Change, found map[string]*stored) statePlan {
 	p := statePlan{keys: keys, verdicts: make([]Verdict, len(keys)), touched: map[string]*roaring64.Bitmap{}, dropKeys: map[string]bool{}}
+	nowhere := &stored{} // a key found nowhere; read, never written
 	for i, c := range keys {
 		s := found[c.KeyText]
 		if s == nil {
-			s = &stored{}
+			s = nowhere
 		}
 		v := Decide(c, s.rowOrder, s.tombOrder)
 		p.verdicts[i] = v
