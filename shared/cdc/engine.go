@@ -514,8 +514,7 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	// by this very commit).
 	var toCopy []HistoryFile
 	for _, hf := range b.HistoryFiles {
-		if md == nil && !widened && value.Equal(hf.Schema, schema) && delta.ColumnMappingMode(snap.Metadata()) == delta.ColumnMappingNone &&
-			slices.Equal(snap.Metadata().PartitionColumns, []string{ColSourceDate}) {
+		if md == nil && !widened && value.Equal(hf.Schema, schema) && TakesFiles(snap.Metadata()) {
 			toCopy = append(toCopy, hf)
 			continue
 		}

@@ -68,22 +68,23 @@ func KeyOrderHash(code, order []byte) uint64 {
 
 var errUncodedKey = errors.New("a key without a range code")
 
-// HistoryKeyHashes returns, sorted, the KeyOrderHash of the history rows
-// that may have a source timestamp in [lo, hi]: those of the files and row
-// groups whose source-timestamp bounds overlap it, in the source dates'
-// partitions. It reads only the key and order columns. ok is false, with
-// no hashes, when there would be more than limit of them, or when the
-// table's key columns are not of the types the caller codes its keys as
-// (want: nil to accept them).
-func HistoryKeyHashes(ctx context.Context, store objstore.Store, key []string, want value.StructType, lo, hi value.Micros, limit int) (hashes []uint64, ok bool, err error) {
-	snap, err := delta.Open(store).Snapshot(ctx)
-	if errors.Is(err, delta.ErrNotATable) {
-		return nil, true, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	if snap.NumFiles() == 0 {
+// TakesFiles reports whether a history table of this metadata takes data
+// files written by another writer as they are: its files are partitioned
+// by source date alone and name columns by their logical names (the
+// HistoryFile's writer knows no other layout).
+func TakesFiles(md delta.Metadata) bool {
+	return delta.ColumnMappingMode(md) == delta.ColumnMappingNone && slices.Equal(md.PartitionColumns, []string{ColSourceDate})
+}
+
+// HistoryKeyHashes returns, sorted, the KeyOrderHash of the rows of the
+// history snap (nil: no table yet) that may have a source timestamp in
+// [lo, hi]: those of the files and row groups whose source-timestamp
+// bounds overlap it, in the source dates' partitions. It reads only the
+// key and order columns. ok is false, with no hashes, when there would be
+// more than limit of them, or when the table's key columns are not of the
+// types the caller codes its keys as (want: nil to accept them).
+func HistoryKeyHashes(ctx context.Context, snap *delta.Snapshot, key []string, want value.StructType, lo, hi value.Micros, limit int) (hashes []uint64, ok bool, err error) {
+	if snap == nil || snap.NumFiles() == 0 {
 		return nil, true, nil
 	}
 	source := SourceSchema(snap.Schema())

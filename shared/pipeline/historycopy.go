@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
@@ -68,11 +69,11 @@ func (p *Pipeline) historyCopies(ctx context.Context, tabs cdc.TableSet, files [
 	snap, err := delta.Open(tabs.History).Snapshot(ctx)
 	switch {
 	case errors.Is(err, delta.ErrNotATable):
+		snap = nil // the batch creates it
 	case err != nil:
 		return nil, err
 	default:
-		md := snap.Metadata()
-		if delta.ColumnMappingMode(md) != delta.ColumnMappingNone || !slices.Equal(md.PartitionColumns, []string{cdc.ColSourceDate}) {
+		if !cdc.TakesFiles(snap.Metadata()) {
 			return nil, nil
 		}
 		have := cdc.SourceSchema(snap.Schema())
@@ -104,17 +105,12 @@ func (p *Pipeline) historyCopies(ctx context.Context, tabs cdc.TableSet, files [
 		return nil, nil
 	}
 	if len(key) > 0 {
-		if err := p.dropRedelivered(ctx, tabs, files, key, want, ok); err != nil {
+		if err := p.dropRedelivered(ctx, snap, files, key, want, ok); err != nil {
 			return nil, err
 		}
 	}
-	out := map[string]bool{}
-	for id, yes := range ok {
-		if yes {
-			out[id] = true
-		}
-	}
-	return out, nil
+	maps.DeleteFunc(ok, func(_ string, yes bool) bool { return !yes })
+	return ok, nil
 }
 
 // sameKeyTypes reports whether the key columns have the same types in a
@@ -133,8 +129,8 @@ func sameKeyTypes(part, batch value.StructType, key []string) bool {
 // dropRedelivered clears ok for the files with an event whose key and
 // order (cdc.KeyOrderHash) another event of the batch also has, or a row
 // of the history; every part of the batch must have its hashes, else no
-// file is copied.
-func (p *Pipeline) dropRedelivered(ctx context.Context, tabs cdc.TableSet, files []*batchFile, key []string, want value.StructType, ok map[string]bool) error {
+// file is copied. history is the history table (nil before it exists).
+func (p *Pipeline) dropRedelivered(ctx context.Context, history *delta.Snapshot, files []*batchFile, key []string, want value.StructType, ok map[string]bool) error {
 	var runs [][]uint64
 	var owner []string // file id per run
 	var parts []stagedPart
@@ -180,7 +176,7 @@ func (p *Pipeline) dropRedelivered(ctx context.Context, tabs cdc.TableSet, files
 	if first {
 		return nil // no file left to copy
 	}
-	history, known, err := cdc.HistoryKeyHashes(ctx, tabs.History, key, want, lo, hi, historyHashLimit)
+	rows, known, err := cdc.HistoryKeyHashes(ctx, history, key, want, lo, hi, historyHashLimit)
 	if err != nil {
 		return fmt.Errorf("read the history's keys: %w", err)
 	}
@@ -189,7 +185,7 @@ func (p *Pipeline) dropRedelivered(ctx context.Context, tabs cdc.TableSet, files
 		return nil
 	}
 	for r, run := range runs {
-		if ok[owner[r]] && intersect(run, history) {
+		if ok[owner[r]] && intersect(run, rows) {
 			ok[owner[r]] = false
 		}
 	}
