@@ -37,12 +37,7 @@ func latestIndexes(changes []Change) []int32 {
 // not the changes: a swap moves 16 bytes, not a Change.
 func sortByKey(changes []Change, idx []int32) []Change {
 	ents := keyEntries(changes, idx)
-	slices.SortFunc(ents, func(a, b keyRef) int {
-		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
-			return c
-		}
-		return value.CompareKeys(changes[a.i].Key, changes[b.i].Key)
-	})
+	slices.SortFunc(ents, func(a, b keyRef) int { return compareKeyRefs(changes, a, b) })
 	out := make([]Change, len(ents))
 	for k, e := range ents {
 		out[k] = changes[e.i]
@@ -55,6 +50,15 @@ func sortByKey(changes []Change, idx []int32) []Change {
 type keyRef struct {
 	prefix uint64
 	i      int32
+}
+
+// compareKeyRefs orders two changes by key (value.CompareKeys), by their
+// prefixes where those differ.
+func compareKeyRefs(changes []Change, a, b keyRef) int {
+	if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
+		return c
+	}
+	return value.CompareKeys(changes[a.i].Key, changes[b.i].Key)
 }
 
 // keyEntries returns the keyRef of the changes at idx (of every change
@@ -135,12 +139,7 @@ func latestOfRuns(changes []Change) (out []Change, ok bool) {
 		return nil, true
 	}
 	ents := keyEntries(changes, nil)
-	less := func(a, b keyRef) int {
-		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
-			return c
-		}
-		return value.CompareKeys(changes[a.i].Key, changes[b.i].Key)
-	}
+	less := func(a, b keyRef) int { return compareKeyRefs(changes, a, b) }
 	var starts []int // the first entry of each run
 	for k := range ents {
 		if k == 0 || less(ents[k-1], ents[k]) > 0 {

@@ -35,9 +35,9 @@ func CopyDataFile(ctx context.Context, from objstore.Store, add Add, store objst
 		return Add{}, fmt.Errorf("copy %s: partition values %v for partition columns %v", src, add.PartitionValues, partitionColumns)
 	}
 	suffix := ".parquet"
-	for _, s := range []string{".snappy.parquet", ".zstd.parquet", ".gz.parquet"} {
-		if strings.HasSuffix(src, s) {
-			suffix = s // the codec, as FileWriter names its files
+	for _, c := range []Compression{CompressionSnappy, CompressionZstd, CompressionGzip} {
+		if _, codec, _ := codecOf(c); strings.HasSuffix(src, codec+".parquet") {
+			suffix = codec + ".parquet" // the codec, as FileWriter names its files
 		}
 	}
 	name := "part-00000-" + uuid.NewString() + "-c000" + suffix

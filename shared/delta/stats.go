@@ -207,10 +207,10 @@ func (n *statsNode) add(v any) {
 	if !n.minMax {
 		return
 	}
-	// The common kinds compare as themselves, with one type switch per
-	// value: a value below the minimum cannot also be above the maximum.
-	switch x := v.(type) {
-	case string:
+	// Strings and integer kinds compare as themselves, without
+	// compareStat's switch: a value below the minimum cannot also be above
+	// the maximum.
+	if x, ok := v.(string); ok {
 		switch {
 		case n.min == nil:
 			n.min, n.max = v, v
@@ -220,21 +220,12 @@ func (n *statsNode) add(v any) {
 			n.max = v
 		}
 		return
-	case int64:
+	}
+	if x, ok := intStat(v); ok {
 		n.addInt(x, v)
 		return
-	case int32:
-		n.addInt(int64(x), v)
-		return
-	case value.Micros:
-		n.addInt(int64(x), v)
-		return
-	case value.Days:
-		n.addInt(int64(x), v)
-		return
-	case value.LocalMicros:
-		n.addInt(int64(x), v)
-		return
+	}
+	switch x := v.(type) {
 	case float32:
 		if math.IsNaN(float64(x)) {
 			n.hasNaN = true
