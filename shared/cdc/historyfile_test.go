@@ -18,21 +18,12 @@ func stagedHistoryFile(t *testing.T, store objstore.Store, source value.StructTy
 	t.Helper()
 	ctx := context.Background()
 	hs := HistorySchema(source)
-	w, err := delta.NewFileWriter(ctx, store, delta.WriteOptions{Schema: hs, Dir: "_staging", PartitionColumns: []string{ColSourceDate},
-		PartitionValues: map[string]any{ColSourceDate: rows[0][0]}, DataChange: true})
-	if err != nil {
-		t.Fatal(err)
+	adds, err := writeRows(ctx, store, delta.WriteOptions{Schema: hs, Dir: "_staging", PartitionColumns: []string{ColSourceDate},
+		PartitionValues: map[string]any{ColSourceDate: rows[0][0]}, DataChange: true}, rows, 0)
+	if err != nil || len(adds) != 1 {
+		t.Fatalf("write a staged part: %d files, %v", len(adds), err)
 	}
-	for _, r := range rows {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	add, err := w.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return HistoryFile{Store: store, Add: add, Schema: hs, Rows: int64(len(rows))}
+	return HistoryFile{Store: store, Add: adds[0], Schema: hs, Rows: int64(len(rows))}
 }
 
 // historyOrders reads the history's ordering keys and the value of column

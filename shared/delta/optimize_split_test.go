@@ -53,19 +53,7 @@ func commitRows(t *testing.T, ctx context.Context, store objstore.Store, wo Writ
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewFileWriter(ctx, store, wo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, row := range rows {
-		if err := w.Write(row); err != nil {
-			t.Fatal(err)
-		}
-	}
-	add, err := w.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	add := pqWriteRows(t, store, wo, len(rows), func(i int) []any { return rows[i] })
 	tx := snap.NewTransaction(Operation{Name: "WRITE"})
 	tx.Add(add)
 	if _, err := tx.Commit(ctx); err != nil {

@@ -81,7 +81,7 @@ func flStagedRow(i int) []any {
 
 // pqWriteRows writes rows rows (row(i) for each) into one data file of
 // store.
-func pqWriteRows(tb testing.TB, store *pqMemStore, opts WriteOptions, rows int, row func(int) []any) Add {
+func pqWriteRows(tb testing.TB, store objstore.Store, opts WriteOptions, rows int, row func(int) []any) Add {
 	tb.Helper()
 	ctx := context.Background()
 	w, err := NewFileWriter(ctx, store, opts)

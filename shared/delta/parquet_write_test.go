@@ -79,22 +79,7 @@ func pqAllTypesRows() [][]any {
 
 func pqWrite(t *testing.T, store *pqMemStore, opts WriteOptions, rows [][]any) Add {
 	t.Helper()
-	ctx := context.Background()
-	w, err := NewFileWriter(ctx, store, opts)
-	if err != nil {
-		t.Fatalf("NewFileWriter: %v", err)
-	}
-	for i, r := range rows {
-		if err := w.Write(r); err != nil {
-			w.Abort()
-			t.Fatalf("Write row %d: %v", i, err)
-		}
-	}
-	add, err := w.Close(ctx)
-	if err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	return add
+	return pqWriteRows(t, store, opts, len(rows), func(i int) []any { return rows[i] })
 }
 
 func pqRead(t *testing.T, store *pqMemStore, md Metadata, add Add, opts ReadOptions) [][]any {
