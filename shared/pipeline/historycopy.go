@@ -52,6 +52,11 @@ func (p *Pipeline) historyCopies(ctx context.Context, tabs cdc.TableSet, files [
 	if len(files) == 0 || p.Config.Table(tabs.ID).SchemaMode == config.SchemaOverwrite || p.noHistoryCopies {
 		return nil, nil
 	}
+	// A batch without a file large enough (CDC's usual one) reads nothing.
+	minEvents := orConst(p.historyCopyEvents, historyCopyMinEvents)
+	if !slices.ContainsFunc(files, func(f *batchFile) bool { return f.m.Events >= minEvents }) {
+		return nil, nil
+	}
 	current, err := p.tableSource(ctx, tabs)
 	if err != nil {
 		return nil, err
@@ -84,7 +89,6 @@ func (p *Pipeline) historyCopies(ctx context.Context, tabs cdc.TableSet, files [
 	}
 	key := files[0].m.Key
 	ok := map[string]bool{}
-	minEvents := orConst(p.historyCopyEvents, historyCopyMinEvents)
 	candidates := false
 	for _, f := range files {
 		if !slices.Equal(f.m.Key, key) {
