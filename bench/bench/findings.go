@@ -99,10 +99,10 @@ func backfillCPUFindings(prof string, r backfillRun) []string {
 		return nil
 	}
 	return []string{
-		fmt.Sprintf("Backfill CPU (%.0f ms under the profiler): staging keeps %.1f of %d cores busy and the merge %.1f. Staging — `pipeline.(*Pipeline).Stage` %s cum: JSON decoding (`datastream.(*parallelJSON).decodeChunk`) %s, typing each file's columns from all its values (`datastream.(*Events).UnifyJSON`) %s, the staged Parquet written from the events (`pipeline.(*Pipeline).decode` %s in all). Merge — `pipeline.(*Pipeline).MergeTable` %s cum: the staged files read back into changes (`delta.ReadFile` %s), the history append (`cdc.applyHistory`) %s, the current state (`cdc.applyState`: latest change per key, keys sorted, rows written) %s. Across both, Parquet encoding (`delta.(*FileWriter).Write`) %s, the collector (`runtime.gcBgMarkWorker`) %s, and copying memory (`runtime.memmove`, flat) %s.",
+		fmt.Sprintf("Backfill CPU (%.0f ms under the profiler): staging keeps %.1f of %d cores busy and the merge %.1f. Staging — `pipeline.(*Pipeline).Stage` %s cum: JSON decoding (`datastream.(*parallelJSON).decodeChunk`) %s, typing each file's columns from all its values (`datastream.(*Events).UnifyJSON`) %s, the staged Parquet written from the events (`pipeline.(*Pipeline).decode` %s in all). Merge — `pipeline.(*Pipeline).MergeTable` %s cum: the staged files read back into changes (`delta.ReadFileAt` %s), the history append (`cdc.applyHistory`) %s, the current state (`cdc.applyState`: latest change per key, keys sorted, rows written) %s. Across both, Parquet encoding (`delta.(*FileWriter).Write`) %s, the collector (`runtime.gcBgMarkWorker`) %s, and copying memory (`runtime.memmove`, flat) %s.",
 			r.TotalMillis, cores(r.StageCPUMillis, r.StageMillis), r.Parallel, cores(r.MergeCPUMillis, r.MergeMillis),
 			share(m, pkgPipeline+"(*Pipeline).Stage"), share(m, pkgDS+"(*parallelJSON).decodeChunk"), share(m, pkgDS+"(*Events).UnifyJSON"), share(m, pkgPipeline+"(*Pipeline).decode"),
-			share(m, pkgPipeline+"(*Pipeline).MergeTable"), share(m, pkgDelta+"ReadFile"), share(m, pkgCDC+"applyHistory"), share(m, pkgCDC+"applyState"),
+			share(m, pkgPipeline+"(*Pipeline).MergeTable"), share(m, pkgDelta+"ReadFileAt"), share(m, pkgCDC+"applyHistory"), share(m, pkgCDC+"applyState"),
 			share(m, pkgDelta+"(*FileWriter).Write"), share(m, "runtime.gcBgMarkWorker"), flat(m, "runtime.memmove")),
 	}
 }
@@ -113,8 +113,8 @@ func backfillHeapFindings(prof string, r backfillRun) []string {
 		return nil
 	}
 	return []string{
-		fmt.Sprintf("Backfill peak memory (peak RSS %d MiB under the profiler; staging's own peak %d MiB, the merge's %d MiB, %d events in %d batch(es), %.0f MB of staged Parquet): of the heap in use at the highest RSS, staging (`pipeline.(*Pipeline).decode`) holds %s and the merge's batch (`pipeline.(*Pipeline).applyBatch`) %s — the staged rows read back whole (`delta.ReadFile` %s), the changes built from them (`cdc.ChangeFromHistory` %s) and the state pass (`cdc.applyState`: latest change per key, sorted keys) %s. The merge's memory follows the batch, whose limit counts staged Parquet bytes (%s), not decoded rows; bounded memory needs the batch read and applied in bounded parts.",
+		fmt.Sprintf("Backfill peak memory (peak RSS %d MiB under the profiler; staging's own peak %d MiB, the merge's %d MiB, %d events in %d batch(es), %.0f MB of staged Parquet): of the heap in use at the highest RSS, staging (`pipeline.(*Pipeline).decode`) holds %s and the merge's batch (`pipeline.(*Pipeline).applyBatch`) %s — the staged rows read back whole (`delta.ReadFileAt` %s), the changes built from them (`cdc.ChangeFromHistory` %s) and the state pass (`cdc.applyState`: latest change per key, sorted keys) %s. The merge's memory follows the batch, whose limit counts staged Parquet bytes (%s), not decoded rows; bounded memory needs the batch read and applied in bounded parts.",
 			r.peakKiB>>10, r.StagePeakKiB>>10, r.MergePeakKiB>>10, r.Events, r.Batches, mb(r.StagedBytes),
-			share(m, pkgPipeline+"(*Pipeline).decode"), share(m, pkgPipeline+"(*Pipeline).applyBatch"), share(m, pkgDelta+"ReadFile"), share(m, pkgCDC+"ChangeFromHistory"), share(m, pkgCDC+"applyState"), batchLimits()),
+			share(m, pkgPipeline+"(*Pipeline).decode"), share(m, pkgPipeline+"(*Pipeline).applyBatch"), share(m, pkgDelta+"ReadFileAt"), share(m, pkgCDC+"ChangeFromHistory"), share(m, pkgCDC+"applyState"), batchLimits()),
 	}
 }

@@ -54,6 +54,12 @@ func NewKeySpan(lo, hi []byte) *KeySpan {
 // Contains reports whether a range code lies in the span.
 func (s *KeySpan) Contains(code []byte) bool { return s.r.contains(code) }
 
+// Past reports whether a range code lies at or after the span's end: a
+// later step's, of steps taken in key order.
+func (s *KeySpan) Past(code []byte) bool {
+	return s.r.hi != nil && bytes.Compare(code, s.r.hi) >= 0
+}
+
 // Overlaps reports whether the codes [first, last] can hold one of the
 // span.
 func (s *KeySpan) Overlaps(first, last []byte) bool {

@@ -55,6 +55,13 @@ type ReadOptions struct {
 	// block stays alive while any value cut from it does, so a caller that
 	// keeps a few values of many rows leaves it unset.
 	KeepRows bool
+	// FromRow skips the rows before this physical position (see
+	// ReadFileAt): the row groups that end at or before it are not read,
+	// and rows before it in a row group that is read are not returned. A
+	// caller that reads a sorted file in ranges, a row group past the
+	// range's end at a time, starts the next range where the last one
+	// stopped decoding.
+	FromRow int64
 
 	// assemble reads every row through the generic record assembly, even
 	// of a flat schema (see flatReader): for tests comparing the two.
@@ -294,8 +301,19 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		}
 	}
 	keep := make([]bool, len(f.RowGroups()))
+	var end int64 // physical index past the row group's last row
 	for g, rg := range f.RowGroups() {
-		keep[g] = bounds.keep(rg, opts.RowGroupFilter)
+		end += rg.NumRows()
+		keep[g] = end > opts.FromRow && bounds.keep(rg, opts.RowGroupFilter)
+	}
+	if from := opts.FromRow; from > 0 {
+		all := fn
+		fn = func(pos int64, row []any) error {
+			if pos < from {
+				return nil
+			}
+			return all(pos, row)
+		}
 	}
 	var sparse *sparseReader
 	if opts.OnlyValues && opts.RowGroupFilter != nil {

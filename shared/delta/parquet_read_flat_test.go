@@ -697,3 +697,45 @@ func FuzzFlatReadMatchesTheAssembly(f *testing.F) {
 		}
 	})
 }
+
+// TestFromRowSkipsTheRowGroupsBeforeIt reads a file of several row groups
+// from positions at, inside and past its row groups' bounds, flat and
+// through the record assembly: the rows returned are those at or after
+// the position, and the row groups that end before it are not read.
+func TestFromRowSkipsTheRowGroupsBeforeIt(t *testing.T) {
+	store := newPQMemStore()
+	const rows, group = 1000, 128
+	add := pqWriteRows(t, store, WriteOptions{Schema: flStagedSchema(), RowGroupRows: group}, rows, flStagedRow)
+	md := Metadata{SchemaString: flStagedSchema().SchemaString()}
+	groups := (rows + group - 1) / group
+	for _, assemble := range []bool{false, true} {
+		for _, from := range []int64{0, 1, group - 1, group, 3*group + 5, rows - 1, rows, rows + 10} {
+			var st readStats
+			ctx := context.WithValue(context.Background(), readStatsKey{}, &st)
+			var got []int64
+			err := ReadFileAt(ctx, store, md, add, ReadOptions{FromRow: from, KeepRows: true, assemble: assemble}, func(pos int64, row []any) error {
+				if want := flStagedRow(int(pos)); !pqEqual(row, want) {
+					return fmt.Errorf("row at %d is %v, want %v", pos, row, want)
+				}
+				got = append(got, pos)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := min(from, rows)
+			if int64(len(got)) != rows-first || len(got) > 0 && (got[0] != first || got[len(got)-1] != rows-1) {
+				t.Fatalf("assemble %v, from %d: read positions %d..., %d rows, want %d.. %d", assemble, from, got[:min(len(got), 1)], len(got), first, rows-1)
+			}
+			want := 0 // the row groups that end past from
+			for g := range groups {
+				if int64(min((g+1)*group, rows)) > from {
+					want++
+				}
+			}
+			if st.dense != want {
+				t.Fatalf("assemble %v, from %d: %d row groups read, want %d", assemble, from, st.dense, want)
+			}
+		}
+	}
+}

@@ -40,6 +40,22 @@ func bulkLoad(seed uint64, files, perFile, keys int) ([]dssim.File, map[string]i
 	return out, want
 }
 
+// wantLastReads checks that table shop.t holds each key of want with its
+// last read (see bulkLoad), and no other.
+func wantLastReads(t *testing.T, ctx context.Context, p *Pipeline, want map[string]int) {
+	t.Helper()
+	_, rows := stateRows(t, ctx, p, "shop.t", "id")
+	if len(rows) != len(want) {
+		t.Fatalf("%d state rows, want %d keys", len(rows), len(want))
+	}
+	for id, n := range want {
+		key := fmt.Sprintf(`{"id":%q}`, id)
+		if got, wantRow := rows[key], fmt.Sprintf(`{"id":%q,"n":%d}`, id, n); got != wantRow {
+			t.Fatalf("row of %s = %s, want %s", id, got, wantRow)
+		}
+	}
+}
+
 // stageAndMerge stages files into a new pipeline of configuration cfg and
 // merges table shop.t.
 func stageAndMerge(t *testing.T, ctx context.Context, files []dssim.File, cfg config.Config) (*Pipeline, MergeResult) {
@@ -79,16 +95,7 @@ func TestABulkLoadInOneBatchIsMergedInKeyRangesWritingEachRowOnce(t *testing.T) 
 	if mr.Result.FilesRead != 0 || mr.Result.FilesRewritten != 0 || mr.Result.RowsReencoded != 0 {
 		t.Fatalf("a step read %d and rewrote %d files (%d rows) of other steps: %+v", mr.Result.FilesRead, mr.Result.FilesRewritten, mr.Result.RowsReencoded, mr.Result)
 	}
-	_, rows := stateRows(t, ctx, p, "shop.t", "id")
-	if len(rows) != len(want) {
-		t.Fatalf("%d state rows, want %d keys", len(rows), len(want))
-	}
-	for id, n := range want {
-		key := fmt.Sprintf(`{"id":%q}`, id)
-		if got, wantRow := rows[key], fmt.Sprintf(`{"id":%q,"n":%d}`, id, n); got != wantRow {
-			t.Fatalf("row of %s = %s, want %s", id, got, wantRow)
-		}
-	}
+	wantLastReads(t, ctx, p, want)
 	// The steps' files hold key ranges apart from each other.
 	_, snap := stateSnapshot(t, ctx, p, "shop.t")
 	type bounds struct{ lo, hi string }
@@ -112,6 +119,36 @@ func TestABulkLoadInOneBatchIsMergedInKeyRangesWritingEachRowOnce(t *testing.T) 
 	}
 	if len(bs) != mr.Steps {
 		t.Fatalf("%d state files for %d steps", len(bs), mr.Steps)
+	}
+}
+
+// TestKeyRangeStepsDecodeEachStagedRowOnce: parts of many row groups, each
+// group straddling the bounds of one or more steps. Every step hands on the
+// rows it decoded past its span, so the batch decodes each staged row once,
+// and the table is still each key's last read. Without the hand-on, each
+// step decoded again the row group the step before it ended in.
+func TestKeyRangeStepsDecodeEachStagedRowOnce(t *testing.T) {
+	ctx := context.Background()
+	const nfiles, perFile = 4, 1500
+	for _, c := range []struct {
+		groupRows  int   // of the staged parts (cut at a multiple of 128)
+		stepMemory int64 // bounds the steps
+	}{{128, 200 << 10}, {128, 500 << 10}, {256, 120 << 10}, {2048, 200 << 10}} {
+		t.Run(fmt.Sprint(c.groupRows, "/", c.stepMemory), func(t *testing.T) {
+			files, want := bulkLoad(uint64(c.groupRows+int(c.stepMemory)), nfiles, perFile, 5000)
+			source := objstore.NewMemory()
+			p := newPipeline(t, source, config.Config{})
+			p.stagedGroupRows, p.stepMemory = c.groupRows, c.stepMemory
+			mr := stageAndMergeInto(t, ctx, p, source, files)
+			if mr.Batches != 1 || mr.Steps < 3 {
+				t.Fatalf("%d batches in %d steps, want one batch in several steps", mr.Batches, mr.Steps)
+			}
+			if mr.StagedRowsRead != nfiles*perFile {
+				t.Fatalf("the batch decoded %d staged rows in %d steps, want its %d events once each", mr.StagedRowsRead, mr.Steps, nfiles*perFile)
+			}
+			wantLastReads(t, ctx, p, want)
+			t.Logf("%d steps", mr.Steps)
+		})
 	}
 }
 

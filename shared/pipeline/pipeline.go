@@ -63,6 +63,9 @@ type Pipeline struct {
 	// historyCopyEvents overrides historyCopyMinEvents (0: the constant).
 	noHistoryCopies   bool
 	historyCopyEvents int64
+	// stagedGroupRows overrides stagedRowGroupRows (0: the constant), for
+	// tests whose parts are small to have several row groups.
+	stagedGroupRows int
 }
 
 func (p *Pipeline) log() *slog.Logger {

@@ -541,7 +541,7 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 		wo.PartitionValues = map[string]any{cdc.ColSourceDate: firstDay}
 	}
 	if len(m.Key) > 0 {
-		wo.RowGroupRows = stagedRowGroupRows
+		wo.RowGroupRows = orConst(int64(s.p.stagedGroupRows), stagedRowGroupRows)
 	}
 	w, err := delta.NewFileWriter(ctx, s.p.Lake, wo)
 	if err != nil {
