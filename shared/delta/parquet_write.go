@@ -367,21 +367,8 @@ func (w *FileWriter) Write(row []any) error {
 	if w.err != nil {
 		return w.err
 	}
-	if len(row) != len(w.opts.Schema.Fields) {
-		return fmt.Errorf("write %s row %d: %d values for %d columns", w.name, w.rows, len(row), len(w.opts.Schema.Fields))
-	}
-	for k, i := range w.partIdx {
-		if w.partSeen[k] != nil && partValueSame(row[i], w.partSeen[k]) {
-			continue // the value this file's rows were checked to hold
-		}
-		ser, err := FormatPartitionValue(w.partType[k], row[i])
-		if err != nil {
-			return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[i].Name, err)
-		}
-		if !equalSer(ser, w.partSer[k]) {
-			return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[i].Name, ErrPartitionValue)
-		}
-		w.partSeen[k] = row[i]
+	if err := w.checkRow(row, w.rows); err != nil {
+		return err
 	}
 	if w.flat {
 		if err := w.writeFlat(row); err != nil {
@@ -400,20 +387,138 @@ func (w *FileWriter) Write(row []any) error {
 			w.colBatch[i] = append(w.colBatch[i], vals...)
 		}
 	}
-	w.nbatch++
 	w.stats.add(row)
+	return w.rowWritten()
+}
+
+// inOrderMaxBytes bounds the arrays of values WriteInOrder converts a
+// file's rows into: a part of a staged file holds up to 128 MiB of events
+// (by their estimate), and the arrays of a wide table's part of numbers
+// could be larger than its events.
+const inOrderMaxBytes = 64 << 20
+
+// checkRow checks that row (number n of the file) has a value per column
+// and the file's partition values.
+func (w *FileWriter) checkRow(row []any, n int64) error {
+	if len(row) != len(w.opts.Schema.Fields) {
+		return fmt.Errorf("write %s row %d: %d values for %d columns", w.name, n, len(row), len(w.opts.Schema.Fields))
+	}
+	for k, i := range w.partIdx {
+		if w.partSeen[k] != nil && partValueSame(row[i], w.partSeen[k]) {
+			continue // the value this file's rows were checked to hold
+		}
+		ser, err := FormatPartitionValue(w.partType[k], row[i])
+		if err != nil {
+			return fmt.Errorf("write %s row %d: column %q: %w", w.name, n, w.opts.Schema.Fields[i].Name, err)
+		}
+		if !equalSer(ser, w.partSer[k]) {
+			return fmt.Errorf("write %s row %d: column %q: %w", w.name, n, w.opts.Schema.Fields[i].Name, ErrPartitionValue)
+		}
+		w.partSeen[k] = row[i]
+	}
+	return nil
+}
+
+// rowWritten counts a row whose values are in the column batches, and
+// hands a full batch to parquet-go, ending the row group where it is
+// full.
+func (w *FileWriter) rowWritten() error {
+	w.nbatch++
 	w.rows++
-	if w.nbatch == writeBatchRows {
-		if err := w.flushBatch(); err != nil {
+	if w.nbatch < writeBatchRows {
+		return nil
+	}
+	if err := w.flushBatch(); err != nil {
+		return err
+	}
+	if w.pw.Size()-w.rgStart >= w.opts.RowGroupBytes || w.rows-w.rgRows >= w.opts.RowGroupRows {
+		if err := w.pw.Flush(); err != nil {
+			w.err = fmt.Errorf("write %s: flush row group: %w", w.name, err)
+			return w.err
+		}
+		w.rgStart, w.rgRows = w.pw.Size(), w.rows
+	}
+	return nil
+}
+
+// WriteInOrder writes n rows: row(order[0]), row(order[1]), ... (order is
+// a permutation of 0..n-1; nil writes them as they come). Of a flat
+// schema, it makes and converts the rows in index order first, each
+// column's values into an array of n, and then writes the arrays in
+// order. A caller whose rows' values lie in memory in index order and are
+// written sorted by something else (a staged part, sorted by key) then
+// reads each value where it lies, in turn, instead of jumping across its
+// memory for every row; the jumps are left to the compact arrays. The
+// arrays hold n values per column, at most inOrderMaxBytes: past that, and
+// for other schemas, the rows are made and written one by one in order.
+// After an error the file can only be aborted.
+func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, error)) error {
+	if !w.flat || int64(n)*int64(len(w.colBatch))*int64(unsafe.Sizeof(parquet.Value{})) > inOrderMaxBytes {
+		for j := range n {
+			i := j
+			if order != nil {
+				i = int(order[j])
+			}
+			r, err := row(i)
+			if err == nil {
+				err = w.Write(r)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if w.closed {
+		return ErrWriterClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	cols := make([][]parquet.Value, len(w.colBatch))
+	for c := range cols {
+		cols[c] = make([]parquet.Value, n)
+	}
+	for i := range n {
+		r, err := row(i)
+		if err == nil {
+			err = w.checkRow(r, int64(i))
+		}
+		if err != nil {
+			w.err = err
 			return err
 		}
-		if w.pw.Size()-w.rgStart >= w.opts.RowGroupBytes || w.rows-w.rgRows >= w.opts.RowGroupRows {
-			if err := w.pw.Flush(); err != nil {
-				w.err = fmt.Errorf("write %s: flush row group: %w", w.name, err)
-				return w.err
+		for k, nd := range w.root {
+			pv, err := w.flatValue(k, nd, r[w.dataIdx[k]], int64(i))
+			if err != nil {
+				w.err = err
+				return err
 			}
-			w.rgStart, w.rgRows = w.pw.Size(), w.rows
+			cols[nd.leaf][i] = pv
 		}
+		w.stats.add(r)
+	}
+	for j := 0; j < n; {
+		// A batch at a time, column by column: each column's array is
+		// read where the order goes, the batch written in turn.
+		m := min(n-j, writeBatchRows-w.nbatch)
+		for c, vals := range cols {
+			if order == nil {
+				w.colBatch[c] = append(w.colBatch[c], vals[j:j+m]...)
+				continue
+			}
+			for _, i := range order[j : j+m] {
+				w.colBatch[c] = append(w.colBatch[c], vals[i])
+			}
+		}
+		for range m - 1 {
+			w.nbatch++
+			w.rows++
+		}
+		if err := w.rowWritten(); err != nil {
+			return err
+		}
+		j += m
 	}
 	return nil
 }
@@ -424,25 +529,30 @@ func (w *FileWriter) Write(row []any) error {
 // rows before it.
 func (w *FileWriter) writeFlat(row []any) error {
 	for k, n := range w.root {
-		v := row[w.dataIdx[k]]
-		var pv parquet.Value
-		if v == nil {
-			if !n.optional {
-				w.unwriteFlat()
-				return fmt.Errorf("write %s row %d: column %q: %w: null in non-nullable %v", w.name, w.rows, w.opts.Schema.Fields[w.dataIdx[k]].Name, ErrValueType, n.typ)
-			}
-			pv = parquet.NullValue().Level(0, 0, n.leaf)
-		} else {
-			var err error
-			if pv, err = n.conv(v); err != nil {
-				w.unwriteFlat()
-				return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[w.dataIdx[k]].Name, err)
-			}
-			pv = pv.Level(0, n.defLevel, n.leaf)
+		pv, err := w.flatValue(k, n, row[w.dataIdx[k]], w.rows)
+		if err != nil {
+			w.unwriteFlat()
+			return err
 		}
 		w.colBatch[n.leaf] = append(w.colBatch[n.leaf], pv)
 	}
 	return nil
+}
+
+// flatValue converts v, the value of row r's k-th column (leaf n), to its
+// Parquet value.
+func (w *FileWriter) flatValue(k int, n *wnode, v any, r int64) (parquet.Value, error) {
+	if v == nil {
+		if !n.optional {
+			return parquet.Value{}, fmt.Errorf("write %s row %d: column %q: %w: null in non-nullable %v", w.name, r, w.opts.Schema.Fields[w.dataIdx[k]].Name, ErrValueType, n.typ)
+		}
+		return parquet.NullValue().Level(0, 0, n.leaf), nil
+	}
+	pv, err := n.conv(v)
+	if err != nil {
+		return parquet.Value{}, fmt.Errorf("write %s row %d: column %q: %w", w.name, r, w.opts.Schema.Fields[w.dataIdx[k]].Name, err)
+	}
+	return pv.Level(0, n.defLevel, n.leaf), nil
 }
 
 // unwriteFlat drops the values of a row writeFlat did not finish.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -700,19 +701,155 @@ func TestFileWriterCapsRowGroupsAtRowGroupRows(t *testing.T) {
 				rows = append(rows, []any{int64(i)})
 			}
 			add := pqWrite(t, store, WriteOptions{Schema: schema, RowGroupRows: tc.cap}, rows)
-			name, _ := decodeAddPath(add.Path)
-			data := store.objects[name]
-			f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []int64
-			for _, rg := range f.RowGroups() {
-				got = append(got, rg.NumRows())
-			}
-			if !slices.Equal(got, tc.want) {
+			if got := pqRowGroups(t, store, add); !slices.Equal(got, tc.want) {
 				t.Errorf("row groups of %v rows, want %v", got, tc.want)
 			}
 		})
 	}
+}
+
+// TestWriteInOrderWritesWhatWriteDoes writes rows in a random order (and
+// in the order they come) through WriteInOrder and through Write, row by
+// row, into files of several row groups, flat and nested, partitioned and
+// not: the files hold the same rows in the same row groups, with the same
+// stats. A row refused while the rows are converted fails the call and
+// the file.
+func TestWriteInOrderWritesWhatWriteDoes(t *testing.T) {
+	ctx := context.Background()
+	nested := value.StructType{Fields: append(slices.Clone(flStagedSchema().Fields),
+		value.Field{Name: "tags", Type: value.ArrayType{Element: value.String, ContainsNull: true}, Nullable: true})}
+	nestedRow := func(i int) []any {
+		r := flStagedRow(i)
+		if i%3 == 0 {
+			return append(r, nil)
+		}
+		return append(r, []any{fmt.Sprint("t", i), nil})
+	}
+	day := value.Days(19000)
+	dated := value.StructType{Fields: append([]value.Field{{Name: "day", Type: value.Date}}, flStagedSchema().Fields...)}
+	datedRow := func(i int) []any { return append([]any{day}, flStagedRow(i)...) }
+	for _, tc := range []struct {
+		name   string
+		opts   WriteOptions
+		row    func(int) []any
+		n      int
+		sorted bool
+	}{
+		{"flat", WriteOptions{Schema: flStagedSchema(), RowGroupRows: 500}, flStagedRow, 2345, false},
+		{"flat, in order", WriteOptions{Schema: flStagedSchema(), RowGroupRows: 500}, flStagedRow, 2345, true},
+		{"flat, fewer rows than a batch", WriteOptions{Schema: flStagedSchema()}, flStagedRow, 77, false},
+		{"partitioned", WriteOptions{Schema: dated, RowGroupRows: 300, PartitionColumns: []string{"day"}, PartitionValues: map[string]any{"day": day}}, datedRow, 1000, false},
+		{"nested", WriteOptions{Schema: nested, RowGroupRows: 500}, nestedRow, 1500, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var order []int32
+			if !tc.sorted {
+				order = make([]int32, tc.n)
+				for i, j := range rand.New(rand.NewPCG(uint64(tc.n), 3)).Perm(tc.n) {
+					order[i] = int32(j)
+				}
+			}
+			at := func(j int) int {
+				if order == nil {
+					return j
+				}
+				return int(order[j])
+			}
+			store := newPQMemStore()
+			byRow := pqWriteRows(t, store, tc.opts, tc.n, func(j int) []any { return tc.row(at(j)) })
+			w, err := NewFileWriter(ctx, store, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			made := make([]bool, tc.n)
+			if err := w.WriteInOrder(tc.n, order, func(i int) ([]any, error) {
+				if made[i] {
+					t.Fatalf("row %d made twice", i)
+				}
+				made[i] = true
+				return tc.row(i), nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			inOrder, err := w.Close(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := pqMetadata(tc.opts.Schema, tc.opts.PartitionColumns, nil)
+			want, got := pqRead(t, store, md, byRow, ReadOptions{}), pqRead(t, store, md, inOrder, ReadOptions{})
+			if len(got) != len(want) || len(got) != tc.n {
+				t.Fatalf("read %d rows, want %d", len(got), len(want))
+			}
+			for j := range want {
+				if !pqEqual(got[j], want[j]) {
+					t.Fatalf("row %d = %v, want %v", j, got[j], want[j])
+				}
+			}
+			samePart := maps.EqualFunc(inOrder.PartitionValues, byRow.PartitionValues, func(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) })
+			if inOrder.Stats != byRow.Stats || !samePart {
+				t.Fatalf("stats %s %v, want %s %v", inOrder.Stats, inOrder.PartitionValues, byRow.Stats, byRow.PartitionValues)
+			}
+			if g, w := pqRowGroups(t, store, inOrder), pqRowGroups(t, store, byRow); !slices.Equal(g, w) {
+				t.Fatalf("row groups of %v rows, want %v", g, w)
+			}
+		})
+	}
+	t.Run("a refused row", func(t *testing.T) {
+		store := newPQMemStore()
+		w, err := NewFileWriter(ctx, store, WriteOptions{Schema: flStagedSchema()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := errors.New("bad record")
+		err = w.WriteInOrder(500, nil, func(i int) ([]any, error) {
+			if i == 321 {
+				return nil, bad
+			}
+			return flStagedRow(i), nil
+		})
+		if !errors.Is(err, bad) {
+			t.Fatalf("WriteInOrder = %v, want %v", err, bad)
+		}
+		if err := w.Write(flStagedRow(0)); err == nil {
+			t.Fatal("the file took a row after a failed WriteInOrder")
+		}
+		w.Abort()
+		wrong := flStagedRow(7)
+		wrong[0] = "not a number"
+		w, err = NewFileWriter(ctx, store, WriteOptions{Schema: flStagedSchema()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteInOrder(10, nil, func(i int) ([]any, error) {
+			if i == 7 {
+				return wrong, nil
+			}
+			return flStagedRow(i), nil
+		}); !errors.Is(err, ErrValueType) {
+			t.Fatalf("WriteInOrder of a wrong value = %v, want %v", err, ErrValueType)
+		}
+		w.Abort()
+	})
+}
+
+// pqRowGroups returns the row counts of a data file's row groups.
+func pqRowGroups(t *testing.T, store *pqMemStore, add Add) []int64 {
+	t.Helper()
+	name, err := add.ObjectName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := objstore.ReadAll(context.Background(), store, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for _, rg := range f.RowGroups() {
+		out = append(out, rg.NumRows())
+	}
+	return out
 }

@@ -609,16 +609,19 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 			hashes = binary.LittleEndian.AppendUint64(hashes, h)
 		}
 	}
-	for _, i := range order {
-		r, err := row(int(i))
-		if err == nil {
-			err = w.Write(r)
-		}
-		if err != nil {
-			w.Abort()
-			return err
-		}
-		*events.At(int(i)) = datastream.Event{} // written: let it go
+	// The rows are made in the order the events were decoded, which is
+	// the order their values lie in memory, and written in key order
+	// (delta.FileWriter.WriteInOrder).
+	err = w.WriteInOrder(n, order, func(i int) ([]any, error) {
+		r, err := row(i)
+		// The row holds what the writer still needs of the event, and
+		// only until it is converted: let the rest go.
+		*events.At(i) = datastream.Event{}
+		return r, err
+	})
+	if err != nil {
+		w.Abort()
+		return err
 	}
 	add, err := w.Close(ctx)
 	if err != nil {
