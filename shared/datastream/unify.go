@@ -189,13 +189,30 @@ func unifiedColumns(events iter.Seq[*Event], known value.StructType) ([]value.Fi
 		cols = append(cols, &column{field: f, known: true})
 	}
 	lookup := map[string]int{} // event column name → index in cols
+	// The columns of the last schema seen, in cols: events of a file
+	// mostly share their decoded schema (see typePayload).
+	var (
+		schemaOf []value.Field
+		places   []int
+	)
 	for ev := range events {
 		src := ev.jsonSrc
 		if src == nil {
 			continue
 		}
-		for j, f := range ev.Schema.Fields {
-			ci, ok := lookup[f.Name]
+		sf := ev.Schema.Fields
+		same := len(sf) == len(schemaOf) && (len(sf) == 0 || &sf[0] == &schemaOf[0])
+		if !same {
+			schemaOf, places = sf, places[:0]
+		}
+		for j, f := range sf {
+			var ci int
+			ok := same
+			if ok {
+				ci = places[j]
+			} else {
+				ci, ok = lookup[f.Name]
+			}
 			if !ok {
 				if ci, ok = byName[f.Name]; !ok {
 					if k := columnIndex(known, f.Name); k >= 0 {
@@ -207,6 +224,9 @@ func unifiedColumns(events iter.Seq[*Event], known value.StructType) ([]value.Fi
 					}
 				}
 				lookup[f.Name] = ci
+			}
+			if !same {
+				places = append(places, ci)
 			}
 			c := cols[ci]
 			if k := src.kind(j); k != kindTyped {
