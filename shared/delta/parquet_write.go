@@ -448,12 +448,13 @@ func (w *FileWriter) rowWritten() error {
 // order. A caller whose rows' values lie in memory in index order and are
 // written sorted by something else (a staged part, sorted by key) then
 // reads each value where it lies, in turn, instead of jumping across its
-// memory for every row; the jumps are left to the compact arrays. The
-// arrays hold n values per column, at most inOrderMaxBytes: past that, and
-// for other schemas, the rows are made and written one by one in order.
-// After an error the file can only be aborted.
+// memory for every row; the jumps are left to the compact arrays, put in
+// order one column at a time. The arrays hold n values per column, and one
+// column more while they are ordered, at most inOrderMaxBytes: past that,
+// and for other schemas, the rows are made and written one by one in
+// order. After an error the file can only be aborted.
 func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, error)) error {
-	if !w.flat || int64(n)*int64(len(w.colBatch))*int64(unsafe.Sizeof(parquet.Value{})) > inOrderMaxBytes {
+	if !w.flat || int64(n)*int64(len(w.colBatch)+1)*int64(unsafe.Sizeof(parquet.Value{})) > inOrderMaxBytes {
 		for j := range n {
 			i := j
 			if order != nil {
@@ -498,18 +499,24 @@ func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, 
 		}
 		w.stats.add(r)
 	}
+	if order != nil {
+		// Each column is put in order whole, one after the other: the
+		// jumps stay within one column's array, which the caches hold,
+		// rather than across all of them for every batch of rows.
+		sorted := make([]parquet.Value, n)
+		for c, vals := range cols {
+			for j, i := range order {
+				sorted[j] = vals[i]
+			}
+			cols[c], sorted = sorted, vals
+		}
+		clear(sorted)
+	}
 	for j := 0; j < n; {
-		// A batch at a time, column by column: each column's array is
-		// read where the order goes, the batch written in turn.
+		// A batch at a time, column by column.
 		m := min(n-j, writeBatchRows-w.nbatch)
 		for c, vals := range cols {
-			if order == nil {
-				w.colBatch[c] = append(w.colBatch[c], vals[j:j+m]...)
-				continue
-			}
-			for _, i := range order[j : j+m] {
-				w.colBatch[c] = append(w.colBatch[c], vals[i])
-			}
+			w.colBatch[c] = append(w.colBatch[c], vals[j:j+m]...)
 		}
 		for range m - 1 {
 			w.nbatch++
