@@ -490,12 +490,10 @@ func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, 
 			return err
 		}
 		for k, nd := range w.root {
-			pv, err := w.flatValue(k, nd, r[w.dataIdx[k]], int64(i))
-			if err != nil {
+			if err := w.flatValue(&cols[nd.leaf][i], k, nd, r[w.dataIdx[k]], int64(i)); err != nil {
 				w.err = err
 				return err
 			}
-			cols[nd.leaf][i] = pv
 		}
 		w.stats.add(r)
 	}
@@ -536,30 +534,36 @@ func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, 
 // rows before it.
 func (w *FileWriter) writeFlat(row []any) error {
 	for k, n := range w.root {
-		pv, err := w.flatValue(k, n, row[w.dataIdx[k]], w.rows)
-		if err != nil {
+		w.colBatch[n.leaf] = append(w.colBatch[n.leaf], parquet.Value{})
+		batch := w.colBatch[n.leaf]
+		if err := w.flatValue(&batch[len(batch)-1], k, n, row[w.dataIdx[k]], w.rows); err != nil {
 			w.unwriteFlat()
 			return err
 		}
-		w.colBatch[n.leaf] = append(w.colBatch[n.leaf], pv)
 	}
 	return nil
 }
 
 // flatValue converts v, the value of row r's k-th column (leaf n), to its
-// Parquet value.
-func (w *FileWriter) flatValue(k int, n *wnode, v any, r int64) (parquet.Value, error) {
+// Parquet value in dst. The levels are set in place: a Value is copied
+// once, not through Level's returns.
+func (w *FileWriter) flatValue(dst *parquet.Value, k int, n *wnode, v any, r int64) error {
 	if v == nil {
 		if !n.optional {
-			return parquet.Value{}, fmt.Errorf("write %s row %d: column %q: %w: null in non-nullable %v", w.name, r, w.opts.Schema.Fields[w.dataIdx[k]].Name, ErrValueType, n.typ)
+			return fmt.Errorf("write %s row %d: column %q: %w: null in non-nullable %v", w.name, r, w.opts.Schema.Fields[w.dataIdx[k]].Name, ErrValueType, n.typ)
 		}
-		return parquet.NullValue().Level(0, 0, n.leaf), nil
+		*dst = parquet.Value{}
+		dst.SetColumnIndex(n.leaf)
+		return nil
 	}
 	pv, err := n.conv(v)
 	if err != nil {
-		return parquet.Value{}, fmt.Errorf("write %s row %d: column %q: %w", w.name, r, w.opts.Schema.Fields[w.dataIdx[k]].Name, err)
+		return fmt.Errorf("write %s row %d: column %q: %w", w.name, r, w.opts.Schema.Fields[w.dataIdx[k]].Name, err)
 	}
-	return pv.Level(0, n.defLevel, n.leaf), nil
+	*dst = pv
+	dst.SetDefinitionLevel(n.defLevel)
+	dst.SetColumnIndex(n.leaf)
+	return nil
 }
 
 // unwriteFlat drops the values of a row writeFlat did not finish.
