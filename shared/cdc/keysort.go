@@ -5,7 +5,10 @@ import (
 	"cmp"
 	"encoding/binary"
 	"reflect"
+	"runtime"
 	"slices"
+	"sort"
+	"sync"
 
 	"github.com/dsdelta/dsdelta/shared/value"
 )
@@ -129,11 +132,21 @@ func keyPrefix(v any) uint64 {
 // maxKeyRuns is the most runs of keys in order latestOfRuns merges.
 const maxKeyRuns = 64
 
+// parallelRunsMin is the fewest changes per core whose runs latestOfRuns
+// merges in key ranges on several cores: it is on a step's critical path,
+// between the read of the step's parts and the write of its state. A
+// variable for tests.
+var parallelRunsMin = 16 << 10
+
 // latestOfRuns is latestSorted for changes that are a few runs each in key
 // order, as a step of staged parts is (each part's rows are sorted by key):
 // the runs are merged, and each key's latest change kept as it goes, with
 // no map of the keys and no sort. ok is false, with nothing done, when the
 // changes are in more than maxKeyRuns runs.
+//
+// Many changes are merged in GOMAXPROCS key ranges at once: the ranges are
+// cut at keys of the longest run, each run where its keys reach the cut,
+// so that all the changes of a key fall in one range.
 func latestOfRuns(changes []Change) (out []Change, ok bool) {
 	if len(changes) == 0 {
 		return nil, true
@@ -149,18 +162,85 @@ func latestOfRuns(changes []Change) (out []Change, ok bool) {
 			starts = append(starts, k)
 		}
 	}
-	// heads[r] is the next entry of run r; runs are merged by key, a run
-	// before a later one on equal keys, so that a key's changes come in
-	// their batch order.
-	type head struct{ at, end int }
-	heads := make([]head, len(starts))
+	heads := make([]runHead, len(starts))
+	longest := 0
 	for r, st := range starts {
 		end := len(ents)
 		if r+1 < len(starts) {
 			end = starts[r+1]
 		}
-		heads[r] = head{st, end}
+		heads[r] = runHead{st, end}
+		if end-st > heads[longest].end-heads[longest].at {
+			longest = r
+		}
 	}
+	parts := min(runtime.GOMAXPROCS(0), len(ents)/parallelRunsMin)
+	if parts <= 1 {
+		return gather(changes, mergeLatest(changes, ents, heads, less)), true
+	}
+	// Range q holds, of run r, the entries from cut q-1 to cut q (the
+	// first of the run's entries not below the q-th pivot).
+	lr := heads[longest]
+	cuts := make([][]runHead, parts)
+	for q := range parts {
+		cuts[q] = make([]runHead, len(heads))
+		for r, h := range heads {
+			lo := h.at
+			if q > 0 {
+				lo = cuts[q-1][r].end
+			}
+			hi := h.end
+			if q+1 < parts {
+				pivot := ents[lr.at+(lr.end-lr.at)*(q+1)/parts]
+				hi = lo + sort.Search(h.end-lo, func(k int) bool { return less(ents[lo+k], pivot) >= 0 })
+			}
+			cuts[q][r] = runHead{lo, hi}
+		}
+	}
+	outs := make([][]int32, parts)
+	var wg sync.WaitGroup
+	for q := range parts {
+		wg.Go(func() { outs[q] = mergeLatest(changes, ents, cuts[q], less) })
+	}
+	wg.Wait()
+	n := 0
+	for _, o := range outs {
+		n += len(o)
+	}
+	// The changes are copied on all cores too, each range into its place.
+	out = make([]Change, n)
+	at := 0
+	for _, o := range outs {
+		dst := out[at : at+len(o)]
+		wg.Go(func() { gatherInto(dst, changes, o) })
+		at += len(o)
+	}
+	wg.Wait()
+	return out, true
+}
+
+// gather returns the changes at idx, in order.
+func gather(changes []Change, idx []int32) []Change {
+	out := make([]Change, len(idx))
+	gatherInto(out, changes, idx)
+	return out
+}
+
+func gatherInto(dst, changes []Change, idx []int32) {
+	for k, i := range idx {
+		dst[k] = changes[i]
+	}
+}
+
+// runHead is the next entry of a run of key entries in order, and its end.
+type runHead struct{ at, end int }
+
+// mergeLatest merges runs of entries in key order (heads, in the changes'
+// order), a run before a later one on equal keys so that a key's changes
+// come in their batch order, and returns the index of each key's latest
+// change.
+func mergeLatest(changes []Change, ents []keyRef, heads []runHead, less func(a, b keyRef) int) []int32 {
+	heads = slices.Clone(heads)
 	h := make([]int, 0, len(heads)) // a heap of run numbers
 	before := func(x, y int) bool {
 		if c := less(ents[heads[x].at], ents[heads[y].at]); c != 0 {
@@ -185,13 +265,20 @@ func latestOfRuns(changes []Change) (out []Change, ok bool) {
 			i = m
 		}
 	}
-	for r := range heads {
-		h = append(h, r)
+	n := 0
+	for r, hd := range heads {
+		if hd.at < hd.end {
+			h = append(h, r)
+			n += hd.end - hd.at
+		}
+	}
+	if len(h) == 0 {
+		return nil
 	}
 	for i := len(h)/2 - 1; i >= 0; i-- {
 		down(i)
 	}
-	out = make([]Change, 0, len(changes))
+	out := make([]int32, 0, n)
 	last := -1 // the entry of the key being gathered
 	for len(h) > 0 {
 		r := h[0]
@@ -199,7 +286,7 @@ func latestOfRuns(changes []Change) (out []Change, ok bool) {
 		switch {
 		case last < 0 || less(ents[last], e) != 0:
 			if last >= 0 {
-				out = append(out, changes[ents[last].i])
+				out = append(out, ents[last].i)
 			}
 			last = heads[r].at
 		case bytes.Compare(changes[e.i].Order, changes[ents[last].i].Order) > 0:
@@ -213,5 +300,5 @@ func latestOfRuns(changes []Change) (out []Change, ok bool) {
 			down(0)
 		}
 	}
-	return append(out, changes[ents[last].i]), true
+	return append(out, ents[last].i)
 }

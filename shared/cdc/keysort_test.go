@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -145,6 +146,46 @@ func TestLatestOfRunsKeepsWhatTheSortKeeps(t *testing.T) {
 				t.Fatalf("round %d: %d runs not merged", round, runs)
 			}
 			continue
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d keys, want %d", round, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Position != want[i].Position {
+				t.Fatalf("round %d: key %v: change %s, want %s", round, got[i].Key, got[i].Position, want[i].Position)
+			}
+		}
+	}
+}
+
+// TestLatestOfRunsInKeyRangesIsTheMapAndTheSort: runs merged in several
+// key ranges at once (as many changes are) give each key the change the
+// map and the sort give, in the same order, whatever keys the ranges are
+// cut at: runs of few distinct keys, so that a key's changes lie on both
+// sides of where a range would be cut in one run and not in another, runs
+// empty on one side, and a single run.
+func TestLatestOfRunsInKeyRangesIsTheMapAndTheSort(t *testing.T) {
+	defer func(n int) { parallelRunsMin = n }(parallelRunsMin)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	r := rand.New(rand.NewPCG(5, 9))
+	for round := range 300 {
+		parallelRunsMin = 1 + r.IntN(40)
+		keys := 1 + r.IntN(30)
+		var changes []Change
+		for range 1 + r.IntN(10) {
+			var run [][]any
+			for range r.IntN(80) {
+				run = append(run, []any{fmt.Sprintf("k%03d", r.IntN(keys)), int64(r.IntN(2))})
+			}
+			slices.SortStableFunc(run, value.CompareKeys)
+			for _, key := range run {
+				changes = append(changes, Change{Key: key, KeyText: KeyText(key), Order: []byte{byte(r.IntN(4))}, Position: fmt.Sprint(len(changes))})
+			}
+		}
+		want := sortByKey(changes, latestIndexes(changes))
+		got, ok := latestOfRuns(changes)
+		if !ok {
+			t.Fatalf("round %d: not merged", round)
 		}
 		if len(got) != len(want) {
 			t.Fatalf("round %d: %d keys, want %d", round, len(got), len(want))
