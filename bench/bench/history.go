@@ -36,6 +36,7 @@ var pastRuns = []pastRun{
 	{"274369a", "the state upserts of a large step written in key ranges on all cores (one file each); JSON rows typed into slabs", "0.90", "0.51", "2.18", "113", "220", "2.56", "136781", "364", "3.25", "783", "1.81"},
 	{"b7934a4", "JSON lines of the same columns share one inferred schema (a third fewer bytes allocated by the decoder); the backfill is now the fastest of three alternating runs a side", "0.79", "0.51", "1.69", "114", "226", "2.59", "155668", "306", "2.15", "507", "1.41"},
 	{"0c77628", "a step's latest change per key found by merging its staged parts' key-sorted runs (no map, no sort); no map of the keys where no file can hold one", "0.94", "0.48", "2.10", "104", "333", "2.59", "130419", "308", "4.23", "1186", "1.59"},
+	{"ae4aa66", "key-range steps hand on the rows they decoded past their span, so each staged row is decoded once; a staged part's rows converted in the order they were decoded and written in key order", "1.00", "0.49", "2.10", "114", "317", "2.35", "119636", "356", "2.50", "775", "1.30"},
 }
 
 // historyMarkdown renders the earlier runs and this one as one table.
@@ -71,4 +72,4 @@ func (r *report) historyMarkdown(change string) string {
 // thisChange names what the code measured by this run changed since the
 // last entry of pastRuns; move it there with the run's figures when
 // RESULTS.md is committed.
-const thisChange = "key-range steps hand on the rows they decoded past their span, so each staged row is decoded once; a staged part's rows converted in the order they were decoded and written in key order"
+const thisChange = "a staged part's columns put in key order one at a time; flat values converted into their place in the batch (no Level copies); a step's key-sorted runs merged in key ranges on all cores"
