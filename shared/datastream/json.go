@@ -387,6 +387,10 @@ func typePayload(line []byte, spans []memberSpan, known *value.StructType, src *
 		}
 	}
 	next := 0 // the column expected next: payloads list columns in order
+	// Whether the inferred columns so far are the first columns of *prev,
+	// which holds no column twice: a line's next column is then checked
+	// against prev's, not against every column before it.
+	prefix := known == nil
 	err := eachSpan(line, spans, func(key, v []byte, plain bool) error {
 		if known != nil {
 			i := -1
@@ -411,8 +415,11 @@ func typePayload(line []byte, spans []memberSpan, known *value.StructType, src *
 			}
 		}
 		name := strs.intern(key)
-		if st.Index(name) >= 0 {
-			return fieldErr(name, "duplicate column", nil)
+		if m := len(st.Fields); !prefix || m >= len(*prev) || (*prev)[m].Name != name {
+			prefix = false
+			if st.Index(name) >= 0 {
+				return fieldErr(name, "duplicate column", nil)
+			}
 		}
 		typ, x, err := inferJSON(v, plain, arena, al)
 		if err != nil {

@@ -161,6 +161,11 @@ func TestDecodeJSONErrorsNameLineRecordAndField(t *testing.T) {
 		{"a key column missing from the payload", strings.Replace(pgCDC, `"primary_keys":["id"]`, `"primary_keys":["nope"]`, 1), 1, 1, "source_metadata.primary_keys", ErrBadRecord},
 		{"an invalid schema name", strings.Replace(pgCDC, `"schema":"public"`, `"schema":"pub lic"`, 1), 1, 1, "source_metadata.schema", ErrBadRecord},
 		{"an event that is not an object", "[1]", 1, 1, "", ErrBadRecord},
+		// A line of the same columns as the one before is checked against
+		// that line's: a column twice must still be seen, wherever it is.
+		{"a payload column twice, at the end", oracleInsert + "\n" + strings.Replace(oracleInsert, `"HIRE_DATE":"2021-11-04T00:00:00"}`, `"HIRE_DATE":"2021-11-04T00:00:00","FIRST_NAME":"Bo"}`, 1), 2, 2, "payload.FIRST_NAME", ErrBadRecord},
+		{"a payload column twice, in the middle", oracleInsert + "\n" + strings.Replace(oracleInsert, `"FIRST_NAME":"Ann",`, `"FIRST_NAME":"Ann","FIRST_NAME":"Bo",`, 1), 2, 2, "payload.FIRST_NAME", ErrBadRecord},
+		{"a payload column twice, first", oracleInsert + "\n" + strings.Replace(oracleInsert, `"EMPLOYEE_ID":207,`, `"EMPLOYEE_ID":207,"EMPLOYEE_ID":208,`, 1), 2, 2, "payload.EMPLOYEE_ID", ErrBadRecord},
 		{"an array element on line 4", "[\n" + pgCDC + ",\n\n" + strings.Replace(pgCDC, `"lsn":"F/FFFFFFFF"`, `"lsn":"x"`, 1) + "]", 4, 2, "source_metadata.lsn", ErrBadRecord},
 		{"a truncated gzip stream", "", 0, 0, "", ErrBadFile},
 	}
