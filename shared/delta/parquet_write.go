@@ -394,8 +394,8 @@ func (w *FileWriter) Write(row []any) error {
 // inOrderMaxBytes bounds the arrays of values WriteInOrder converts a
 // file's rows into: a part of a staged file holds up to 128 MiB of events
 // (by their estimate), and the arrays of a wide table's part of numbers
-// could be larger than its events.
-const inOrderMaxBytes = 64 << 20
+// could be larger than its events. A variable for tests.
+var inOrderMaxBytes int64 = 64 << 20
 
 // checkRow checks that row (number n of the file) has a value per column
 // and the file's partition values.

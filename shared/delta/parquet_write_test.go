@@ -740,8 +740,13 @@ func TestWriteInOrderWritesWhatWriteDoes(t *testing.T) {
 		{"flat, fewer rows than a batch", WriteOptions{Schema: flStagedSchema()}, flStagedRow, 77, false},
 		{"partitioned", WriteOptions{Schema: dated, RowGroupRows: 300, PartitionColumns: []string{"day"}, PartitionValues: map[string]any{"day": day}}, datedRow, 1000, false},
 		{"nested", WriteOptions{Schema: nested, RowGroupRows: 500}, nestedRow, 1500, false},
+		{"flat, past the arrays' bound", WriteOptions{Schema: flStagedSchema(), RowGroupRows: 500}, flStagedRow, 2345, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if strings.Contains(tc.name, "bound") {
+				defer func(n int64) { inOrderMaxBytes = n }(inOrderMaxBytes)
+				inOrderMaxBytes = 1000
+			}
 			var order []int32
 			if !tc.sorted {
 				order = make([]int32, tc.n)
