@@ -118,6 +118,7 @@ func unifyJSON(events iter.Seq[*Event], known value.StructType) (value.StructTyp
 		slab     []any
 		schemaOf []value.Field // the schema places is for
 		places   []int
+		inPlace  bool // schemaOf's columns are the unified ones, in order
 	)
 	for ev := range events {
 		src := ev.jsonSrc
@@ -126,11 +127,18 @@ func unifyJSON(events iter.Seq[*Event], known value.StructType) (value.StructTyp
 		}
 		if sf := ev.Schema.Fields; len(sf) != len(schemaOf) || len(sf) > 0 && &sf[0] != &schemaOf[0] {
 			schemaOf, places = sf, places[:0]
-			for _, f := range sf {
+			inPlace = len(sf) == len(fields)
+			for j, f := range sf {
 				places = append(places, lookup[f.Name])
+				inPlace = inPlace && places[j] == j
 			}
 		}
-		row := value.Cut(&slab, len(fields), 256*max(1, len(fields)))
+		// An event of the unified columns, the usual case, has its
+		// values typed where they are.
+		row := ev.Row
+		if !inPlace || len(row) != len(fields) {
+			row = value.Cut(&slab, len(fields), 256*max(1, len(fields)))
+		}
 		for j, f := range ev.Schema.Fields {
 			if j >= len(ev.Row) || ev.Row[j] == nil {
 				continue
