@@ -62,6 +62,12 @@ type ReadOptions struct {
 	// range's end at a time, starts the next range where the last one
 	// stopped decoding.
 	FromRow int64
+	// Opened, when set, is the data file as OpenFile opened it: its
+	// footer is not read and checked again. A caller that reads a file
+	// several times (a merge reads a staged part once per key-range step)
+	// opens it once. It must be the add's file, and is read by one read at
+	// a time.
+	Opened *OpenedFile
 
 	// assemble reads every row through the generic record assembly, even
 	// of a flat schema (see flatReader): for tests comparing the two.
@@ -197,6 +203,26 @@ func ReadFile(ctx context.Context, store objstore.Store, md Metadata, add Add, o
 	return ReadFileAt(ctx, store, md, add, opts, func(_ int64, row []any) error { return fn(row) })
 }
 
+// OpenedFile is a data file opened for several reads (ReadOptions.Opened).
+type OpenedFile struct {
+	name string
+	ra   *storeReaderAt
+	f    *parquet.File
+}
+
+// OpenFile opens add's data file in store: reads and checks its footer.
+func OpenFile(ctx context.Context, store objstore.Store, add Add) (*OpenedFile, error) {
+	name, err := decodeAddPath(add.Path)
+	if err != nil {
+		return nil, err
+	}
+	ra, f, err := openParquet(ctx, store, name, add.Size)
+	if err != nil {
+		return nil, fmt.Errorf("read data file %s: %w", name, err)
+	}
+	return &OpenedFile{name: name, ra: ra, f: f}, nil
+}
+
 // ReadFileAt is ReadFile that also tells fn each row's position: its
 // 0-based physical index in the Parquet file, the row index a deletion
 // vector marks (PROTOCOL.md "Deletion Vectors"). Rows already deleted by
@@ -245,8 +271,15 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		}
 	}
 
-	ra, f, err := openParquet(ctx, store, name, add.Size)
-	if err != nil {
+	var ra *storeReaderAt
+	var f *parquet.File
+	if o := opts.Opened; o != nil {
+		if o.name != name {
+			return fmt.Errorf("read with the opened file %s", o.name)
+		}
+		ra, f = o.ra, o.f
+		ra.ctx = ctx
+	} else if ra, f, err = openParquet(ctx, store, name, add.Size); err != nil {
 		return err
 	}
 	root, nleaves, err := parquetTree(f.Metadata().Schema)

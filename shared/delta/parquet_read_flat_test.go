@@ -739,3 +739,48 @@ func TestFromRowSkipsTheRowGroupsBeforeIt(t *testing.T) {
 		}
 	}
 }
+
+// TestAnOpenedFileReadsAsAFreshOne reads a file of several row groups
+// through one OpenFile several times, from several positions and with a
+// row-group filter, and checks each read against a read that opens the
+// file itself; reading another file with it fails.
+func TestAnOpenedFileReadsAsAFreshOne(t *testing.T) {
+	store := newPQMemStore()
+	ctx := context.Background()
+	add := pqWriteRows(t, store, WriteOptions{Schema: flStagedSchema(), RowGroupRows: 128}, 1000, flStagedRow)
+	other := pqWriteRows(t, store, WriteOptions{Schema: flStagedSchema()}, 10, flStagedRow)
+	md := Metadata{SchemaString: flStagedSchema().SchemaString()}
+	opened, err := OpenFile(ctx, store, add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(add Add, opts ReadOptions) ([]int64, error) {
+		var got []int64
+		err := ReadFileAt(ctx, store, md, add, opts, func(pos int64, row []any) error {
+			if !pqEqual(row, flStagedRow(int(pos))) {
+				return fmt.Errorf("row at %d is %v", pos, row)
+			}
+			got = append(got, pos)
+			return nil
+		})
+		return got, err
+	}
+	filter := &RowGroupFilter{Column: "id", Keep: func(lo, hi any) bool { return lo.(int64) < 3000 }}
+	for _, opts := range []ReadOptions{{}, {KeepRows: true, FromRow: 256}, {FromRow: 900}, {RowGroupFilter: filter}, {}} {
+		want, err := read(add, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Opened = opened
+		got, err := read(add, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) || len(got) == 0 {
+			t.Fatalf("read %d rows through the opened file, want %d", len(got), len(want))
+		}
+	}
+	if _, err := read(other, ReadOptions{Opened: opened}); err == nil {
+		t.Fatal("another file was read with the opened file")
+	}
+}

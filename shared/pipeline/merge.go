@@ -438,10 +438,11 @@ func (p *Pipeline) readStep(ctx context.Context, tabs cdc.TableSet, st batchStep
 type partCarry struct {
 	source    value.StructType // the step schema the rows were read in
 	inHistory bool
-	from      int64   // ReadOptions.FromRow of the next read
-	rows      [][]any // as read, in file (key) order
-	codes     []byte  // their range codes, one after the other
-	at        []int32 // code i is codes[at[i]:at[i+1]]
+	file      *delta.OpenedFile // the part, opened once for the batch's steps
+	from      int64             // ReadOptions.FromRow of the next read
+	rows      [][]any           // as read, in file (key) order
+	codes     []byte            // their range codes, one after the other
+	at        []int32           // code i is codes[at[i]:at[i+1]]
 }
 
 func (c *partCarry) add(code []byte, row []any) {
@@ -638,6 +639,18 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 	var next *partCarry
 	if ro.RowGroupFilter != nil && same {
 		next = &partCarry{source: source, inHistory: inHistory}
+		if in != nil {
+			next.file = in.file
+		}
+		if next.file == nil {
+			f, err := delta.OpenFile(ctx, p.Lake, part.Add)
+			if err != nil {
+				out.err = err
+				return out
+			}
+			next.file = f
+		}
+		ro.Opened = next.file
 		if in != nil && in.inHistory == inHistory && value.Equal(in.source, source) {
 			for i, row := range in.rows {
 				switch c := in.code(i); {
