@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -171,6 +170,10 @@ type Change struct {
 	ChangeType string
 	Row        []any // one value per field of the batch's source schema
 	History    []any // the full history row (HistorySchema of the batch)
+	// StateRow, when set, is the change's current-state row as read
+	// (StateSchema of the batch's source: Row, then the state's metadata
+	// columns), which the state write takes as it is (see StateChange).
+	StateRow []any
 	// InHistory says that the change's history row is in one of the
 	// batch's HistoryFiles (of this step or another of the batch), and
 	// new to the history: it is not written again.
@@ -303,34 +306,42 @@ func (h *HistoryChanges) Change(hist []any, source value.StructType, keyIdx []in
 	return h.build(hist[1], hist[2], hist[3], hist[6], hist[7], hist[n:], hist, source, keyIdx)
 }
 
-// stateChangeMeta are the history columns StateChange reads before the
-// source columns, in order.
-var stateChangeMeta = []string{ColOp, ColChangeType, ColSourceTimestamp, ColPosition, ColOrder}
-
 // StateChangeColumns are the columns of the history rows StateChange
-// builds a Change from: a few metadata columns, then the source columns.
+// builds a Change from: the source columns, the state's metadata columns
+// (stateMeta), so that the row begins with the change's state row, and
+// the operation.
 func StateChangeColumns(source value.StructType) []string {
-	cols := slices.Clone(stateChangeMeta)
+	var cols []string
 	for _, f := range source.Fields {
 		cols = append(cols, f.Name)
 	}
-	return cols
+	for _, f := range stateMeta {
+		cols = append(cols, f.Name)
+	}
+	return append(cols, ColOp)
 }
 
 // StateChangeOffset is where the source columns start in a row of
 // StateChangeColumns.
-var StateChangeOffset = len(stateChangeMeta)
+const StateChangeOffset = 0
 
 // StateChange builds a Change without its history row (History nil), from
 // a row of StateChangeColumns(source): for an event whose history row the
 // merge does not write (InHistory), whose other history columns need not
 // be read.
+//
+// The change's StateRow is the row's beginning: its state row as read.
 func (h *HistoryChanges) StateChange(row []any, source value.StructType, keyIdx []int) (Change, error) {
-	n := len(stateChangeMeta)
-	if len(row) != n+len(source.Fields) {
-		return Change{}, fmt.Errorf("row has %d columns, want %d", len(row), n+len(source.Fields))
+	n := len(source.Fields)
+	if len(row) != n+len(stateMeta)+1 {
+		return Change{}, fmt.Errorf("row has %d columns, want %d", len(row), n+len(stateMeta)+1)
 	}
-	return h.build(row[0], row[1], row[2], row[3], row[4], row[n:], nil, source, keyIdx)
+	meta := row[n:]
+	c, err := h.build(meta[4], meta[1], meta[0], meta[2], meta[3], row[:n:n], nil, source, keyIdx)
+	if err == nil {
+		c.StateRow = row[: n+len(stateMeta) : n+len(stateMeta)]
+	}
+	return c, err
 }
 
 func (h *HistoryChanges) build(opV, ctV, tsV, posV, orderV any, row, hist []any, source value.StructType, keyIdx []int) (Change, error) {

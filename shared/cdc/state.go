@@ -623,7 +623,15 @@ func (st *stateStep) writeUpsertRange(ctx context.Context, wo delta.WriteOptions
 	var orders value.Boxes[[]byte]
 	same := value.Equal(st.b.Source, st.stateSource)
 	for _, i := range idx {
-		c := plan.keys[i]
+		c := &plan.keys[i]
+		if same && c.StateRow != nil {
+			// The row as read, its metadata the change's.
+			if err := w.Write(c.StateRow); err != nil {
+				w.Abort()
+				return nil, err
+			}
+			continue
+		}
 		// In overwrite mode a batch older than the table's schema is cast
 		// to it: columns it lacks are null, columns gone are dropped.
 		src, err := c.Row, error(nil)
