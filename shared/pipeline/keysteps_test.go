@@ -407,3 +407,37 @@ func TestAHotKeyWithMoreEventsThanAStepIsMergedInStepsByParts(t *testing.T) {
 		t.Fatalf("hot row %s, want %s; %d rows, want 52", got, want, len(rows))
 	}
 }
+
+// TestSpanEventsBoundsTheEventsOfASpan: a sorted part's estimate of its
+// events in a span, by its key sample, is at least the span's events and
+// not much more.
+func TestSpanEventsBoundsTheEventsOfASpan(t *testing.T) {
+	code := func(k int) []byte {
+		c, err := cdc.AppendRangeCode(nil, []any{int64(k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	const events, every = 10_000, 39
+	part := stagedPart{Events: events, KeyCode: cdc.RangeCodeVersion, KeyEvery: every}
+	for k := 0; k < events; k += every {
+		part.KeySample = append(part.KeySample, code(k))
+	}
+	r := rand.New(rand.NewPCG(2, 3))
+	for range 200 {
+		lo, hi := r.IntN(events), r.IntN(events)
+		lo, hi = min(lo, hi), max(lo, hi)
+		span := cdc.NewKeySpan(code(lo), code(hi))
+		if r.IntN(10) == 0 {
+			span, lo = cdc.NewKeySpan(nil, code(hi)), 0
+		}
+		got, want := part.spanEvents(span), int64(hi-lo)
+		if got < want || got > want+want/4+3*every+64 {
+			t.Fatalf("span [%d, %d): estimated %d events, want at least %d and not much more", lo, hi, got, want)
+		}
+	}
+	if got := (stagedPart{Events: 800}).spanEvents(cdc.NewKeySpan(nil, code(5))); got != 200 {
+		t.Fatalf("an unsorted part's estimate is %d, want a quarter of its 800 events", got)
+	}
+}

@@ -613,7 +613,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 		if idx, err := cdc.KeyIndexes(fromSchema, key[:1]); err == nil && part.keySorted() && prune {
 			ro.RowGroupFilter = span.RowGroupFilter(fromSchema.Fields[idx[0]].Name)
 		}
-		out.changes = make([]cdc.Change, 0, part.Events/4)
+		out.changes = make([]cdc.Change, 0, part.spanEvents(span))
 	} else {
 		out.changes = make([]cdc.Change, 0, part.Events)
 	}

@@ -403,6 +403,24 @@ func keyBounds(files []*batchFile, per int64) (bounds [][]byte, largest int64) {
 	return bounds, largest
 }
 
+// spanEvents estimates how many of the part's events lie in span, for a
+// step to size what it reads: by the part's key sample when it is sorted,
+// a quarter of its events otherwise. Changes are large, and a step takes a
+// twelfth of each part of a bulk load.
+func (part stagedPart) spanEvents(span *cdc.KeySpan) int64 {
+	if !part.keySorted() {
+		return part.Events / 4
+	}
+	in := int64(1)
+	for _, code := range part.KeySample {
+		if span.Contains(code) {
+			in++
+		}
+	}
+	est := in * part.KeyEvery
+	return min(part.Events, est+est/8+64)
+}
+
 // mayHold reports whether a key-sorted part can hold a key of span: its
 // first and last keys' codes leave room for one. The part's codes are of
 // its own key types: they only say so when the step reads its keys as
