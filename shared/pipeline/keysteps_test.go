@@ -127,13 +127,19 @@ func TestABulkLoadInOneBatchIsMergedInKeyRangesWritingEachRowOnce(t *testing.T) 
 // rows it decoded past its span, so the batch decodes each staged row once,
 // and the table is still each key's last read. Without the hand-on, each
 // step decoded again the row group the step before it ended in.
+//
+// What steps hand on is bounded at half a step: where the parts' remaining
+// rows would be more (row groups as large as the parts, steps smaller than
+// a row group of each part), the next step reads them again, and the table
+// is the same.
 func TestKeyRangeStepsDecodeEachStagedRowOnce(t *testing.T) {
 	ctx := context.Background()
 	const nfiles, perFile = 4, 1500
 	for _, c := range []struct {
 		groupRows  int   // of the staged parts (cut at a multiple of 128)
 		stepMemory int64 // bounds the steps
-	}{{128, 200 << 10}, {128, 500 << 10}, {256, 120 << 10}, {2048, 200 << 10}} {
+		once       bool  // the hand-on fits its bound
+	}{{128, 800 << 10, true}, {128, 1200 << 10, true}, {256, 1600 << 10, true}, {128, 200 << 10, false}, {2048, 400 << 10, false}} {
 		t.Run(fmt.Sprint(c.groupRows, "/", c.stepMemory), func(t *testing.T) {
 			files, want := bulkLoad(uint64(c.groupRows+int(c.stepMemory)), nfiles, perFile, 5000)
 			source := objstore.NewMemory()
@@ -143,12 +149,45 @@ func TestKeyRangeStepsDecodeEachStagedRowOnce(t *testing.T) {
 			if mr.Batches != 1 || mr.Steps < 3 {
 				t.Fatalf("%d batches in %d steps, want one batch in several steps", mr.Batches, mr.Steps)
 			}
-			if mr.StagedRowsRead != nfiles*perFile {
-				t.Fatalf("the batch decoded %d staged rows in %d steps, want its %d events once each", mr.StagedRowsRead, mr.Steps, nfiles*perFile)
+			if once := mr.StagedRowsRead == nfiles*perFile; once != c.once || mr.StagedRowsRead < nfiles*perFile {
+				t.Fatalf("the batch decoded %d staged rows in %d steps for its %d events, want them once each: %v", mr.StagedRowsRead, mr.Steps, nfiles*perFile, c.once)
 			}
 			wantLastReads(t, ctx, p, want)
-			t.Logf("%d steps", mr.Steps)
 		})
+	}
+}
+
+// TestCarryBudgetDropsWhatDoesNotFit: carries are kept while their rows
+// and estimated memory fit what is left of the bound; one that does not
+// fit keeps its opened file but none of its rows, and its next read starts
+// from the beginning of the part.
+func TestCarryBudgetDropsWhatDoesNotFit(t *testing.T) {
+	part := stagedPart{Events: 1000, MemBytes: 100_000} // 100 bytes an event
+	carry := func(n int) *partCarry {
+		c := &partCarry{from: 4096}
+		for i := range n {
+			c.add([]byte{byte(i)}, []any{int64(i)})
+		}
+		return c
+	}
+	b := carryBudget{events: 100, mem: 8_000}
+	kept := []*partCarry{carry(30), carry(40), carry(10)}
+	dropped := []*partCarry{carry(90), carry(20)} // past the events, then the memory left
+	for _, c := range []*partCarry{kept[0], dropped[0], kept[1], kept[2], dropped[1]} {
+		b.take(c, part)
+	}
+	for i, c := range kept {
+		if len(c.rows) == 0 || c.from != 4096 {
+			t.Fatalf("carry %d was dropped", i)
+		}
+	}
+	for i, c := range dropped {
+		if len(c.rows) != 0 || len(c.at) != 0 || c.from != 0 {
+			t.Fatalf("carry %d was kept: %d rows from %d", i, len(c.rows), c.from)
+		}
+	}
+	if b.events != 20 || b.mem != 0 {
+		t.Fatalf("budget left: %+v, want 20 events and no memory", b)
 	}
 }
 

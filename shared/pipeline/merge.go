@@ -416,13 +416,37 @@ func (p *Pipeline) readStep(ctx context.Context, tabs cdc.TableSet, st batchStep
 	}
 	_ = g.Wait() // each part's outcome is in r.read, handled in order by applyStep
 	clear(carry)
+	budget := carryBudget{events: p.Config.MaxEvents() / carryShare, mem: orConst(p.stepMemory, stepMemoryBytes) / carryShare}
 	for i, bp := range st.parts {
 		if c := r.read[i].carry; c != nil {
+			budget.take(c, bp.staged())
 			carry[bp.staged().Add.Path] = c
 			r.read[i].carry = nil
 		}
 	}
 	return r
+}
+
+// carryShare bounds what the steps of a batch hand on (see partCarry) at
+// this share of a step's events and estimated memory. A batch of many
+// small parts would otherwise hold, between two steps, the rest of a row
+// group of each part: more than a step's own events.
+const carryShare = 2
+
+// carryBudget is what is left of the bound on a step's carries.
+type carryBudget struct{ events, mem int64 }
+
+// take counts c's rows against the budget, or drops them when they do not
+// fit: the next step then reads the part's rows again from its span (the
+// part stays open).
+func (b *carryBudget) take(c *partCarry, part stagedPart) {
+	n := int64(len(c.rows))
+	mem := n * part.MemBytes / max(1, part.Events)
+	if n > b.events || mem > b.mem {
+		c.rows, c.codes, c.at, c.from = nil, nil, nil, 0
+		return
+	}
+	b.events, b.mem = b.events-n, b.mem-mem
 }
 
 // partCarry is what reading a key-sorted part for one key-range step of a
