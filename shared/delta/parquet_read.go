@@ -220,6 +220,7 @@ func OpenFile(ctx context.Context, store objstore.Store, add Add) (*OpenedFile, 
 	if err != nil {
 		return nil, fmt.Errorf("read data file %s: %w", name, err)
 	}
+	ra.buf, ra.chunks = nil, nil // the footer's read buffer (see readFile)
 	return &OpenedFile{name: name, ra: ra, f: f}, nil
 }
 
@@ -279,6 +280,9 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		}
 		ra, f = o.ra, o.f
 		ra.ctx = ctx
+		// A file held open between reads holds no read buffer: a merge
+		// holds every part of its batch open.
+		defer func() { ra.buf, ra.chunks = nil, nil }()
 	} else if ra, f, err = openParquet(ctx, store, name, add.Size); err != nil {
 		return err
 	}

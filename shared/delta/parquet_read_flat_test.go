@@ -779,6 +779,11 @@ func TestAnOpenedFileReadsAsAFreshOne(t *testing.T) {
 		if !slices.Equal(got, want) || len(got) == 0 {
 			t.Fatalf("read %d rows through the opened file, want %d", len(got), len(want))
 		}
+		// Held open between reads, it holds no read buffer (a merge
+		// holds every part of its batch open).
+		if opened.ra.buf != nil || len(opened.ra.chunks) != 0 {
+			t.Fatalf("the opened file holds %d bytes of read buffer between reads", cap(opened.ra.buf))
+		}
 	}
 	if _, err := read(other, ReadOptions{Opened: opened}); err == nil {
 		t.Fatal("another file was read with the opened file")
