@@ -480,3 +480,19 @@ func TestSpanEventsBoundsTheEventsOfASpan(t *testing.T) {
 		t.Fatalf("an unsorted part's estimate is %d, want a quarter of its 800 events", got)
 	}
 }
+
+// TestSmallPartsHaveSmallRowGroups: a part too small for the history to
+// take as a file has row groups of about an eighth of it, in whole batches
+// of 128 rows; the others, and every part under the test knob, keep theirs.
+func TestSmallPartsHaveSmallRowGroups(t *testing.T) {
+	p := &Pipeline{}
+	for n, want := range map[int64]int64{1: 128, 100: 128, 1024: 128, 1100: 256, 2500: 384, historyCopyMinEvents - 1: 512, historyCopyMinEvents: stagedRowGroupRows, 100_000: stagedRowGroupRows} {
+		if got := p.partGroupRows(n); got != want {
+			t.Errorf("a part of %d events has row groups of %d rows, want %d", n, got, want)
+		}
+	}
+	p.stagedGroupRows = 300
+	if got := p.partGroupRows(2500); got != 300 {
+		t.Errorf("under the knob, row groups of %d rows, want 300", got)
+	}
+}

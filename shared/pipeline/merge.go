@@ -659,13 +659,14 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 	}
 	// A key-sorted part read by key range leaves the rows it decoded past
 	// the span to the next step (partCarry), and takes those the step
-	// before left it: when the step takes at least half a row group of it.
-	// Of a part of which steps take less (a batch of many small parts),
-	// what a step would hand on is most of a row group, held over several
-	// steps for a few rows each; such parts' row groups are read again.
+	// before left it: when the step takes at least half a large row group
+	// of it. Of a part of which steps take less (a batch of many small
+	// parts, whose row groups are small, see partGroupRows), what a step
+	// would hand on is most of a row group, held over several steps with
+	// the part open, for a few rows each; such parts' row groups are read
+	// again.
 	var next *partCarry
-	groupRows := orConst(int64(p.stagedGroupRows), stagedRowGroupRows)
-	if ro.RowGroupFilter != nil && same && part.spanEvents(span) >= groupRows/2 {
+	if ro.RowGroupFilter != nil && same && part.spanEvents(span) >= orConst(int64(p.stagedGroupRows), stagedRowGroupRows)/2 {
 		next = &partCarry{source: source, inHistory: inHistory}
 		if in != nil {
 			next.file = in.file

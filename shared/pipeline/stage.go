@@ -87,7 +87,7 @@ type stagedPart struct {
 	MaxOrder []byte `json:"max_order,omitempty"`
 	// KeyCode, when it is cdc.RangeCodeVersion, says that the part's rows
 	// are sorted by key (stably: a key's events keep their file order) in
-	// row groups of stagedRowGroupRows, and that KeySample holds the range
+	// row groups of partGroupRows rows, and that KeySample holds the range
 	// codes (cdc.AppendRangeCode) of its rows 0, KeyEvery, 2*KeyEvery...
 	// and KeyMax that of its last row. A merge splits a large batch into
 	// key ranges by them (planSteps). Parts staged before, or of a table
@@ -152,6 +152,24 @@ func (part stagedPart) keySorted() bool {
 // rows of other ranges a step decodes to drop (at most two row groups per
 // part and step), at the price of a larger footer.
 const stagedRowGroupRows = 2048
+
+// partGroupRows is the row group size of a key-sorted part of n events:
+// stagedRowGroupRows, or, for a part too small for the history to take as
+// a file (historyCopyMinEvents), about an eighth of it in whole batches of
+// the writer (128 rows). A batch of many small parts is merged in steps
+// that each take a few hundred events of every part, and a step decodes
+// whole row groups: with row groups of 2048 rows, each step decoded most
+// of every such part. The parts the history takes keep the larger row
+// groups its readers scan.
+func (p *Pipeline) partGroupRows(n int64) int64 {
+	if p.stagedGroupRows > 0 {
+		return int64(p.stagedGroupRows)
+	}
+	if n >= orConst(p.historyCopyEvents, historyCopyMinEvents) {
+		return stagedRowGroupRows
+	}
+	return min(stagedRowGroupRows, max(128, (n/8+127)/128*128))
+}
 
 // keySampleSize is about how many range codes a part's manifest records.
 const keySampleSize = 256
@@ -541,7 +559,7 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 		wo.PartitionValues = map[string]any{cdc.ColSourceDate: firstDay}
 	}
 	if len(m.Key) > 0 {
-		wo.RowGroupRows = orConst(int64(s.p.stagedGroupRows), stagedRowGroupRows)
+		wo.RowGroupRows = s.p.partGroupRows(int64(events.Len()))
 	}
 	w, err := delta.NewFileWriter(ctx, s.p.Lake, wo)
 	if err != nil {
