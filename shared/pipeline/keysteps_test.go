@@ -482,11 +482,11 @@ func TestSpanEventsBoundsTheEventsOfASpan(t *testing.T) {
 }
 
 // TestSmallPartsHaveSmallRowGroups: a part too small for the history to
-// take as a file has row groups of about an eighth of it, in whole batches
-// of 128 rows; the others, and every part under the test knob, keep theirs.
+// take as a file has small row groups; the others keep the large ones, and
+// the test knob decides for every part.
 func TestSmallPartsHaveSmallRowGroups(t *testing.T) {
 	p := &Pipeline{}
-	for n, want := range map[int64]int64{1: 128, 100: 128, 1024: 128, 1100: 256, 2500: 384, historyCopyMinEvents - 1: 512, historyCopyMinEvents: stagedRowGroupRows, 100_000: stagedRowGroupRows} {
+	for n, want := range map[int64]int64{1: smallGroupRows, 1000: smallGroupRows, historyCopyMinEvents - 1: smallGroupRows, historyCopyMinEvents: stagedRowGroupRows, 100_000: stagedRowGroupRows} {
 		if got := p.partGroupRows(n); got != want {
 			t.Errorf("a part of %d events has row groups of %d rows, want %d", n, got, want)
 		}

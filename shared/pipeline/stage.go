@@ -153,14 +153,17 @@ func (part stagedPart) keySorted() bool {
 // part and step), at the price of a larger footer.
 const stagedRowGroupRows = 2048
 
-// partGroupRows is the row group size of a key-sorted part of n events:
-// stagedRowGroupRows, or, for a part too small for the history to take as
-// a file (historyCopyMinEvents), about an eighth of it in whole batches of
-// the writer (128 rows). A batch of many small parts is merged in steps
-// that each take a few hundred events of every part, and a step decodes
-// whole row groups: with row groups of 2048 rows, each step decoded most
-// of every such part. The parts the history takes keep the larger row
-// groups its readers scan.
+// smallGroupRows is the row group size of a key-sorted part too small for
+// the history to take as a file (historyCopyMinEvents). A batch of many
+// such parts (a backlog of small files) is merged in steps that each take
+// a few hundred events of every part, and a step decodes whole row
+// groups: with stagedRowGroupRows, each step decoded most of every part.
+// Smaller groups would cost a CDC batch of one step, which reads its small
+// parts whole, more page headers and chunk metadata.
+const smallGroupRows = 512
+
+// partGroupRows is the row group size of a key-sorted part of n events.
+// The parts the history takes keep the larger row groups its readers scan.
 func (p *Pipeline) partGroupRows(n int64) int64 {
 	if p.stagedGroupRows > 0 {
 		return int64(p.stagedGroupRows)
@@ -168,7 +171,7 @@ func (p *Pipeline) partGroupRows(n int64) int64 {
 	if n >= orConst(p.historyCopyEvents, historyCopyMinEvents) {
 		return stagedRowGroupRows
 	}
-	return min(stagedRowGroupRows, max(128, (n/8+127)/128*128))
+	return smallGroupRows
 }
 
 // keySampleSize is about how many range codes a part's manifest records.
