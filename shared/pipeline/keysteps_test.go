@@ -182,7 +182,7 @@ func TestCarryBudgetDropsWhatDoesNotFit(t *testing.T) {
 		}
 	}
 	for i, c := range dropped {
-		if len(c.rows) != 0 || len(c.at) != 0 || c.from != 0 {
+		if len(c.rows) != 0 || len(c.codes.at) != 0 || c.from != 0 {
 			t.Fatalf("carry %d was kept: %d rows from %d", i, len(c.rows), c.from)
 		}
 	}

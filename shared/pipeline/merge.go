@@ -443,7 +443,7 @@ func (b *carryBudget) take(c *partCarry, part stagedPart) {
 	n := int64(len(c.rows))
 	mem := n * part.MemBytes / max(1, part.Events)
 	if n > b.events || mem > b.mem {
-		c.rows, c.codes, c.at, c.from = nil, nil, nil, 0
+		c.rows, c.codes, c.from = nil, codeList{}, 0
 		return
 	}
 	b.events, b.mem = b.events-n, b.mem-mem
@@ -465,20 +465,14 @@ type partCarry struct {
 	file      *delta.OpenedFile // the part, opened once for the batch's steps
 	from      int64             // ReadOptions.FromRow of the next read
 	rows      [][]any           // as read, in file (key) order
-	codes     []byte            // their range codes, one after the other
-	at        []int32           // code i is codes[at[i]:at[i+1]]
+	codes     codeList          // their range codes
 }
 
 func (c *partCarry) add(code []byte, row []any) {
-	if len(c.at) == 0 {
-		c.at = append(c.at, 0)
-	}
 	c.rows = append(c.rows, row)
-	c.codes = append(c.codes, code...)
-	c.at = append(c.at, int32(len(c.codes)))
+	c.codes.buf = append(c.codes.buf, code...)
+	c.codes.mark()
 }
-
-func (c *partCarry) code(i int) []byte { return c.codes[c.at[i]:c.at[i+1]] }
 
 // stepSchema is the source schema (and key) of a step of these parts on a
 // table of source schema current.
@@ -622,6 +616,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 	var code []byte
 	var hKey []int // the key's columns in the rows read
 	var keyVals []any
+	var share int64 // the part's estimated events in span
 	if span != nil && len(key) > 0 {
 		var err error
 		if hKey, err = cdc.KeyIndexes(hs, key); err != nil {
@@ -637,7 +632,8 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 		if idx, err := cdc.KeyIndexes(fromSchema, key[:1]); err == nil && part.keySorted() && prune {
 			ro.RowGroupFilter = span.RowGroupFilter(fromSchema.Fields[idx[0]].Name)
 		}
-		out.changes = make([]cdc.Change, 0, part.spanEvents(span))
+		share = part.spanEvents(span)
+		out.changes = make([]cdc.Change, 0, share)
 	} else {
 		out.changes = make([]cdc.Change, 0, part.Events)
 	}
@@ -666,7 +662,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 	// the part open, for a few rows each; such parts' row groups are read
 	// again.
 	var next *partCarry
-	if ro.RowGroupFilter != nil && same && part.spanEvents(span) >= orConst(int64(p.stagedGroupRows), stagedRowGroupRows)/2 {
+	if ro.RowGroupFilter != nil && same && share >= orConst(int64(p.stagedGroupRows), stagedRowGroupRows)/2 {
 		next = &partCarry{source: source, inHistory: inHistory}
 		if in != nil {
 			next.file = in.file
@@ -682,7 +678,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 		ro.Opened = next.file
 		if in != nil && in.inHistory == inHistory && value.Equal(in.source, source) {
 			for i, row := range in.rows {
-				switch c := in.code(i); {
+				switch c := in.codes.code(int32(i)); {
 				case span.Contains(c):
 					if err := take(row); err != nil {
 						out.err = err

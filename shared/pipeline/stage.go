@@ -594,7 +594,7 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 	var keys *keyCodes
 	if len(m.Key) > 0 {
 		if keyIdx, err := cdc.KeyIndexes(hs, m.Key); err == nil {
-			keys = &keyCodes{idx: keyIdx, at: make([]int32, 1, n+1)}
+			keys = &keyCodes{idx: keyIdx, codeList: codeList{at: make([]int32, 1, n+1)}}
 			for i := range n {
 				var err error
 				if ev := events.At(i); same[rowSch[i]] {
@@ -663,12 +663,27 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 	return nil
 }
 
-// keyCodes are the range codes of a part's rows, side by side in one
-// buffer: a part holds up to batch_max_events rows.
-type keyCodes struct {
-	idx []int   // key columns in the history row
+// codeList holds range codes side by side in one buffer: a part holds up
+// to batch_max_events rows.
+type codeList struct {
 	buf []byte  // the codes, one after the other
 	at  []int32 // code i is buf[at[i]:at[i+1]]
+}
+
+// mark ends the code appended to buf since the one before.
+func (l *codeList) mark() {
+	if len(l.at) == 0 {
+		l.at = append(l.at, 0)
+	}
+	l.at = append(l.at, int32(len(l.buf)))
+}
+
+func (l *codeList) code(i int32) []byte { return l.buf[l.at[i]:l.at[i+1]] }
+
+// keyCodes are the range codes of a part's rows.
+type keyCodes struct {
+	codeList
+	idx []int // key columns in the history row
 	key []any
 }
 
@@ -687,11 +702,9 @@ func (k *keyCodes) add(row []any, off int, hs value.StructType) error {
 	if k.buf, err = cdc.AppendRangeCode(k.buf, k.key); err != nil {
 		return err
 	}
-	k.at = append(k.at, int32(len(k.buf)))
+	k.mark()
 	return nil
 }
-
-func (k *keyCodes) code(i int32) []byte { return k.buf[k.at[i]:k.at[i+1]] }
 
 // sorted returns the order to write n rows in: by key code, a key's rows
 // in the order they came, or as they came when the part has no key. The
