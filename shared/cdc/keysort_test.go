@@ -147,13 +147,20 @@ func TestLatestOfRunsKeepsWhatTheSortKeeps(t *testing.T) {
 			}
 			continue
 		}
-		if len(got) != len(want) {
-			t.Fatalf("round %d: %d keys, want %d", round, len(got), len(want))
-		}
-		for i := range got {
-			if got[i].Position != want[i].Position {
-				t.Fatalf("round %d: key %v: change %s, want %s", round, got[i].Key, got[i].Position, want[i].Position)
-			}
+		sameLatest(t, round, got, want)
+	}
+}
+
+// sameLatest checks that got keeps, for every key, the change want keeps
+// (told by their Position), in the same order.
+func sameLatest(t *testing.T, round int, got, want []Change) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("round %d: %d keys, want %d", round, len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Position != want[i].Position {
+			t.Fatalf("round %d: key %v: change %s, want %s", round, got[i].Key, got[i].Position, want[i].Position)
 		}
 	}
 }
@@ -187,14 +194,7 @@ func TestLatestOfRunsInKeyRangesIsTheMapAndTheSort(t *testing.T) {
 		if !ok {
 			t.Fatalf("round %d: not merged", round)
 		}
-		if len(got) != len(want) {
-			t.Fatalf("round %d: %d keys, want %d", round, len(got), len(want))
-		}
-		for i := range got {
-			if got[i].Position != want[i].Position {
-				t.Fatalf("round %d: key %v: change %s, want %s", round, got[i].Key, got[i].Position, want[i].Position)
-			}
-		}
+		sameLatest(t, round, got, want)
 	}
 }
 
