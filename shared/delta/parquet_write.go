@@ -361,11 +361,8 @@ func (w *FileWriter) BytesWritten() int64 {
 // Write appends one row: one value per schema field in schema order, in the
 // Go representation of package value. The row is not retained.
 func (w *FileWriter) Write(row []any) error {
-	if w.closed {
-		return ErrWriterClosed
-	}
-	if w.err != nil {
-		return w.err
+	if err := w.writable(); err != nil {
+		return err
 	}
 	if err := w.checkRow(row, w.rows); err != nil {
 		return err
@@ -396,6 +393,15 @@ func (w *FileWriter) Write(row []any) error {
 // (by their estimate), and the arrays of a wide table's part of numbers
 // could be larger than its events. A variable for tests.
 var inOrderMaxBytes int64 = 64 << 20
+
+// writable is why the file takes no more rows, if it does not: it is
+// closed, or an earlier write failed.
+func (w *FileWriter) writable() error {
+	if w.closed {
+		return ErrWriterClosed
+	}
+	return w.err
+}
 
 // checkRow checks that row (number n of the file) has a value per column
 // and the file's partition values.
@@ -470,11 +476,8 @@ func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, 
 		}
 		return nil
 	}
-	if w.closed {
-		return ErrWriterClosed
-	}
-	if w.err != nil {
-		return w.err
+	if err := w.writable(); err != nil {
+		return err
 	}
 	cols := make([][]parquet.Value, len(w.colBatch))
 	for c := range cols {
@@ -594,11 +597,8 @@ func (w *FileWriter) parquetSchema() *parquet.Schema { return w.pw.Schema() }
 // flushedForRowGroup readies the writer for a row group written whole: the
 // rows written one by one so far are handed to parquet-go first.
 func (w *FileWriter) flushedForRowGroup() error {
-	if w.closed {
-		return ErrWriterClosed
-	}
-	if w.err != nil {
-		return w.err
+	if err := w.writable(); err != nil {
+		return err
 	}
 	return w.flushBatch()
 }
