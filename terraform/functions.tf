@@ -28,6 +28,8 @@ locals {
   # GOMEMLIMIT per function: four fifths of its memory, so the Go collector
   # works harder before the instance reaches its limit instead of letting
   # the heap double between collections (Cloud Run's /tmp is memory too).
+  # Given it, dsdelta collects when the heap reaches it (shared/memlimit):
+  # the instance's memory is its own, and collections cost less CPU.
   function_memory = {
     onfile  = var.onfile_function.memory
     merge   = var.merge_function.memory

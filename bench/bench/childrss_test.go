@@ -6,7 +6,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dsdelta/dsdelta/bench/internal/mergebench"
@@ -105,5 +107,27 @@ func TestChildPeakCountsAChildAboveTheDriver(t *testing.T) {
 	}
 	if got := runTestChild(t, childMiB); got < childMiB<<10 {
 		t.Errorf("a child touching %d MiB above a driver of %d MiB: peak %d KiB, want at least %d MiB", childMiB, driver>>10, got, childMiB)
+	}
+}
+
+// The children run with the collector settings the bench gives them, not
+// the driver's.
+func TestChildEnvSetsTheCollectorAsTheBenchSays(t *testing.T) {
+	t.Setenv("GOGC", "50")
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	c := childRunner{}.withEnv("GOMEMLIMIT=409MiB")
+	var got []string
+	for _, kv := range childEnv(c.env) {
+		if strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=") {
+			got = append(got, kv)
+		}
+	}
+	if len(got) != 1 || got[0] != "GOMEMLIMIT=409MiB" {
+		t.Errorf("collector settings in the child's environment: %q, want only GOMEMLIMIT=409MiB", got)
+	}
+	if slices.ContainsFunc(childEnv(nil), func(kv string) bool {
+		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=")
+	}) {
+		t.Errorf("a child at the runtime's defaults gets the driver's GOGC or GOMEMLIMIT")
 	}
 }

@@ -24,6 +24,26 @@ import (
 type childRunner struct {
 	exe  string
 	self bool
+	env  []string // set in the child's environment, over the driver's
+}
+
+// withEnv returns the runner with env (NAME=value) set in its children's
+// environment.
+func (c childRunner) withEnv(env ...string) childRunner {
+	c.env = append(append([]string(nil), c.env...), env...)
+	return c
+}
+
+// childEnv is the driver's environment without the Go collector's
+// settings, which the bench sets itself (withEnv), then env.
+func childEnv(env []string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOGC=") && !strings.HasPrefix(kv, "GOMEMLIMIT=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, env...)
 }
 
 // prepareChild builds ./mergechild of the bench module into dir. Outside
@@ -88,6 +108,7 @@ func (c childRunner) run(ctx context.Context, args []string, cpuProfile, heapPro
 		args = append(args, "-heapprofile", heapProfile)
 	}
 	cmd := exec.CommandContext(ctx, c.exe, args...)
+	cmd.Env = childEnv(c.env)
 	cmd.Stderr = os.Stderr
 	b, err := cmd.Output()
 	if err != nil {

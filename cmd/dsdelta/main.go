@@ -12,6 +12,7 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/dsdelta/dsdelta/shared/memlimit"
 	_ "github.com/dsdelta/dsdelta/shared/objstore/gcsstore" // gs:// URLs
 )
 
@@ -49,6 +50,9 @@ func (e configError) Unwrap() error { return e.err }
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A run given GOMEMLIMIT collects by it (memlimit); in main, not
+	// realMain, which the tests call in their own process.
+	memlimit.Apply()
 	os.Exit(realMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 

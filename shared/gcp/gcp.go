@@ -17,6 +17,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
+	"github.com/dsdelta/dsdelta/shared/memlimit"
 	"github.com/dsdelta/dsdelta/shared/objstore/gcsstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
@@ -224,7 +225,9 @@ func Lazy(holder string) func(context.Context) (*Services, error) {
 		if err != nil {
 			return nil, fmt.Errorf("configuration: %w", err)
 		}
-		SetMemoryLimit()
+		if m := memlimit.Apply(); m.Limit > 0 {
+			Logger(env.LogLevel).Info("memory limit", "event", "memory_limit", "limit_mib", m.Limit>>20, "from", m.From, "paced_by_limit", m.PacedByLimit)
+		}
 		s, err := New(context.WithoutCancel(ctx), env, holder)
 		if err != nil {
 			return nil, err

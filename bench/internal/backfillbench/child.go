@@ -22,6 +22,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/memlimit"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
@@ -58,12 +59,17 @@ type ChildResult struct {
 	MergeStartKiB int64 `json:"merge_start_kib"`
 	MergePeakKiB  int64 `json:"merge_peak_kib"`
 	PeakKiB       int64 `json:"peak_kib"`
+	// The Go memory limit the run had (0: none), and whether collections
+	// waited for the heap to reach it (see memlimit).
+	MemLimitMiB    int64 `json:"mem_limit_mib"`
+	GCPacedByLimit bool  `json:"gc_paced_by_limit"`
 }
 
 // ChildOptions name the folders and the profiles of a child run.
 type ChildOptions struct {
 	Source, Lake            string
 	CPUProfile, HeapProfile string
+	Memory                  memlimit.Setting // what the child's memlimit.Apply set
 }
 
 // singleSource serves every bucket from the source folder, as the embedded
@@ -87,6 +93,7 @@ func RunChild(ctx context.Context, o ChildOptions) error {
 
 func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 	var r ChildResult
+	r.MemLimitMiB, r.GCPacedByLimit = o.Memory.Limit>>20, o.Memory.PacedByLimit
 	r.StartKiB, _ = mergebench.ProcField("/proc/self/status", "VmRSS")
 	source, err := objstore.NewLocal(o.Source)
 	if err != nil {

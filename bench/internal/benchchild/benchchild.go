@@ -6,6 +6,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/bench/internal/backfillbench"
 	"github.com/dsdelta/dsdelta/bench/internal/mergebench"
+	"github.com/dsdelta/dsdelta/shared/memlimit"
 )
 
 // Flags are a child's parsed flags.
@@ -33,8 +34,11 @@ func Register(fs *flag.FlagSet) *Flags {
 // Run does the work the flags select and prints its figures as JSON on
 // stdout.
 func (f *Flags) Run(ctx context.Context) error {
+	// As dsdelta's main: a child the driver gives GOMEMLIMIT collects by
+	// it.
+	mem := memlimit.Apply()
 	if *f.backfill {
-		return backfillbench.RunChild(ctx, backfillbench.ChildOptions{Source: *f.source, Lake: *f.lake, CPUProfile: *f.cpuProfile, HeapProfile: *f.heapProfile})
+		return backfillbench.RunChild(ctx, backfillbench.ChildOptions{Source: *f.source, Lake: *f.lake, CPUProfile: *f.cpuProfile, HeapProfile: *f.heapProfile, Memory: mem})
 	}
 	return mergebench.RunChild(ctx, *f.dir, *f.rows, *f.mode, *f.tableMode, *f.cpuProfile, *f.heapProfile)
 }
