@@ -55,6 +55,9 @@ type Pipeline struct {
 	// partMemory and stepMemory override partMemoryBytes and
 	// stepMemoryBytes in tests (0: the constants).
 	partMemory, stepMemory int64
+	// memoryLimit stands for the runtime's memory limit in stagesAhead
+	// in tests (0: the runtime's; -1: none).
+	memoryLimit int64
 	// dvMinFileBytes overrides cdc.Options.DVMinFileBytes in tests, whose
 	// small files would otherwise never take a deletion vector.
 	dvMinFileBytes int64

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"github.com/google/uuid"
 	"io"
+	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -416,43 +418,96 @@ func eventBytes(ev *datastream.Event) int64 {
 
 // run decodes and stages every part; the manifest is nil for a file
 // without events, and set (for its table) with an error once one is known.
+// When the process has the memory for it (stagesAhead), a part is decoded
+// while the one before it is written: decoding runs on all cores, writing
+// a part on one, and a file of many parts (a large Datastream file) is
+// otherwise staged with one core idle half the time.
 func (s *stager) run(ctx context.Context, d *datastream.Reader, partEvents int) (*manifest, error) {
+	ahead := s.p.stagesAhead()
+	next := s.decodePart(d, partEvents)
 	for {
-		var events datastream.Events
-		var mem int64
-		more, derr := true, error(nil)
-		limit := orConst(s.p.partMemory, partMemoryBytes)
-		for more && derr == nil && events.Len() < partEvents && mem < limit {
-			// Decode as many events as the room left holds at the size
-			// seen so far (one to start with: a record may be as large
-			// as max_record_bytes).
-			from, probe := events.Len(), 1
-			if from > 0 {
-				probe = int(min(partProbeEvents, max(1, (limit-mem)*int64(from)/mem)))
-			}
-			more, derr = d.AppendUpTo(&events, min(partEvents, from+probe))
-			for i := from; i < events.Len(); i++ {
-				mem += eventBytes(events.At(i))
-			}
-		}
+		part := next
 		// Check the events decoded before any decode error first: a
 		// record of another table before a bad record is the error
 		// decoding in order meets first.
-		if err := s.check(&events); err != nil {
+		if err := s.check(&part.events); err != nil {
 			return s.m, err
 		}
-		if derr != nil {
-			return s.m, derr
+		if part.err != nil {
+			return s.m, part.err
 		}
-		if events.Len() > 0 {
-			if err := s.stagePart(ctx, &events, mem); err != nil {
+		var decoded chan decodedPart
+		if ahead && part.more {
+			decoded = make(chan decodedPart, 1)
+			go func() { decoded <- s.decodePart(d, partEvents) }()
+		}
+		if part.events.Len() > 0 {
+			if err := s.stagePart(ctx, &part.events, part.mem); err != nil {
+				if decoded != nil {
+					<-decoded // the reader is the caller's again
+				}
 				return s.m, err
 			}
 		}
-		if !more {
+		switch {
+		case !part.more:
 			return s.m, nil
+		case decoded != nil:
+			next = <-decoded
+		default:
+			next = s.decodePart(d, partEvents)
 		}
 	}
+}
+
+// decodedPart is the events of one part, as decodePart left them.
+type decodedPart struct {
+	events datastream.Events
+	mem    int64 // their estimated memory (eventBytes)
+	more   bool  // the file has events past them
+	err    error // a decode error met after them
+}
+
+// decodePart decodes the file's next part: up to partEvents events, or
+// fewer when their estimated memory reaches partMemoryBytes. It uses only
+// d (and the stager's settings), so that it can run beside stagePart.
+func (s *stager) decodePart(d *datastream.Reader, partEvents int) decodedPart {
+	var part decodedPart
+	part.more = true
+	limit := orConst(s.p.partMemory, partMemoryBytes)
+	for part.more && part.err == nil && part.events.Len() < partEvents && part.mem < limit {
+		// Decode as many events as the room left holds at the size seen
+		// so far (one to start with: a record may be as large as
+		// max_record_bytes).
+		from, probe := part.events.Len(), 1
+		if from > 0 {
+			probe = int(min(partProbeEvents, max(1, (limit-part.mem)*int64(from)/part.mem)))
+		}
+		part.more, part.err = d.AppendUpTo(&part.events, min(partEvents, from+probe))
+		for i := from; i < part.events.Len(); i++ {
+			part.mem += eventBytes(part.events.At(i))
+		}
+	}
+	return part
+}
+
+// stagingAheadShare is how many parts' bounds of memory (partMemoryBytes)
+// the process's memory limit must hold for staging to decode a part while
+// it writes the one before: each part's events, the arrays a part is
+// written through, their memory beyond the estimate, and room for the
+// collector. A 1 GiB function's limit (819 MiB) holds it; a 512 MiB
+// function's (409 MiB) stages one part at a time, as a run without a
+// limit does.
+const stagingAheadShare = 6
+
+// stagesAhead says whether staging decodes a file's next part while it
+// writes one (see stagingAheadShare).
+func (p *Pipeline) stagesAhead() bool {
+	limit := p.memoryLimit
+	if limit == 0 {
+		limit = debug.SetMemoryLimit(-1)
+	}
+	return limit > 0 && limit != math.MaxInt64 && limit >= stagingAheadShare*orConst(p.partMemory, partMemoryBytes)
 }
 
 // check verifies that a part's events belong to the file's table and

@@ -23,9 +23,10 @@ import (
 
 // TestFilesLargerThanTheEventBoundAreStagedInPartsAndMergedInSteps runs
 // simulated workloads whose files and batches exceed batch_max_events, in
-// every table mode, with deletion vectors on and off: files are staged in
-// several parts, batches merged in several steps (key ranges), and the
-// tables equal the source.
+// every table mode, with deletion vectors on and off, staging a part at a
+// time or decoding each part while the one before is written
+// (stagesAhead): files are staged in several parts, batches merged in
+// several steps (key ranges), and the tables equal the source.
 func TestFilesLargerThanTheEventBoundAreStagedInPartsAndMergedInSteps(t *testing.T) {
 	ctx := context.Background()
 	formats := []dssim.Format{dssim.JSONL, dssim.Avro, dssim.JSONLGz}
@@ -48,6 +49,11 @@ func TestFilesLargerThanTheEventBoundAreStagedInPartsAndMergedInSteps(t *testing
 			defaults := config.TableConfig{Mode: tableModes[seed%3], DeletionVectors: []config.Switch{config.Off, config.On}[seed/3%2]}
 			p := newPipeline(t, source, config.Config{BatchMaxFiles: 1 + rng.IntN(8), BatchMaxEvents: maxEvents, Defaults: defaults})
 			p.dvMinFileBytes = -1
+			// Each format both ways over the seeds.
+			p.memoryLimit = []int64{-1, 1 << 40}[seed%2]
+			if p.stagesAhead() != (seed%2 == 1) {
+				t.Fatalf("stages ahead: %v under a limit of %d", p.stagesAhead(), p.memoryLimit)
+			}
 			notes := write(t, ctx, source, sim.Files)
 			rng.Shuffle(len(notes), func(i, j int) { notes[i], notes[j] = notes[j], notes[i] })
 			steps, batches, multiPart := 0, 0, 0
@@ -317,8 +323,15 @@ func TestWideRowsEndPartsAndStepsByTheirSize(t *testing.T) {
 // TestATruncatedGzipInABackfillQuarantinesThatFileAlone cuts one gzip file
 // of a backfill staged in parts in the middle: that file is quarantined
 // with a reason naming it, leaves no staged part behind, and every other
-// file of the backfill is merged.
+// file of the backfill is merged; staging a part at a time, and decoding
+// each part while the one before is written.
 func TestATruncatedGzipInABackfillQuarantinesThatFileAlone(t *testing.T) {
+	for _, limit := range []int64{-1, 1 << 40} {
+		t.Run(fmt.Sprintf("memory limit %d", limit), func(t *testing.T) { truncatedGzipInABackfill(t, limit) })
+	}
+}
+
+func truncatedGzipInABackfill(t *testing.T, memoryLimit int64) {
 	ctx := context.Background()
 	sim, err := dssim.Run(dssim.Options{Seed: 5, EventsPerFile: 60, Tables: []dssim.TableSpec{
 		{Source: dssim.MySQL, Database: "shop", Table: "customers", Format: dssim.JSONLGz, InitialRows: 400},
@@ -334,6 +347,7 @@ func TestATruncatedGzipInABackfillQuarantinesThatFileAlone(t *testing.T) {
 	files[cut].Data = files[cut].Data[:len(files[cut].Data)*2/3]
 	source := objstore.NewMemory()
 	p := newPipeline(t, source, config.Config{BatchMaxEvents: 25})
+	p.memoryLimit = memoryLimit
 	var quarantined []StageResult
 	notes := write(t, ctx, source, files)
 	for _, n := range notes {
