@@ -116,7 +116,7 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 	if err != nil {
 		return r, err
 	}
-	start, startCPU := time.Now(), cpuTime()
+	start, startCPU := time.Now(), CPUTime()
 	var files []datastream.SourceFile
 	err = source.List(ctx, "", "", func(info objstore.Info) error {
 		if cfg.IsDataFile(info.Name) {
@@ -149,7 +149,7 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 		_ = stopProfiles()
 		return r, err
 	}
-	r.StageMillis, r.StageCPUMillis = millis(time.Since(start)), millis(cpuTime()-startCPU)
+	r.StageMillis, r.StageCPUMillis = millis(time.Since(start)), millis(CPUTime()-startCPU)
 	r.Events = events.Load()
 	r.StagePeakKiB, _ = mergebench.PeakRSSKiB()
 
@@ -158,9 +158,9 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 	debug.FreeOSMemory()
 	mergebench.ResetPeakRSS()
 	r.MergeStartKiB, _ = mergebench.ProcField("/proc/self/status", "VmRSS")
-	mergeStart, mergeCPU := time.Now(), cpuTime()
+	mergeStart, mergeCPU := time.Now(), CPUTime()
 	mr, err := p.MergeTable(ctx, TableID)
-	r.MergeMillis, r.MergeCPUMillis = millis(time.Since(mergeStart)), millis(cpuTime()-mergeCPU)
+	r.MergeMillis, r.MergeCPUMillis = millis(time.Since(mergeStart)), millis(CPUTime()-mergeCPU)
 	r.TotalMillis = millis(time.Since(start))
 	if perr := stopProfiles(); perr != nil {
 		return r, perr
@@ -190,7 +190,8 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // cpuTime is the user and system CPU time this process has used.
-func cpuTime() time.Duration {
+// CPUTime is the process's CPU time so far, user and system.
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
