@@ -97,6 +97,9 @@ func TestChildStagesAndMergesEveryEvent(t *testing.T) {
 	if r.Inserted != int64(d.Keys) || r.Collapsed != int64(d.Events-d.Keys) {
 		t.Errorf("child inserted %d and collapsed %d; want %d and %d", r.Inserted, r.Collapsed, d.Keys, d.Events-d.Keys)
 	}
+	if r.StagedRowsRead < int64(d.Events) {
+		t.Errorf("child: the merge decoded %d staged rows for %d events", r.StagedRowsRead, d.Events)
+	}
 	if r.SourceBytes != d.Bytes || r.StagedBytes == 0 || r.PeakKiB == 0 {
 		t.Errorf("child: %d source bytes (want %d), %d staged bytes, peak %d KiB", r.SourceBytes, d.Bytes, r.StagedBytes, r.PeakKiB)
 	}

@@ -47,7 +47,8 @@ type ChildResult struct {
 	Inserted       int64   `json:"inserted"`
 	Updated        int64   `json:"updated"`
 	Stale          int64   `json:"stale"`
-	Collapsed      int64   `json:"collapsed"` // older events of a key within a batch
+	Collapsed      int64   `json:"collapsed"`        // older events of a key within a batch
+	StagedRowsRead int64   `json:"staged_rows_read"` // rows of staged parts the merge decoded
 	StateRows      int64   `json:"state_rows"`
 	HistoryRows    int64   `json:"history_rows"`
 	// Resident set sizes (KiB): at start, the highest while staging, the
@@ -171,6 +172,7 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 	r.MergePeakKiB, _ = mergebench.PeakRSSKiB()
 	r.PeakKiB = max(r.StagePeakKiB, r.MergePeakKiB)
 	r.Batches, r.Inserted, r.Updated, r.Stale, r.Collapsed = mr.Batches, mr.Result.Inserted, mr.Result.Updated, mr.Result.Stale, mr.Result.Collapsed
+	r.StagedRowsRead = mr.StagedRowsRead
 	if r.StagedBytes, err = stagedBytes(o.Lake); err != nil {
 		return r, err
 	}
