@@ -519,10 +519,9 @@ func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, 
 		for c, vals := range cols {
 			w.colBatch[c] = append(w.colBatch[c], vals[j:j+m]...)
 		}
-		for range m - 1 {
-			w.nbatch++
-			w.rows++
-		}
+		// rowWritten counts the batch's last row, and flushes.
+		w.nbatch += m - 1
+		w.rows += int64(m - 1)
 		if err := w.rowWritten(); err != nil {
 			return err
 		}

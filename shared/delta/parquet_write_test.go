@@ -776,6 +776,9 @@ func TestWriteInOrderWritesWhatWriteDoes(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
+			if w.Rows() != int64(tc.n) {
+				t.Fatalf("the writer counts %d rows, want %d", w.Rows(), tc.n)
+			}
 			inOrder, err := w.Close(ctx)
 			if err != nil {
 				t.Fatal(err)
