@@ -125,7 +125,7 @@ func unifyJSON(events iter.Seq[*Event], known value.StructType) (value.StructTyp
 		if src == nil {
 			continue
 		}
-		if sf := ev.Schema.Fields; len(sf) != len(schemaOf) || len(sf) > 0 && &sf[0] != &schemaOf[0] {
+		if sf := ev.Schema.Fields; !sameSlice(sf, schemaOf) {
 			schemaOf, places = sf, places[:0]
 			inPlace = len(sf) == len(fields)
 			for j, f := range sf {
@@ -209,7 +209,7 @@ func unifiedColumns(events iter.Seq[*Event], known value.StructType) ([]value.Fi
 			continue
 		}
 		sf := ev.Schema.Fields
-		same := len(sf) == len(schemaOf) && (len(sf) == 0 || &sf[0] == &schemaOf[0])
+		same := sameSlice(sf, schemaOf)
 		if !same {
 			schemaOf, places = sf, places[:0]
 		}
@@ -571,4 +571,10 @@ func digits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// sameSlice reports whether a and b are the same slice of fields (one
+// decoded schema that events share, see typePayload), not only equal ones.
+func sameSlice(a, b []value.Field) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
