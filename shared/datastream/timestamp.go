@@ -131,13 +131,14 @@ func parseTimestamp(s string) (t time.Time, hasZone bool, err error) {
 // epoch without building a time.Time; ok is false for anything else,
 // including invalid dates, which parseTimestamp then reads or refuses. It
 // agrees with value.MicrosOf(parseTimestamp(s)) on every input it accepts.
-func fastMicros(b []byte) (us value.Micros, ok bool) {
+func fastMicros[T ~string | ~[]byte](b T) (us value.Micros, ok bool) {
 	if len(b) < 19 || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != 't' && b[10] != ' ') || b[13] != ':' || b[16] != ':' {
 		return 0, false
 	}
 	num := func(i, n int) int {
 		v := 0
-		for _, c := range b[i : i+n] {
+		for k := i; k < i+n; k++ {
+			c := b[k]
 			if c < '0' || c > '9' {
 				return -1
 			}

@@ -13,6 +13,17 @@ import (
 func checkFastMicros(t *testing.T, s string) (accepted bool) {
 	t.Helper()
 	got, ok := fastMicros([]byte(s))
+	if gotStr, okStr := fastMicros(s); gotStr != got || okStr != ok {
+		t.Fatalf("fastMicros of the string %q = %d, %v; of its bytes %d, %v", s, gotStr, okStr, got, ok)
+	}
+	// strictTimestamp, which reads through fastMicros what it can, reads
+	// what it accepts as parseTimestamp does.
+	if us, strict := strictTimestamp(s); strict {
+		tm, _, err := parseTimestamp(s)
+		if err != nil || value.MicrosOf(tm) != us {
+			t.Fatalf("strictTimestamp(%q) = %d; parseTimestamp gives %v, %v", s, us, tm, err)
+		}
+	}
 	if !ok {
 		return false
 	}

@@ -541,6 +541,10 @@ func strictTimestamp(s string) (value.Micros, bool) {
 	default:
 		return 0, false
 	}
+	// Most timestamps are UTC: read without building a time.Time.
+	if us, ok := fastMicros(s); ok {
+		return us, true
+	}
 	t, _, err := parseTimestamp(s)
 	if err != nil {
 		return 0, false
