@@ -437,6 +437,12 @@ func (w *FileWriter) rowWritten() error {
 	if err := w.flushBatch(); err != nil {
 		return err
 	}
+	return w.endFullRowGroup()
+}
+
+// endFullRowGroup ends the row group when it is full, by size or rows;
+// the rows written are parquet-go's already.
+func (w *FileWriter) endFullRowGroup() error {
 	if w.pw.Size()-w.rgStart >= w.opts.RowGroupBytes || w.rows-w.rgRows >= w.opts.RowGroupRows {
 		if err := w.pw.Flush(); err != nil {
 			w.err = fmt.Errorf("write %s: flush row group: %w", w.name, err)
@@ -513,19 +519,40 @@ func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, 
 		}
 		clear(sorted)
 	}
+	// A batch at a time, column by column, as rowWritten hands batches
+	// over (so that row groups end where rows written one by one would
+	// end them). A whole batch goes to parquet-go straight from the
+	// arrays, which hold its values in order already; a batch begun by
+	// Write, or left for Write to finish, is made up in the column
+	// batches.
+	cws := w.pw.ColumnWriters()
 	for j := 0; j < n; {
-		// A batch at a time, column by column.
 		m := min(n-j, writeBatchRows-w.nbatch)
-		for c, vals := range cols {
-			w.colBatch[c] = append(w.colBatch[c], vals[j:j+m]...)
+		if m < writeBatchRows {
+			for c, vals := range cols {
+				w.colBatch[c] = append(w.colBatch[c], vals[j:j+m]...)
+			}
+			// rowWritten counts the batch's last row, and flushes.
+			w.nbatch += m - 1
+			w.rows += int64(m - 1)
+			if err := w.rowWritten(); err != nil {
+				return err
+			}
+			j += m
+			continue
 		}
-		// rowWritten counts the batch's last row, and flushes.
-		w.nbatch += m - 1
-		w.rows += int64(m - 1)
-		if err := w.rowWritten(); err != nil {
+		for c, vals := range cols {
+			if _, err := cws[c].WriteRowValues(vals[j : j+m]); err != nil {
+				w.err = fmt.Errorf("write %s: %w", w.name, err)
+				return w.err
+			}
+			clear(vals[j : j+m]) // let go of the values' bytes
+		}
+		w.rows += int64(m)
+		j += m
+		if err := w.endFullRowGroup(); err != nil {
 			return err
 		}
-		j += m
 	}
 	return nil
 }

@@ -741,6 +741,7 @@ func TestWriteInOrderWritesWhatWriteDoes(t *testing.T) {
 		{"partitioned", WriteOptions{Schema: dated, RowGroupRows: 300, PartitionColumns: []string{"day"}, PartitionValues: map[string]any{"day": day}}, datedRow, 1000, false},
 		{"nested", WriteOptions{Schema: nested, RowGroupRows: 500}, nestedRow, 1500, false},
 		{"flat, past the arrays' bound", WriteOptions{Schema: flStagedSchema(), RowGroupRows: 500}, flStagedRow, 2345, false},
+		{"flat, between rows written one by one", WriteOptions{Schema: flStagedSchema(), RowGroupRows: 500}, flStagedRow, 2345, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if strings.Contains(tc.name, "bound") {
@@ -767,7 +768,26 @@ func TestWriteInOrderWritesWhatWriteDoes(t *testing.T) {
 				t.Fatal(err)
 			}
 			made := make([]bool, tc.n)
-			if err := w.WriteInOrder(tc.n, order, func(i int) ([]any, error) {
+			if strings.Contains(tc.name, "one by one") {
+				// Rows before and after, by Write, in batches
+				// WriteInOrder begins and ends part-way.
+				const before, after = 50, 60
+				for j := range before {
+					if err := w.Write(tc.row(at(j))); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := w.WriteInOrder(tc.n-before-after, nil, func(i int) ([]any, error) {
+					return tc.row(at(before + i)), nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				for j := tc.n - after; j < tc.n; j++ {
+					if err := w.Write(tc.row(at(j))); err != nil {
+						t.Fatal(err)
+					}
+				}
+			} else if err := w.WriteInOrder(tc.n, order, func(i int) ([]any, error) {
 				if made[i] {
 					t.Fatalf("row %d made twice", i)
 				}
