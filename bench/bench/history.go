@@ -39,6 +39,7 @@ var pastRuns = []pastRun{
 	{"ae4aa66", "key-range steps hand on the rows they decoded past their span, so each staged row is decoded once; a staged part's rows converted in the order they were decoded and written in key order", "1.00", "0.49", "2.10", "114", "317", "2.35", "119636", "356", "2.50", "775", "1.30"},
 	{"3bdb390", "a staged part's columns put in key order one at a time; flat values converted into their place in the batch (no Level copies); a step's key-sorted runs merged in key ranges on all cores", "0.88", "0.52", "1.64", "108", "251", "2.14", "195804", "373", "3.06", "528", "1.26"},
 	{"5e96d9b", "a staged part opened once for all the steps of its batch; a copied part's state rows written as read; JSON events typed in their own rows", "0.81", "0.53", "1.93", "112", "226", "2.15", "180281", "366", "2.99", "562", "1.50"},
+	{"14c6b37", "a process given GOMEMLIMIT collects when its heap reaches the limit, not each time it doubles: the backfill child runs with the merge function's limit in a 512 MiB instance (409 MiB); a large file's next part decoded while one is written, where the limit holds it", "0.82", "0.51", "2.08", "113", "222", "1.68", "237829", "421", "3.18", "476", "1.87"},
 }
 
 // historyMarkdown renders the earlier runs and this one as one table.
@@ -74,4 +75,4 @@ func (r *report) historyMarkdown(change string) string {
 // thisChange names what the code measured by this run changed since the
 // last entry of pastRuns; move it there with the run's figures when
 // RESULTS.md is committed.
-const thisChange = "a process given GOMEMLIMIT collects when its heap reaches the limit, not each time it doubles: the backfill child runs with the merge function's limit in a 512 MiB instance (409 MiB); a large file's next part decoded while one is written, where the limit holds it"
+const thisChange = "inferred timestamp columns read without building a time.Time; a staged part's ordered columns handed to parquet-go whole batches at a time, without a copy into the column batches"
