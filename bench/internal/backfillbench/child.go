@@ -191,7 +191,6 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// cpuTime is the user and system CPU time this process has used.
 // CPUTime is the process's CPU time so far, user and system.
 func CPUTime() time.Duration {
 	var ru syscall.Rusage
