@@ -152,6 +152,8 @@ type FileWriter struct {
 	rgRows   int64 // w.rows when the current row group started
 	closed   bool
 	err      error
+	// footer are the stats roots read from the footer at Close.
+	footer []footerStat
 }
 
 type writeResult struct {
@@ -237,6 +239,7 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		w.colBatch[i] = make([]parquet.Value, 0, writeBatchRows)
 	}
 	w.stats = newStatsCollector(opts.Schema, w.dataIdx, opts.StatsColumns, mode)
+	w.statsFromFooter()
 
 	file := opts.FileName
 	if file == "" {
@@ -636,6 +639,9 @@ func (w *FileWriter) flushedForRowGroup() error {
 // re-encodes it otherwise. The rows are not seen, so leaves summarises them
 // for the statistics, one entry per leaf column.
 func (w *FileWriter) writeRowGroup(rg parquet.RowGroup, leaves []leafSummary) error {
+	if err := w.copiesRowGroups(); err != nil {
+		return err
+	}
 	if err := w.flushedForRowGroup(); err != nil {
 		return err
 	}
@@ -647,6 +653,23 @@ func (w *FileWriter) writeRowGroup(rg parquet.RowGroup, leaves []leafSummary) er
 	w.stats.addSummary(n, leaves)
 	w.rows += n
 	w.rgStart, w.rgRows = w.pw.Size(), w.rows
+	return nil
+}
+
+// copiesRowGroups readies the statistics for a copied row group, which
+// brings its own summary: the file's statistics are taken row by row from
+// now on (statsFromRows). A file that has read them from its footer for
+// rows already written cannot take that summary: the caller was to call
+// statsFromRows first.
+func (w *FileWriter) copiesRowGroups() error {
+	if len(w.footer) == 0 {
+		return nil
+	}
+	if w.rows > 0 || w.nbatch > 0 {
+		w.err = fmt.Errorf("write %s: a row group copied after rows whose statistics come from the footer", w.name)
+		return w.err
+	}
+	w.statsFromRows()
 	return nil
 }
 
@@ -673,6 +696,9 @@ func writeRowGroupSafely(pw *parquet.GenericWriter[any], rg parquet.RowGroup) (e
 // chunk bounds it does not trust take the source file's bounds, as for
 // row groups copied verbatim.
 func (w *FileWriter) writeRowGroupKept(rg parquet.RowGroup, dropped []bool, bounds *chunkBounds) error {
+	if err := w.copiesRowGroups(); err != nil {
+		return err
+	}
 	if err := w.flushedForRowGroup(); err != nil {
 		return err
 	}
@@ -879,6 +905,11 @@ func (w *FileWriter) Close(ctx context.Context) (Add, error) {
 	if err == nil {
 		if err = w.pw.Close(); err != nil {
 			err = fmt.Errorf("write %s: finish parquet: %w", w.name, err)
+		}
+	}
+	if err == nil && len(w.footer) > 0 {
+		if err = w.addFooterStats(w.pw.File().Metadata()); err != nil {
+			err = fmt.Errorf("write %s: statistics: %w", w.name, err)
 		}
 	}
 	if err != nil {

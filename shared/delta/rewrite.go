@@ -535,6 +535,7 @@ func (r *rewriter) open() error {
 	if err != nil {
 		return err
 	}
+	w.statsFromRows() // it copies row groups, with their summaries
 	r.w = w
 	return nil
 }

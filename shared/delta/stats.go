@@ -50,6 +50,9 @@ type statsNode struct {
 type statsCollector struct {
 	numRecords int64
 	roots      []*statsNode // top-level data fields, indexed into the full row
+	// perRow are the roots add looks at: all of them, but for those a
+	// FileWriter reads from the footer it writes (see footerStat).
+	perRow []*statsNode
 }
 
 // newStatsCollector builds the collector for the data fields (given by
@@ -66,6 +69,7 @@ func newStatsCollector(schema value.StructType, dataFields []int, limit int, mod
 			c.roots = append(c.roots, n)
 		}
 	}
+	c.perRow = c.roots
 	return c
 }
 
@@ -109,7 +113,7 @@ func hasMinMax(t value.Type) bool {
 
 func (c *statsCollector) add(row []any) {
 	c.numRecords++
-	for _, n := range c.roots {
+	for _, n := range c.perRow {
 		n.add(row[n.index])
 	}
 }
