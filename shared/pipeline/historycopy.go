@@ -1,12 +1,14 @@
 package pipeline
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/config"
@@ -197,57 +199,101 @@ func (p *Pipeline) dropRedelivered(ctx context.Context, history *delta.Snapshot,
 }
 
 // collidingRuns returns the runs (sorted slices) holding a value that is
-// also in another run or twice in their own, by merging them.
+// also in another run or twice in their own, by merging them; in order.
+// The values are hashes, spread evenly: a batch of many (a bulk load's
+// million keys) is merged in ranges of values on all cores, an equal value
+// never lying in two ranges.
 func collidingRuns(runs [][]uint64) []int {
-	h := &runHeap{runs: runs}
-	for r, run := range runs {
-		if len(run) > 0 {
-			h.items = append(h.items, runItem{r: r})
-		}
+	total := 0
+	for _, run := range runs {
+		total += len(run)
 	}
-	heap.Init(h)
-	var out []int
-	hit := make([]bool, len(runs))
-	prev, prevRun, have := uint64(0), -1, false
-	for h.Len() > 0 {
-		it := h.items[0]
-		v := runs[it.r][it.i]
-		if have && v == prev {
-			for _, r := range []int{prevRun, it.r} {
-				if !hit[r] {
-					hit[r] = true
-					out = append(out, r)
-				}
+	ranges := 1
+	if total >= collideRangeValues {
+		ranges = min(runtime.GOMAXPROCS(0), 8)
+	}
+	// starts[k][r] is where range k begins in run r.
+	starts := make([][]int, ranges+1)
+	for k := range starts {
+		starts[k] = make([]int, len(runs))
+		for r, run := range runs {
+			switch k {
+			case 0:
+			case ranges:
+				starts[k][r] = len(run)
+			default:
+				starts[k][r], _ = slices.BinarySearch(run, uint64(k)*(math.MaxUint64/uint64(ranges)))
 			}
 		}
-		prev, prevRun, have = v, it.r, true
-		if it.i+1 < len(runs[it.r]) {
-			h.items[0].i++
-			heap.Fix(h, 0)
-		} else {
-			heap.Pop(h)
+	}
+	hit := make([][]bool, ranges)
+	var wg sync.WaitGroup
+	for k := range ranges {
+		wg.Go(func() { hit[k] = collideRange(runs, starts[k], starts[k+1]) })
+	}
+	wg.Wait()
+	var out []int
+	for r := range runs {
+		if slices.ContainsFunc(hit, func(h []bool) bool { return h[r] }) {
+			out = append(out, r)
 		}
 	}
 	return out
 }
 
-type runItem struct{ r, i int }
+// collideRangeValues is the fewest values collidingRuns merges on more
+// than one core.
+const collideRangeValues = 1 << 16
 
-type runHeap struct {
-	runs  [][]uint64
-	items []runItem
-}
-
-func (h *runHeap) Len() int { return len(h.items) }
-func (h *runHeap) Less(a, b int) bool {
-	return h.runs[h.items[a].r][h.items[a].i] < h.runs[h.items[b].r][h.items[b].i]
-}
-func (h *runHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
-func (h *runHeap) Push(x any)    { h.items = append(h.items, x.(runItem)) }
-func (h *runHeap) Pop() any {
-	it := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return it
+// collideRange merges runs[r][from[r]:to[r]] of every run, and marks the
+// runs holding a value twice over them.
+func collideRange(runs [][]uint64, from, to []int) []bool {
+	hit := make([]bool, len(runs))
+	type head struct {
+		v          uint64 // runs[r][i]
+		r, i, stop int
+	}
+	h := make([]head, 0, len(runs))
+	for r, run := range runs {
+		if from[r] < to[r] {
+			h = append(h, head{v: run[from[r]], r: r, i: from[r], stop: to[r]})
+		}
+	}
+	down := func(i int) {
+		for {
+			m := 2*i + 1
+			if m >= len(h) {
+				return
+			}
+			if c := m + 1; c < len(h) && h[c].v < h[m].v {
+				m = c
+			}
+			if h[m].v >= h[i].v {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	prev, prevRun := uint64(0), -1
+	for len(h) > 0 {
+		top := &h[0]
+		if prevRun >= 0 && top.v == prev {
+			hit[prevRun], hit[top.r] = true, true
+		}
+		prev, prevRun = top.v, top.r
+		if top.i++; top.i < top.stop {
+			top.v = runs[top.r][top.i]
+		} else {
+			h[0] = h[len(h)-1]
+			h = h[:len(h)-1]
+		}
+		down(0)
+	}
+	return hit
 }
 
 // intersect reports whether two sorted slices share a value.

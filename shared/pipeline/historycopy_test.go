@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -372,19 +373,48 @@ func TestACopyPlanStopsAnEarlierRelease(t *testing.T) {
 
 // TestCollidingRunsAgreeWithAMap: the runs collidingRuns names are those
 // that hold a value held twice over all runs, as a count of every value
-// says; intersect agrees with a set.
+// says; intersect agrees with a set. The last seeds hold enough values to
+// be merged in ranges on several cores, with values repeated at and next
+// to the ranges' bounds.
 func TestCollidingRunsAgreeWithAMap(t *testing.T) {
-	for seed := range uint64(200) {
+	for seed := range uint64(230) {
 		rng := rand.New(rand.NewPCG(seed, 3))
+		big := seed >= 200
 		runs := make([][]uint64, rng.IntN(6))
+		if big {
+			runs = make([][]uint64, 2+rng.IntN(20))
+		}
 		count := map[uint64]int{}
 		for r := range runs {
-			for range rng.IntN(20) {
+			n := rng.IntN(20)
+			if big {
+				n = collideRangeValues/len(runs) + rng.IntN(5000)
+			}
+			for range n {
 				v := rng.Uint64N(60)
+				if big {
+					v = rng.Uint64()
+				}
 				runs[r] = append(runs[r], v)
 				count[v]++
 			}
+			if big && rng.IntN(2) == 0 && len(runs[r]) > 0 { // one value again, in some run
+				v := runs[r][rng.IntN(len(runs[r]))]
+				o := rng.IntN(len(runs))
+				runs[o] = append(runs[o], v)
+				count[v]++
+				slices.Sort(runs[o])
+			}
 			slices.Sort(runs[r])
+		}
+		if big && seed%2 == 0 { // a bound of 2..8 ranges, or next to it, in runs 0 and 1
+			d := uint64(2 + seed%7)
+			v := uint64(1+rng.Uint64N(d-1))*(math.MaxUint64/d) + seed%3 - 1
+			for o := range 2 {
+				runs[o] = append(runs[o], v)
+				count[v]++
+				slices.Sort(runs[o])
+			}
 		}
 		want := map[int]bool{}
 		for r, run := range runs {

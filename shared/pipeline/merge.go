@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -243,6 +244,10 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 	total := none
 	bad := map[*batchFile]bool{} // quarantined while applying a step
 	carry := map[string]*partCarry{}
+	// The step's changes are gathered in one array, reused from step to
+	// step: a bulk load's steps are alike in size, and a new array each
+	// (tens of MB) was as many fresh pages to fault in and collect.
+	var changes []cdc.Change
 	var rowsBefore int64 // the state table's, for RecommendDV
 	for k, st := range steps {
 		step := cdc.Step{Seq: b.Seq, Chunk: k, Last: k == len(steps)-1}
@@ -258,7 +263,7 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 		for _, r := range sr.read {
 			counts.stagedRows += r.rowsRead
 		}
-		r, err := p.applyStep(ctx, tabs, b, step, st, sr, bad)
+		r, err := p.applyStep(ctx, tabs, b, step, st, sr, bad, &changes)
 		if err != nil {
 			counts.quarantined, counts.steps = quarantined+len(bad), k
 			return total, counts, err
@@ -523,7 +528,10 @@ func (p *Pipeline) stepSchema(ctx context.Context, tabs cdc.TableSet, parts []ba
 // applyStep applies a step's read parts as one cdc step. A part whose
 // values do not fit the step's schema quarantines its file, and the file's
 // other parts are left out from then on (bad).
-func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Batch, step cdc.Step, st batchStep, sr stepRead, bad map[*batchFile]bool) (cdc.Result, error) {
+//
+// The changes are gathered in *scratch, which keeps its capacity for the
+// next step and none of this step's changes.
+func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Batch, step cdc.Step, st batchStep, sr stepRead, bad map[*batchFile]bool, scratch *[]cdc.Change) (cdc.Result, error) {
 	parts := st.parts
 	none := cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
 	if sr.err != nil {
@@ -555,13 +563,17 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 			n += len(read[i].changes)
 		}
 	}
-	batch.Changes = make([]cdc.Change, 0, n)
+	batch.Changes = slices.Grow((*scratch)[:0], n)
 	for i, bp := range parts {
 		if !bad[bp.file] {
 			batch.Changes = append(batch.Changes, read[i].changes...)
 		}
 		read[i].changes = nil
 	}
+	defer func() {
+		clear(batch.Changes) // the rows they hold are garbage once written
+		*scratch = batch.Changes[:0]
+	}()
 	for _, bp := range st.copies {
 		if !bad[bp.file] {
 			part := bp.staged()
