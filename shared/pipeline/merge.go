@@ -244,10 +244,7 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 	total := none
 	bad := map[*batchFile]bool{} // quarantined while applying a step
 	carry := map[string]*partCarry{}
-	// The step's changes are gathered in one array, reused from step to
-	// step: a bulk load's steps are alike in size, and a new array each
-	// (tens of MB) was as many fresh pages to fault in and collect.
-	var changes []cdc.Change
+	arrays := &stepArrays{}
 	var rowsBefore int64 // the state table's, for RecommendDV
 	for k, st := range steps {
 		step := cdc.Step{Seq: b.Seq, Chunk: k, Last: k == len(steps)-1}
@@ -259,11 +256,11 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 		if k == 0 {
 			rowsBefore = rows
 		}
-		sr := p.readStep(ctx, tabs, st, current, bad, carry)
+		sr := p.readStep(ctx, tabs, st, current, bad, carry, arrays)
 		for _, r := range sr.read {
 			counts.stagedRows += r.rowsRead
 		}
-		r, err := p.applyStep(ctx, tabs, b, step, st, sr, bad, &changes)
+		r, err := p.applyStep(ctx, tabs, b, step, st, sr, bad, arrays)
 		if err != nil {
 			counts.quarantined, counts.steps = quarantined+len(bad), k
 			return total, counts, err
@@ -284,6 +281,38 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 	}
 	counts.quarantined, counts.steps = quarantined+len(bad), len(steps)
 	return total, counts, nil
+}
+
+// stepArrays are the arrays of changes a batch's steps read and gather
+// their changes in, reused from step to step: a bulk load's steps are
+// alike, and a new array for each part and step, then one for the step
+// (tens of MB a step), were as many fresh pages to fault in and collect.
+type stepArrays struct {
+	step []cdc.Change // a step's changes, gathered (applyStep)
+	mu   sync.Mutex
+	free [][]cdc.Change // empty arrays for the parts' changes (readPart)
+}
+
+// get returns an empty array of room for n changes at least.
+func (a *stepArrays) get(n int64) []cdc.Change {
+	a.mu.Lock()
+	var s []cdc.Change
+	if k := len(a.free); k > 0 {
+		s, a.free = a.free[k-1], a.free[:k-1]
+	}
+	a.mu.Unlock()
+	return slices.Grow(s, int(n))
+}
+
+// put takes back an array of changes that are no longer needed.
+func (a *stepArrays) put(s []cdc.Change) {
+	if cap(s) == 0 {
+		return
+	}
+	clear(s) // the rows they hold are garbage once written
+	a.mu.Lock()
+	a.free = append(a.free, s[:0])
+	a.mu.Unlock()
 }
 
 // batchCounts are what applying a batch counts besides cdc's result.
@@ -397,7 +426,7 @@ type stepRead struct {
 //
 // carry holds, per staged part, what the previous step of the batch decoded
 // past its span (see partCarry); readStep replaces it with this step's.
-func (p *Pipeline) readStep(ctx context.Context, tabs cdc.TableSet, st batchStep, current value.StructType, bad map[*batchFile]bool, carry map[string]*partCarry) stepRead {
+func (p *Pipeline) readStep(ctx context.Context, tabs cdc.TableSet, st batchStep, current value.StructType, bad map[*batchFile]bool, carry map[string]*partCarry, arrays *stepArrays) stepRead {
 	r := p.stepSchema(ctx, tabs, st.parts, current)
 	if r.err != nil {
 		return r
@@ -415,7 +444,7 @@ func (p *Pipeline) readStep(ctx context.Context, tabs cdc.TableSet, st batchStep
 		}
 		in := carry[bp.staged().Add.Path]
 		g.Go(func() error {
-			r.read[i] = p.readPart(ctx, bp, r.source, r.key, r.keyIdx, overwrite, st.span, prune, st.copied[bp.file], in)
+			r.read[i] = p.readPart(ctx, bp, r.source, r.key, r.keyIdx, overwrite, st.span, prune, st.copied[bp.file], in, arrays)
 			return nil
 		})
 	}
@@ -529,9 +558,9 @@ func (p *Pipeline) stepSchema(ctx context.Context, tabs cdc.TableSet, parts []ba
 // values do not fit the step's schema quarantines its file, and the file's
 // other parts are left out from then on (bad).
 //
-// The changes are gathered in *scratch, which keeps its capacity for the
-// next step and none of this step's changes.
-func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Batch, step cdc.Step, st batchStep, sr stepRead, bad map[*batchFile]bool, scratch *[]cdc.Change) (cdc.Result, error) {
+// The changes are gathered in arrays.step; the parts' arrays go back to
+// arrays, emptied.
+func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Batch, step cdc.Step, st batchStep, sr stepRead, bad map[*batchFile]bool, arrays *stepArrays) (cdc.Result, error) {
 	parts := st.parts
 	none := cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
 	if sr.err != nil {
@@ -563,16 +592,17 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 			n += len(read[i].changes)
 		}
 	}
-	batch.Changes = slices.Grow((*scratch)[:0], n)
+	batch.Changes = slices.Grow(arrays.step[:0], n)
 	for i, bp := range parts {
 		if !bad[bp.file] {
 			batch.Changes = append(batch.Changes, read[i].changes...)
 		}
+		arrays.put(read[i].changes)
 		read[i].changes = nil
 	}
 	defer func() {
 		clear(batch.Changes) // the rows they hold are garbage once written
-		*scratch = batch.Changes[:0]
+		arrays.step = batch.Changes[:0]
 	}()
 	for _, bp := range st.copies {
 		if !bad[bp.file] {
@@ -609,7 +639,7 @@ type partChanges struct {
 // history. in, when set, is what the step before this one left of the
 // part (see partCarry): its rows are taken first, and the read starts past
 // them.
-func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.StructType, key []string, keyIdx []int, overwrite bool, span *cdc.KeySpan, prune, inHistory bool, in *partCarry) partChanges {
+func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.StructType, key []string, keyIdx []int, overwrite bool, span *cdc.KeySpan, prune, inHistory bool, in *partCarry, arrays *stepArrays) partChanges {
 	var out partChanges
 	part := bp.staged()
 	hs := cdc.HistorySchema(source)
@@ -645,9 +675,9 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 			ro.RowGroupFilter = span.RowGroupFilter(fromSchema.Fields[idx[0]].Name)
 		}
 		share = part.spanEvents(span)
-		out.changes = make([]cdc.Change, 0, share)
+		out.changes = arrays.get(share)
 	} else {
-		out.changes = make([]cdc.Change, 0, part.Events)
+		out.changes = arrays.get(part.Events)
 	}
 	changes := cdc.NewHistoryChanges()
 	take := func(h []any) error {
