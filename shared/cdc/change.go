@@ -90,6 +90,14 @@ const historyRowsSlab = 2048
 
 // Row renders ev as a row of HistorySchema(ev.Schema).
 func (h *HistoryRows) Row(ev *datastream.Event) []any {
+	return h.RowInto(nil, ev)
+}
+
+// RowInto is Row, rendered into dst's array when it has room: for a
+// caller done with each row before it asks for the next (a file writer
+// converts a row's values as it takes it), which then allocates one row,
+// not one per event. The values are boxed apart from the row, as Row's.
+func (h *HistoryRows) RowInto(dst []any, ev *datastream.Event) []any {
 	m := &ev.Meta
 	var readTS, changeType, readMethod, uuid, file, generation any
 	if m.ReadTimestamp != 0 {
@@ -105,7 +113,12 @@ func (h *HistoryRows) Row(ev *datastream.Event) []any {
 		uuid = h.strs.Box(m.UUID)
 	}
 	file, generation = h.sourceFile(m.File)
-	row := h.row(len(historyMeta) + len(ev.Row))
+	var row []any
+	if n := len(historyMeta) + len(ev.Row); cap(dst) >= n {
+		row = dst[:n]
+	} else {
+		row = h.row(n)
+	}
 	row[0] = h.day.get(value.DaysOf(ev.SourceTimestamp.Time()), h.days)
 	row[1] = h.last[lastOp].get(ev.Op.String(), h.strs)
 	row[2] = changeType

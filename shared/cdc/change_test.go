@@ -58,6 +58,20 @@ func TestHistoryRowsRenderWhatHistoryRowDoes(t *testing.T) {
 			t.Fatalf("row %d: ordering key has room to grow into a neighbour (cap %d, len %d)", i, cap(b), len(b))
 		}
 	}
+	// RowInto renders the same rows into the array it is given, when it
+	// has room.
+	h = NewHistoryRows()
+	var last []any
+	for i := range events {
+		r := h.RowInto(last, &events[i])
+		if cap(last) >= len(r) && &r[0] != &last[0] {
+			t.Fatalf("row %d: RowInto did not reuse the array of %d values for a row of %d", i, cap(last), len(r))
+		}
+		if want := HistoryRow(events[i]); !reflect.DeepEqual(r, want) {
+			t.Fatalf("RowInto row %d = %#v, want %#v", i, r, want)
+		}
+		last = r
+	}
 }
 
 func TestHistoryChangesBuildWhatChangeFromHistoryDoes(t *testing.T) {

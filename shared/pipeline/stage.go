@@ -634,9 +634,13 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 	// events and their codes, not also every row.
 	n := events.Len()
 	hist := cdc.NewHistoryRows()
+	// Each row is taken (its key coded, or its values converted by the
+	// writer) before the next is asked for: one row's array serves all.
+	var last []any
 	row := func(i int) ([]any, error) {
 		ev := events.At(i)
-		r := hist.Row(ev)
+		r := hist.RowInto(last, ev)
+		last = r
 		if same[rowSch[i]] {
 			return r, nil
 		}
