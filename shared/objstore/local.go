@@ -213,6 +213,79 @@ func (l *local) Write(ctx context.Context, name string, r io.Reader, opts WriteO
 	return fileInfo(name, st), nil
 }
 
+// Copy gives the object src a second name, dst, by a hard link when dst
+// must not exist (IfAbsent): an object's bytes never change once published
+// (every write publishes a new file, by rename or link), so two names of
+// one file hold what two copies would, without the bytes being read and
+// written again; they were synced when src was written, and the new name
+// is synced into its directory. The object keeps its generation, which
+// only ever meets preconditions on its own name. A copy onto a name that
+// may exist (its generation must then move past the old object's), or one
+// the file system cannot link (another device, no hard links), is read
+// and written.
+func (l *local) Copy(ctx context.Context, src, dst string, opts WriteOptions) (Info, error) {
+	sp, err := l.path(src)
+	if err != nil {
+		return Info{}, err
+	}
+	dp, err := l.path(dst)
+	if err != nil {
+		return Info{}, err
+	}
+	if opts.IfAbsent {
+		if info, linked, err := l.link(ctx, sp, dp, dst); linked || err != nil {
+			return info, err
+		}
+	}
+	r, err := l.NewRangeReader(ctx, src, 0, -1)
+	if err != nil {
+		return Info{}, err
+	}
+	defer r.Close()
+	return l.Write(ctx, dst, r, opts)
+}
+
+// link links dst (path dp) to the file at sp unless dst exists; linked is
+// false, with nothing done and no error, when the file system refuses the
+// link. A directory a concurrent Delete removes is made again, as
+// createTemp does.
+func (l *local) link(ctx context.Context, sp, dp, dst string) (info Info, linked bool, err error) {
+	for range 5 {
+		if err := ctx.Err(); err != nil {
+			return Info{}, false, err
+		}
+		st, err := os.Stat(sp)
+		if err != nil {
+			return Info{}, false, mapNotExist(err)
+		}
+		if !st.Mode().IsRegular() {
+			return Info{}, false, fmt.Errorf("not a regular file: %w", ErrNotExist)
+		}
+		if err := os.MkdirAll(filepath.Dir(dp), 0o755); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return Info{}, false, err
+		}
+		err = os.Link(sp, dp)
+		switch {
+		case err == nil:
+			syncDir(filepath.Dir(dp))
+			return fileInfo(dst, st), true, nil
+		case errors.Is(err, fs.ErrExist):
+			return Info{}, false, ErrExists
+		case errors.Is(err, fs.ErrNotExist):
+			continue // src deleted, or dst's directory: look again
+		default:
+			return Info{}, false, nil
+		}
+	}
+	if _, err := os.Stat(sp); err != nil {
+		return Info{}, false, mapNotExist(err)
+	}
+	return Info{}, false, nil
+}
+
 // writebackChunk is how much of a file is written before the kernel is
 // asked to start writing it back.
 const writebackChunk = 8 << 20

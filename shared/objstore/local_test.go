@@ -377,3 +377,71 @@ func TestLocalWritesAFileLargerThanSeveralWritebackChunksIntact(t *testing.T) {
 		t.Fatal("the file read back differs from what was written")
 	}
 }
+
+// A copy to a new name is a second name of the same file (nothing read or
+// written again); the copy outlives its source, a write to either name
+// leaves the other as it was, and a copy onto a name that may exist is a
+// file of its own with a newer generation.
+func TestLocalCopiesToANewNameByLinking(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s := newLocal(t, dir)
+	staging, tables := objstore.Sub(s, "staging"), objstore.Sub(s, "t/history")
+	if _, err := objstore.WriteBytes(ctx, staging, "part-0.parquet", []byte("staged"), objstore.WriteOptions{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := objstore.Copy(ctx, staging, "part-0.parquet", tables, "d=1/part-0.parquet", objstore.WriteOptions{IfAbsent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.Stat(filepath.Join(dir, "staging", "part-0.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := os.Stat(filepath.Join(dir, "t", "history", "d=1", "part-0.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(src, dst) {
+		t.Errorf("the copy is a file of its own, want a second name of the source")
+	}
+	if info.Size != 6 || info.Name != "d=1/part-0.parquet" {
+		t.Errorf("copy info = %+v, want size 6 and the new name", info)
+	}
+	if _, err := objstore.Copy(ctx, staging, "part-0.parquet", tables, "d=1/part-0.parquet", objstore.WriteOptions{IfAbsent: true}); !errors.Is(err, objstore.ErrExists) {
+		t.Errorf("copy onto an existing name with IfAbsent: %v, want ErrExists", err)
+	}
+	// A new object under the source's name leaves the copy as it was.
+	if _, err := objstore.WriteBytes(ctx, staging, "part-0.parquet", []byte("replaced"), objstore.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := staging.Delete(ctx, "part-0.parquet"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := objstore.ReadAll(ctx, tables, "d=1/part-0.parquet"); err != nil || string(got) != "staged" {
+		t.Fatalf("copy after its source was replaced and deleted: %q, %v; want \"staged\"", got, err)
+	}
+	// A copy onto a name that exists, without IfAbsent, replaces it with a
+	// file of its own whose generation is newer.
+	if _, err := objstore.WriteBytes(ctx, staging, "part-1.parquet", []byte("other"), objstore.WriteOptions{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
+	over, err := objstore.Copy(ctx, staging, "part-1.parquet", tables, "d=1/part-0.parquet", objstore.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if over.Generation <= info.Generation {
+		t.Errorf("overwriting copy has generation %d, not past the replaced object's %d", over.Generation, info.Generation)
+	}
+	src1, _ := os.Stat(filepath.Join(dir, "staging", "part-1.parquet"))
+	dst1, _ := os.Stat(filepath.Join(dir, "t", "history", "d=1", "part-0.parquet"))
+	if os.SameFile(src1, dst1) {
+		t.Errorf("an overwriting copy shares its source's file, whose generation it then keeps")
+	}
+	if _, err := objstore.Copy(ctx, staging, "gone.parquet", tables, "d=2/x.parquet", objstore.WriteOptions{IfAbsent: true}); !errors.Is(err, objstore.ErrNotExist) {
+		t.Errorf("copy of a missing object: %v, want ErrNotExist", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "t", "history", "d=2")); err == nil {
+		t.Errorf("a failed copy left its directory behind")
+	}
+}
