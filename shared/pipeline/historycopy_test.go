@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -496,6 +497,53 @@ func TestKeyHashesThatDoNotFitTheirPartCopyNothing(t *testing.T) {
 			if rows, _ := historyTable(t, ctx, p); len(rows) != 120 {
 				t.Fatalf("the history holds %d events, want 120", len(rows))
 			}
+		})
+	}
+}
+
+// TestAStagedPartAndItsKeyHashesStandOrFallTogether: a part's key hashes
+// are written beside the part; when either write fails, staging fails
+// (to be retried) and leaves neither object behind, and the retry stages
+// the file whole.
+func TestAStagedPartAndItsKeyHashesStandOrFallTogether(t *testing.T) {
+	for _, failing := range []string{keyHashesSuffix, ".parquet"} {
+		t.Run("failing "+failing, func(t *testing.T) {
+			ctx := context.Background()
+			files, want := bulkLoad(17, 2, 40, 150)
+			source := objstore.NewMemory()
+			p := newPipeline(t, source, config.Config{})
+			lake := p.Lake
+			crashing := &crashingStore{Store: lake, match: func(name string) bool {
+				return strings.HasPrefix(name, "_staging/") && strings.HasSuffix(name, failing)
+			}}
+			crashing.armed.Store(true)
+			p.Lake = crashing
+			notes := write(t, ctx, source, files)
+			if _, err := p.Stage(ctx, notes[0]); !errors.Is(err, errCrash) {
+				t.Fatalf("stage with the %s write failing: %v, want the failure", failing, err)
+			}
+			if crashing.hits.Load() == 0 {
+				t.Fatalf("no %s write was tried", failing)
+			}
+			err := lake.List(ctx, "_staging/", "", func(info objstore.Info) error {
+				if strings.HasSuffix(info.Name, keyHashesSuffix) || strings.HasSuffix(info.Name, ".parquet") {
+					t.Errorf("left behind by the failed staging: %s", info.Name)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			crashing.armed.Store(false)
+			for _, n := range notes {
+				if res, err := p.Stage(ctx, n); err != nil || res.Quarantined != "" {
+					t.Fatalf("stage %s again: %+v %v", n.Name, res, err)
+				}
+			}
+			if _, err := p.MergeTable(ctx, "shop.t"); err != nil {
+				t.Fatal(err)
+			}
+			wantLastReads(t, ctx, p, want)
 		})
 	}
 }

@@ -689,6 +689,30 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 			hashes = binary.LittleEndian.AppendUint64(hashes, h)
 		}
 	}
+	// The key hashes are written while the part is: their object's sync
+	// waits beside the part's encoding, not after the part's own sync.
+	hashesName := stagingDir(m.Table) + "/" + base + keyHashesSuffix
+	var hashesDone chan error
+	if hashes != nil {
+		hashesDone = make(chan error, 1)
+		go func() {
+			_, err := s.p.Lake.Write(ctx, hashesName, bytes.NewReader(hashes), objstore.WriteOptions{ContentType: "application/octet-stream"})
+			hashesDone <- err
+		}()
+	}
+	// hashesWritten waits for the key hashes; after a failure of the part,
+	// with drop, it removes them: the part is not staged.
+	hashesWritten := func(drop bool) error {
+		if hashesDone == nil {
+			return nil
+		}
+		err := <-hashesDone
+		hashesDone = nil
+		if err == nil && drop {
+			_ = s.p.Lake.Delete(context.WithoutCancel(ctx), hashesName)
+		}
+		return err
+	}
 	// The rows are made in the order the events were decoded, which is
 	// the order their values lie in memory, and written in key order
 	// (delta.FileWriter.WriteInOrder).
@@ -701,22 +725,23 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 	})
 	if err != nil {
 		w.Abort()
+		_ = hashesWritten(true)
 		return err
 	}
 	add, err := w.Close(ctx)
 	if err != nil {
+		_ = hashesWritten(true)
 		return err
 	}
 	part.Add, part.Schema = add, hs.SchemaString()
 	if hashes != nil {
-		name := stagingDir(m.Table) + "/" + base + keyHashesSuffix
-		if _, err := s.p.Lake.Write(ctx, name, bytes.NewReader(hashes), objstore.WriteOptions{ContentType: "application/octet-stream"}); err != nil {
+		if err := hashesWritten(false); err != nil {
 			if name, nerr := add.ObjectName(); nerr == nil {
 				_ = s.p.Lake.Delete(context.WithoutCancel(ctx), name)
 			}
 			return fmt.Errorf("write the key hashes of a staged part: %w", err)
 		}
-		part.KeyHashes = name
+		part.KeyHashes = hashesName
 	}
 	m.Parts = append(m.Parts, part)
 	return nil
