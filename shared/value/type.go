@@ -132,6 +132,9 @@ func Equal(a, b Type) bool {
 		if !ok || len(x.Fields) != len(y.Fields) {
 			return false
 		}
+		if len(x.Fields) > 0 && &x.Fields[0] == &y.Fields[0] {
+			return true // one schema, shared (a decoder's events share theirs)
+		}
 		for i := range x.Fields {
 			fx, fy := x.Fields[i], y.Fields[i]
 			if fx.Name != fy.Name || fx.Nullable != fy.Nullable || !Equal(fx.Type, fy.Type) {

@@ -151,3 +151,34 @@ func TestPrecisionCountsTheDigitsOfTheUnscaledValue(t *testing.T) {
 		}
 	}
 }
+
+// Equal compares types by structure: a struct equals its copy and itself
+// (its fields shared), and differs from one with a field changed or
+// dropped, including when the two share a backing array.
+func TestEqualComparesTypesByStructure(t *testing.T) {
+	fields := []Field{{Name: "id", Type: Long}, {Name: "s", Type: StructType{Fields: []Field{{Name: "d", Type: DecimalType{Precision: 10, Scale: 2}, Nullable: true}}}, Nullable: true}}
+	a := StructType{Fields: fields}
+	same := StructType{Fields: fields}
+	copied := StructType{Fields: append([]Field(nil), fields...)}
+	shorter := StructType{Fields: fields[:1]}
+	renamed := StructType{Fields: append([]Field(nil), fields...)}
+	renamed.Fields[0].Name = "ID"
+	nested := StructType{Fields: append([]Field(nil), fields...)}
+	nested.Fields[1].Type = StructType{Fields: []Field{{Name: "d", Type: DecimalType{Precision: 11, Scale: 2}, Nullable: true}}}
+	for _, c := range []struct {
+		name string
+		b    Type
+		want bool
+	}{
+		{"itself, its fields shared", same, true},
+		{"a copy", copied, true},
+		{"its first field alone, on the same array", shorter, false},
+		{"a field renamed", renamed, false},
+		{"a nested type changed", nested, false},
+		{"a primitive", Long, false},
+	} {
+		if got := Equal(a, c.b); got != c.want {
+			t.Errorf("Equal(%v, %s) = %v, want %v", a, c.name, got, c.want)
+		}
+	}
+}
