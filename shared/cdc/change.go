@@ -174,7 +174,9 @@ func (h *HistoryRows) sourceFile(f *datastream.SourceFile) (file, generation any
 // Change is one event as the engine sees it: key, kind, order and the row
 // in the batch's source schema.
 type Change struct {
-	Key        []any
+	Key []any
+	// KeyText is KeyText(Key), when the change was built with it; Text
+	// renders it otherwise.
 	KeyText    string
 	Delete     bool
 	Order      []byte
@@ -191,6 +193,15 @@ type Change struct {
 	// batch's HistoryFiles (of this step or another of the batch), and
 	// new to the history: it is not written again.
 	InHistory bool
+}
+
+// Text is the change's KeyText: the field, or, for a change built without
+// it (StateChange), rendered now.
+func (c *Change) Text() string {
+	if c.KeyText != "" {
+		return c.KeyText
+	}
+	return KeyText(c.Key)
 }
 
 // Batch is the events of one merge batch, in one source schema.
@@ -316,7 +327,7 @@ func (h *HistoryChanges) Change(hist []any, source value.StructType, keyIdx []in
 	if len(hist) != n+len(source.Fields) {
 		return Change{}, fmt.Errorf("history row has %d columns, want %d", len(hist), n+len(source.Fields))
 	}
-	return h.build(hist[1], hist[2], hist[3], hist[6], hist[7], hist[n:], hist, source, keyIdx)
+	return h.build(hist[1], hist[2], hist[3], hist[6], hist[7], hist[n:], hist, source, keyIdx, true)
 }
 
 // StateChangeColumns are the columns of the history rows StateChange
@@ -344,20 +355,24 @@ const StateChangeOffset = 0
 // be read.
 //
 // The change's StateRow is the row's beginning: its state row as read.
+// Its KeyText is left empty (see Text).
 func (h *HistoryChanges) StateChange(row []any, source value.StructType, keyIdx []int) (Change, error) {
 	n := len(source.Fields)
 	if len(row) != n+len(stateMeta)+1 {
 		return Change{}, fmt.Errorf("row has %d columns, want %d", len(row), n+len(stateMeta)+1)
 	}
 	meta := row[n:]
-	c, err := h.build(meta[4], meta[1], meta[0], meta[2], meta[3], row[:n:n], nil, source, keyIdx)
+	c, err := h.build(meta[4], meta[1], meta[0], meta[2], meta[3], row[:n:n], nil, source, keyIdx, false)
 	if err == nil {
 		c.StateRow = row[: n+len(stateMeta) : n+len(stateMeta)]
 	}
 	return c, err
 }
 
-func (h *HistoryChanges) build(opV, ctV, tsV, posV, orderV any, row, hist []any, source value.StructType, keyIdx []int) (Change, error) {
+// build makes a change of the values of a row. With text, its KeyText is
+// rendered; without, it is left to Text (a bulk load's changes, read for
+// the state, are mostly keys no stored row holds: none is looked up).
+func (h *HistoryChanges) build(opV, ctV, tsV, posV, orderV any, row, hist []any, source value.StructType, keyIdx []int, text bool) (Change, error) {
 	op, _ := opV.(string)
 	order, ok := orderV.([]byte)
 	if !ok || len(order) == 0 {
@@ -378,15 +393,17 @@ func (h *HistoryChanges) build(opV, ctV, tsV, posV, orderV any, row, hist []any,
 			return Change{}, fmt.Errorf("primary key column %q is null", source.Fields[k].Name)
 		}
 	}
-	var text string
-	if h.slabs {
+	var kt string
+	switch {
+	case !text:
+	case h.slabs:
 		h.buf = AppendKeyText(h.buf[:0], key)
-		text = h.texts.String(h.buf)
-	} else {
-		text = KeyText(key)
+		kt = h.texts.String(h.buf)
+	default:
+		kt = KeyText(key)
 	}
 	return Change{
-		Key: key, KeyText: text, Delete: op == datastream.OpDelete.String(),
+		Key: key, KeyText: kt, Delete: op == datastream.OpDelete.String(),
 		Order: order, Position: pos, SourceTS: ts, ChangeType: ct, Row: row, History: hist,
 	}, nil
 }
@@ -450,8 +467,9 @@ func AppendKeyText(dst []byte, key []any) []byte {
 func Latest(changes []Change) map[string]Change {
 	out := make(map[string]Change, len(changes))
 	for _, c := range changes {
-		if cur, ok := out[c.KeyText]; !ok || bytes.Compare(c.Order, cur.Order) > 0 {
-			out[c.KeyText] = c
+		text := c.Text()
+		if cur, ok := out[text]; !ok || bytes.Compare(c.Order, cur.Order) > 0 {
+			out[text] = c
 		}
 	}
 	return out

@@ -106,4 +106,28 @@ func TestHistoryChangesBuildWhatChangeFromHistoryDoes(t *testing.T) {
 	if _, err := h.Change(row, testSource, []int{0, 1}); err == nil {
 		t.Fatal("a null key column is not an error")
 	}
+	// A change built from the state's columns alone is the same change
+	// without its history row; its key text, left out, is rendered by
+	// Text as the full change holds it.
+	hs := HistorySchema(testSource)
+	cols := StateChangeColumns(testSource)
+	for i := range want {
+		hist := HistoryRow(genEvent(uint64(i), int64(i), []string{"eu", "us-\"east\"", "\xff\xfe", ""}[i%4], i%9 == 0, int64(i)))
+		sr := make([]any, len(cols))
+		for k, c := range cols {
+			sr[k] = hist[hs.Index(c)]
+		}
+		c, err := h.StateChange(sr, testSource, []int{0, 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.KeyText != "" || c.Text() != want[i].KeyText {
+			t.Fatalf("state change %d: key text %q, Text() %q; want none and %q", i, c.KeyText, c.Text(), want[i].KeyText)
+		}
+		w := want[i]
+		w.KeyText, w.History, w.StateRow = "", nil, sr[:len(testSource.Fields)+len(stateMeta)]
+		if !reflect.DeepEqual(c, w) {
+			t.Fatalf("state change %d:\n got %#v\nwant %#v", i, c, w)
+		}
+	}
 }

@@ -466,7 +466,7 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 			continue // in a history file of the batch
 		}
 		if len(b.Key) > 0 {
-			id := c.KeyText + "\x00" + string(c.Order)
+			id := c.Text() + "\x00" + string(c.Order)
 			if dup[id] {
 				res.Redelivered++
 				continue
@@ -641,7 +641,7 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 	want := make(map[string]bool, len(b.Changes))
 	var buf []byte
 	for _, c := range b.Changes {
-		buf = append(append(append(buf[:0], c.KeyText...), 0), c.Order...)
+		buf = append(append(append(buf[:0], c.Text()...), 0), c.Order...)
 		want[string(buf)] = true
 	}
 	names := make([]string, len(keyIdx))
@@ -905,7 +905,7 @@ func readKeyed[S any](ctx context.Context, snap *delta.Snapshot, files []delta.A
 					if j < 0 {
 						return nil
 					}
-					s, ok = found[probe[j].KeyText]
+					s, ok = found[probe[j].Text()]
 				} else {
 					for k, c := range keyIdx {
 						key[k] = row[c]

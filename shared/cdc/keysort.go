@@ -20,8 +20,9 @@ func latestIndexes(changes []Change) []int32 {
 	at := make(map[string]int32, len(changes))
 	for i := range changes {
 		c := &changes[i]
-		if j, ok := at[c.KeyText]; !ok || bytes.Compare(c.Order, changes[j].Order) > 0 {
-			at[c.KeyText] = int32(i)
+		text := c.Text()
+		if j, ok := at[text]; !ok || bytes.Compare(c.Order, changes[j].Order) > 0 {
+			at[text] = int32(i)
 		}
 	}
 	idx := make([]int32, 0, len(at))

@@ -303,7 +303,7 @@ func (rr *replayRun) scanHistory(ctx context.Context, p *pass) error {
 				err = rr.keep(p.tab, i, c)
 			}
 			if err != nil {
-				return fmt.Errorf("key %s: %w", c.KeyText, err)
+				return fmt.Errorf("key %s: %w", c.Text(), err)
 			}
 			if (p.tab.len() > rr.MaxKeys || p.tab.bytes > rr.MaxBytes) && p.tab.len() > 1 {
 				cut := p.tab.median()

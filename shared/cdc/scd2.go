@@ -423,15 +423,16 @@ func (st *stateStep) scd2Keys() ([]*scd2Key, error) {
 	idx := map[string]*scd2Key{}
 	var out []*scd2Key
 	for _, c := range st.b.Changes {
-		k := idx[c.KeyText]
+		text := c.Text()
+		k := idx[text]
 		if k == nil {
-			k = &scd2Key{key: c.Key, keyText: c.KeyText, batch: map[string]bool{}}
-			idx[c.KeyText] = k
+			k = &scd2Key{key: c.Key, keyText: text, batch: map[string]bool{}}
+			idx[text] = k
 			out = append(out, k)
 		}
 		row, err := conformFor(st.opts.Overwrite, c.Row, st.b.Source, st.stateSource)
 		if err != nil {
-			return nil, fmt.Errorf("key %s: %w", c.KeyText, err)
+			return nil, fmt.Errorf("key %s: %w", text, err)
 		}
 		c.Row, c.History = row, nil
 		k.changes = append(k.changes, c)

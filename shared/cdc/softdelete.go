@@ -47,11 +47,12 @@ func softKeys(changes []Change) []softKey {
 	var out []softKey
 	for i := range changes {
 		c := &changes[i]
-		j, ok := idx[c.KeyText]
+		text := c.Text()
+		j, ok := idx[text]
 		if !ok {
 			j = len(out)
-			idx[c.KeyText] = j
-			out = append(out, softKey{key: c.Key, keyText: c.KeyText})
+			idx[text] = j
+			out = append(out, softKey{key: c.Key, keyText: text})
 		}
 		k := &out[j]
 		last := &k.up

@@ -136,8 +136,10 @@ func (st *stateStep) lookup(ctx context.Context, keys []Change) (map[string]*sto
 		return map[string]*stored{}, nil
 	}
 	found := make(map[string]*stored, len(keys))
-	for _, c := range keys {
-		found[c.KeyText] = &stored{}
+	for i := range keys {
+		// The step's own copies: a text rendered here serves planState.
+		keys[i].KeyText = keys[i].Text()
+		found[keys[i].KeyText] = &stored{}
 	}
 	if err := lookup(ctx, st.stateSnap, st.candidates, st.keyNames, keys, found, func(s *stored, order []byte, path string, pos int64) {
 		if s.rowOrder == nil || bytes.Compare(order, s.rowOrder) > 0 {
@@ -185,7 +187,10 @@ func planState(keys []Change, found map[string]*stored) statePlan {
 	p := statePlan{keys: keys, verdicts: make([]Verdict, len(keys)), touched: map[string]*roaring64.Bitmap{}, dropKeys: map[string]bool{}}
 	nowhere := &stored{} // a key found nowhere; read, never written
 	for i, c := range keys {
-		s := found[c.KeyText]
+		var s *stored
+		if len(found) > 0 { // a key's text is rendered only to look it up
+			s = found[c.Text()]
+		}
 		if s == nil {
 			s = nowhere
 		}
@@ -204,7 +209,7 @@ func planState(keys []Change, found map[string]*stored) statePlan {
 			p.buried++
 		}
 		if v == Replace || v == Delete {
-			p.dropKeys[c.KeyText] = true
+			p.dropKeys[c.Text()] = true
 			p.dropFirsts = append(p.dropFirsts, c.Key[0])
 			p.touch(s.rows)
 		}
@@ -640,7 +645,7 @@ func (st *stateStep) writeUpsertRange(ctx context.Context, wo delta.WriteOptions
 		}
 		if err != nil {
 			w.Abort()
-			return nil, fmt.Errorf("key %s: %w", c.KeyText, err)
+			return nil, fmt.Errorf("key %s: %w", c.Text(), err)
 		}
 		var changeType any
 		if c.ChangeType != "" {
