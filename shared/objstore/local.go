@@ -218,11 +218,14 @@ func (l *local) Write(ctx context.Context, name string, r io.Reader, opts WriteO
 // (every write publishes a new file, by rename or link), so two names of
 // one file hold what two copies would, without the bytes being read and
 // written again; they were synced when src was written, and the new name
-// is synced into its directory. The object keeps its generation, which
-// only ever meets preconditions on its own name. A copy onto a name that
-// may exist (its generation must then move past the old object's), or one
-// the file system cannot link (another device, no hard links), is read
-// and written.
+// is synced into its directory. The file's modification time, which is
+// the generation and the age of both names, moves to now first: a copy is
+// a new object (delta's vacuum spares a file it finds unreferenced by its
+// age, and a copy is unreferenced until its commit, whatever the age of
+// the file it was made from), and the source, never rewritten, is not the
+// object of a precondition. A copy onto a name that may exist (its
+// generation must then move past the old object's), or one the file
+// system cannot link (another device, no hard links), is read and written.
 func (l *local) Copy(ctx context.Context, src, dst string, opts WriteOptions) (Info, error) {
 	sp, err := l.path(src)
 	if err != nil {
@@ -260,6 +263,12 @@ func (l *local) link(ctx context.Context, sp, dp, dst string) (info Info, linked
 		}
 		if !st.Mode().IsRegular() {
 			return Info{}, false, fmt.Errorf("not a regular file: %w", ErrNotExist)
+		}
+		if st, err = stampGeneration(sp, st.ModTime()); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // src deleted meanwhile: look again
+			}
+			return Info{}, false, err
 		}
 		if err := os.MkdirAll(filepath.Dir(dp), 0o755); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -345,9 +354,9 @@ func (l *local) createTemp(p string) (*os.File, error) {
 	return nil, err
 }
 
-// stampGeneration stamps the temporary file with the time that becomes the
-// object's generation: now, or just past prev when the clock has not moved
-// past the file being replaced. It returns the file's stat, taken before the
+// stampGeneration stamps a file (a temporary one, or one Copy links) with
+// the time that becomes the object's generation: now, or just past prev
+// when the clock has not moved past the file being replaced. It returns the file's stat, taken before the
 // file is published: rename and link keep the inode, and a stat of the
 // published name could already see a later writer's object.
 func stampGeneration(tmp string, prev time.Time) (fs.FileInfo, error) {

@@ -408,6 +408,19 @@ func TestLocalCopiesToANewNameByLinking(t *testing.T) {
 	if info.Size != 6 || info.Name != "d=1/part-0.parquet" {
 		t.Errorf("copy info = %+v, want size 6 and the new name", info)
 	}
+	// A copy is new: however old its source, a vacuum that spares young
+	// unreferenced files spares it until its commit.
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "staging", "part-0.parquet"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	young, err := objstore.Copy(ctx, staging, "part-0.parquet", tables, "d=1/part-young.parquet", objstore.WriteOptions{IfAbsent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := tables.Stat(ctx, "d=1/part-young.parquet"); err != nil || time.Since(st.Updated) > time.Minute || st.Generation != young.Generation {
+		t.Errorf("a copy of a 30-day-old object: %+v, %v (copy said %+v); want it modified now", st, err, young)
+	}
 	if _, err := objstore.Copy(ctx, staging, "part-0.parquet", tables, "d=1/part-0.parquet", objstore.WriteOptions{IfAbsent: true}); !errors.Is(err, objstore.ErrExists) {
 		t.Errorf("copy onto an existing name with IfAbsent: %v, want ErrExists", err)
 	}
