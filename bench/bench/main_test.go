@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -128,5 +129,29 @@ func TestSummaryAndTargetsCarryTheSCD2Ratio(t *testing.T) {
 	}
 	if md := r.markdown(); !strings.Contains(md, "| scd2 merge ≤ 2× current | 1.23× | **met** |") {
 		t.Errorf("targets lack the scd2 row:\n%s", md)
+	}
+}
+
+// pairRatios compares each dsdelta run with the DuckDB run next to it, and
+// takes the median: the middle ratio, or the mean of the two middle ones.
+func TestPairRatiosComparesRunsSideBySide(t *testing.T) {
+	ratios, median := pairRatios([]float64{3727, 3865, 4087, 4456, 4226}, []float64{2864, 2916, 2677, 3021, 2317})
+	want := []string{"1.30", "1.33", "1.53", "1.48", "1.82"}
+	if len(ratios) != len(want) {
+		t.Fatalf("%d ratios, want %d", len(ratios), len(want))
+	}
+	for i, r := range ratios {
+		if got := fmt.Sprintf("%.2f", r); got != want[i] {
+			t.Errorf("ratio %d = %s, want %s", i, got, want[i])
+		}
+	}
+	if got := fmt.Sprintf("%.2f", median); got != "1.48" {
+		t.Errorf("median = %s, want 1.48", got)
+	}
+	if _, m := pairRatios([]float64{4, 6}, []float64{2, 2}); m != 2.5 {
+		t.Errorf("median of two ratios = %v, want their mean 2.5", m)
+	}
+	if r, m := pairRatios([]float64{4}, nil); r != nil || m != 0 {
+		t.Errorf("no DuckDB run: %v, %v; want none", r, m)
 	}
 }
