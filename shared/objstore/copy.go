@@ -2,13 +2,16 @@ package objstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 )
 
 // Copier is a Driver that copies an object to another name of its store
 // without the bytes passing through the process: GCS rewrites it within
-// the service. Drivers without it are copied by a read and a write.
+// the service, the local store links a second name to the file. Drivers
+// without it, and copies a Copier does not make (it returns
+// errors.ErrUnsupported, having done nothing), are a read and a write.
 type Copier interface {
 	Copy(ctx context.Context, src, dst string, opts WriteOptions) (Info, error)
 }
@@ -34,7 +37,8 @@ func Copy(ctx context.Context, from Store, src string, to Store, dst string, opt
 }
 
 // copyTo is Copy by the driver, when both buckets view the same Copier;
-// done is false, with nothing done, when they do not.
+// done is false, with nothing done, when they do not or it does not make
+// this copy.
 func (b *Bucket) copyTo(ctx context.Context, src string, to *Bucket, dst string, opts WriteOptions) (info Info, done bool, err error) {
 	if b.described || to.described || b.invalid != nil || to.invalid != nil {
 		return Info{}, false, nil
@@ -55,6 +59,9 @@ func (b *Bucket) copyTo(ctx context.Context, src string, to *Bucket, dst string,
 		return Info{}, true, fmt.Errorf("copy %s: %w", to.where(dst), err)
 	}
 	info, err = c.Copy(ctx, fromName, toName, opts)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return Info{}, false, nil
+	}
 	if err != nil {
 		return Info{}, true, fmt.Errorf("copy %s to %s: %w", b.where(src), to.where(dst), err)
 	}

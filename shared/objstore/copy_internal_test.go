@@ -65,3 +65,37 @@ func TestCopyLetsTheStoreCopyBetweenViewsOfItself(t *testing.T) {
 		t.Fatalf("copy from a closed view: %v, want ErrClosed", err)
 	}
 }
+
+// refusingMemory is the memory driver with a Copier that makes no copy.
+type refusingMemory struct {
+	*memory
+	asked int
+}
+
+func (r *refusingMemory) Copy(context.Context, string, string, WriteOptions) (Info, error) {
+	r.asked++
+	return Info{}, errors.ErrUnsupported
+}
+
+// TestACopyTheDriverDoesNotMakeIsReadAndWritten: a Copier that does not
+// make a copy (errors.ErrUnsupported) leaves it to a read and a write,
+// which honour the write's options.
+func TestACopyTheDriverDoesNotMakeIsReadAndWritten(t *testing.T) {
+	ctx := context.Background()
+	drv := &refusingMemory{memory: newMemory()}
+	root := NewBucket(drv)
+	from, to := Sub(root, "_staging/t"), Sub(root, "db/t_log")
+	if _, err := WriteBytes(ctx, from, "p.parquet", []byte("bytes"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := Copy(ctx, from, "p.parquet", to, "d=1/q.parquet", WriteOptions{IfAbsent: true})
+	if err != nil || info.Name != "d=1/q.parquet" || info.Size != 5 || drv.asked != 1 {
+		t.Fatalf("copy: %+v, %v (driver asked %d times, want 1)", info, err, drv.asked)
+	}
+	if got, err := ReadAll(ctx, to, "d=1/q.parquet"); err != nil || string(got) != "bytes" {
+		t.Fatalf("the copy reads %q, %v", got, err)
+	}
+	if _, err := Copy(ctx, from, "p.parquet", to, "d=1/q.parquet", WriteOptions{IfAbsent: true}); !errors.Is(err, ErrExists) {
+		t.Fatalf("second copy: %v, want ErrExists", err)
+	}
+}

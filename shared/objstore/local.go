@@ -225,8 +225,13 @@ func (l *local) Write(ctx context.Context, name string, r io.Reader, opts WriteO
 // the file it was made from), and the source, never rewritten, is not the
 // object of a precondition. A copy onto a name that may exist (its
 // generation must then move past the old object's), or one the file
-// system cannot link (another device, no hard links), is read and written.
+// system cannot link (another device, no hard links), is left to a read
+// and a write (errors.ErrUnsupported). A directory a concurrent Delete
+// removes is made again, as createTemp does.
 func (l *local) Copy(ctx context.Context, src, dst string, opts WriteOptions) (Info, error) {
+	if !opts.IfAbsent {
+		return Info{}, errors.ErrUnsupported
+	}
 	sp, err := l.path(src)
 	if err != nil {
 		return Info{}, err
@@ -235,64 +240,46 @@ func (l *local) Copy(ctx context.Context, src, dst string, opts WriteOptions) (I
 	if err != nil {
 		return Info{}, err
 	}
-	if opts.IfAbsent {
-		if info, linked, err := l.link(ctx, sp, dp, dst); linked || err != nil {
-			return info, err
-		}
-	}
-	r, err := l.NewRangeReader(ctx, src, 0, -1)
-	if err != nil {
-		return Info{}, err
-	}
-	defer r.Close()
-	return l.Write(ctx, dst, r, opts)
-}
-
-// link links dst (path dp) to the file at sp unless dst exists; linked is
-// false, with nothing done and no error, when the file system refuses the
-// link. A directory a concurrent Delete removes is made again, as
-// createTemp does.
-func (l *local) link(ctx context.Context, sp, dp, dst string) (info Info, linked bool, err error) {
 	for range 5 {
 		if err := ctx.Err(); err != nil {
-			return Info{}, false, err
+			return Info{}, err
 		}
 		st, err := os.Stat(sp)
 		if err != nil {
-			return Info{}, false, mapNotExist(err)
+			return Info{}, mapNotExist(err)
 		}
 		if !st.Mode().IsRegular() {
-			return Info{}, false, fmt.Errorf("not a regular file: %w", ErrNotExist)
+			return Info{}, fmt.Errorf("not a regular file: %w", ErrNotExist)
 		}
 		if st, err = stampGeneration(sp, st.ModTime()); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // src deleted meanwhile: look again
 			}
-			return Info{}, false, err
+			return Info{}, err
 		}
 		if err := os.MkdirAll(filepath.Dir(dp), 0o755); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			return Info{}, false, err
+			return Info{}, err
 		}
 		err = os.Link(sp, dp)
 		switch {
 		case err == nil:
 			syncDir(filepath.Dir(dp))
-			return fileInfo(dst, st), true, nil
+			return fileInfo(dst, st), nil
 		case errors.Is(err, fs.ErrExist):
-			return Info{}, false, ErrExists
+			return Info{}, ErrExists
 		case errors.Is(err, fs.ErrNotExist):
 			continue // src deleted, or dst's directory: look again
 		default:
-			return Info{}, false, nil
+			return Info{}, errors.ErrUnsupported
 		}
 	}
 	if _, err := os.Stat(sp); err != nil {
-		return Info{}, false, mapNotExist(err)
+		return Info{}, mapNotExist(err)
 	}
-	return Info{}, false, nil
+	return Info{}, errors.ErrUnsupported
 }
 
 // writebackChunk is how much of a file is written before the kernel is
