@@ -26,6 +26,18 @@ import (
 // whose NaN and signed zeros Spark orders its own way: those, and nested
 // columns, keep their statistics row by row.
 
+// boundsAsDelta reports whether the page and chunk bounds parquet-go takes
+// of a leaf of type t (one hasMinMax holds) are its Delta min and max: not
+// for floats, nor for decimals of more than 18 digits (FIXED_LEN_BYTE_ARRAY).
+// What a file's statistics and a rewrite's summaries read from parquet-go
+// rests on it.
+func boundsAsDelta(t value.Type) bool {
+	if dt, ok := t.(value.DecimalType); ok {
+		return dt.Precision <= 18
+	}
+	return t != value.Float && t != value.Double
+}
+
 // footerStat is one stats root taken from the footer.
 type footerStat struct {
 	node   *statsNode
@@ -49,20 +61,20 @@ func footerDecoder(t value.Type) func([]byte) (any, bool) {
 		}
 		return int64(binary.LittleEndian.Uint64(b)), true
 	}
+	if hasMinMax(t) && !boundsAsDelta(t) {
+		return nil
+	}
 	if dt, ok := t.(value.DecimalType); ok {
-		switch {
-		case dt.Precision <= 9: // INT32, see leafNode
+		if dt.Precision <= 9 { // INT32, see leafNode
 			return func(b []byte) (any, bool) {
 				x, ok := i32(b)
 				return value.Decimal{Unscaled: big.NewInt(int64(x)), Scale: dt.Scale}, ok
 			}
-		case dt.Precision <= 18: // INT64
-			return func(b []byte) (any, bool) {
-				x, ok := i64(b)
-				return value.Decimal{Unscaled: big.NewInt(x), Scale: dt.Scale}, ok
-			}
 		}
-		return nil // FIXED_LEN_BYTE_ARRAY: unsigned page bounds
+		return func(b []byte) (any, bool) { // INT64
+			x, ok := i64(b)
+			return value.Decimal{Unscaled: big.NewInt(x), Scale: dt.Scale}, ok
+		}
 	}
 	switch t {
 	case value.String:

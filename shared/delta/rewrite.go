@@ -651,8 +651,7 @@ func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, 
 		// parquet-go orders FIXED_LEN_BYTE_ARRAY bounds as unsigned bytes,
 		// wrong for negative decimals, and its float bounds do not say
 		// whether a NaN was seen: take the source file's bounds for those.
-		dt, isDec := f.Type.(value.DecimalType)
-		if f.Type == value.Float || f.Type == value.Double || (isDec && dt.Precision > 18) {
+		if !boundsAsDelta(f.Type) {
 			b.useFile[k] = true
 			if stErr == nil {
 				if lo, hi, ok := st.MinMax(f.Name, f.Type); ok {
