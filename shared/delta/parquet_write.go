@@ -492,23 +492,37 @@ func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, 
 	for c := range cols {
 		cols[c] = make([]parquet.Value, n)
 	}
-	for i := range n {
-		r, err := row(i)
-		if err == nil {
-			err = w.checkRow(r, int64(i))
+	// The rows are taken a block at a time and converted a column at a
+	// time: the block's values stay in the caches across its columns, and
+	// each column's values are stored one after another rather than into
+	// all the arrays at once for every row.
+	nf := len(w.opts.Schema.Fields)
+	blk := make([]any, inOrderBlock*nf)
+	for i0 := 0; i0 < n; i0 += inOrderBlock {
+		m := min(inOrderBlock, n-i0)
+		var rowErr error
+		for j := range m {
+			r, err := row(i0 + j)
+			if err == nil {
+				err = w.checkRow(r, int64(i0+j))
+			}
+			if err != nil {
+				m, rowErr = j, err // the rows before it are converted first
+				break
+			}
+			copy(blk[j*nf:(j+1)*nf], r) // row may reuse its array
+			w.stats.add(r)
 		}
-		if err != nil {
+		if err := w.convertBlock(cols, blk[:m*nf], i0); err != nil {
 			w.err = err
 			return err
 		}
-		for k, nd := range w.root {
-			if err := w.flatValue(&cols[nd.leaf][i], k, nd, r[w.dataIdx[k]], int64(i)); err != nil {
-				w.err = err
-				return err
-			}
+		if rowErr != nil {
+			w.err = rowErr
+			return rowErr
 		}
-		w.stats.add(r)
 	}
+	clear(blk)
 	if order != nil {
 		// Each column is put in order whole, one after the other: the
 		// jumps stay within one column's array, which the caches hold,
@@ -555,6 +569,38 @@ func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, 
 		j += m
 		if err := w.endFullRowGroup(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// inOrderBlock is how many rows WriteInOrder converts a column at a time.
+const inOrderBlock = 256
+
+// convertBlock converts the rows in blk (a row of len(Schema.Fields) values
+// after another), rows i0, i0+1, ... of a WriteInOrder, into their places
+// in the column arrays, a column at a time. Of several values that do not
+// convert, the error is that of the first in row order, as converting row
+// after row reports it.
+func (w *FileWriter) convertBlock(cols [][]parquet.Value, blk []any, i0 int) error {
+	nf := len(w.opts.Schema.Fields)
+	m := len(blk) / max(nf, 1)
+	for k, nd := range w.root {
+		col := cols[nd.leaf][i0 : i0+m]
+		di := w.dataIdx[k]
+		for j := range col {
+			if err := w.flatValue(&col[j], k, nd, blk[j*nf+di], int64(i0+j)); err != nil {
+				// The block again, row after row, for the first.
+				var v parquet.Value
+				for j := range m {
+					for k, nd := range w.root {
+						if err := w.flatValue(&v, k, nd, blk[j*nf+w.dataIdx[k]], int64(i0+j)); err != nil {
+							return err
+						}
+					}
+				}
+				return err
+			}
 		}
 	}
 	return nil

@@ -858,6 +858,46 @@ func TestWriteInOrderWritesWhatWriteDoes(t *testing.T) {
 		}
 		w.Abort()
 	})
+	// Rows are converted a block and a column at a time; the error is
+	// still that of the first row (in index order) that fails, whichever
+	// column it fails in, and a row refused by its caller stops the
+	// conversion there.
+	t.Run("the first failure in row order", func(t *testing.T) {
+		last := len(flStagedColumns) - 1
+		for _, tc := range []struct {
+			name    string
+			bad     map[int]int // row -> column given a wrong value
+			refuse  int         // row whose callback fails (-1: none)
+			wantErr string
+		}{
+			{"a later column in an earlier row", map[int]int{100: 0, 7: last}, -1, "row 7:"},
+			{"an earlier column in a later row", map[int]int{7: 0, 100: last}, -1, "row 7:"},
+			{"a wrong value before a refused row", map[int]int{100: last}, 200, "row 100:"},
+			{"a refused row before a wrong value", map[int]int{250: 0}, 200, "bad record"},
+			{"rows of different blocks", map[int]int{inOrderBlock + 3: 0, 2*inOrderBlock + 1: last}, -1, fmt.Sprintf("row %d:", inOrderBlock+3)},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				w, err := NewFileWriter(ctx, newPQMemStore(), WriteOptions{Schema: flStagedSchema()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Abort()
+				err = w.WriteInOrder(3*inOrderBlock, nil, func(i int) ([]any, error) {
+					if i == tc.refuse {
+						return nil, errors.New("bad record")
+					}
+					r := flStagedRow(i)
+					if c, ok := tc.bad[i]; ok {
+						r[c] = struct{}{}
+					}
+					return r, nil
+				})
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("WriteInOrder = %v, want the error of %q", err, tc.wantErr)
+				}
+			})
+		}
+	})
 }
 
 // pqRowGroups returns the row counts of a data file's row groups.
