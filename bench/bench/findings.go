@@ -113,8 +113,8 @@ func backfillHeapFindings(prof string, r backfillRun) []string {
 		return nil
 	}
 	return []string{
-		fmt.Sprintf("Backfill peak memory (peak RSS %d MiB under the profiler; staging's own peak %d MiB, the merge's %d MiB, %d events in %d batch(es), %.0f MB of staged Parquet): of the heap in use at the highest RSS, staging (`pipeline.(*Pipeline).decode`) holds %s and the merge's batch (`pipeline.(*Pipeline).applyBatch`) %s — the staged rows read back whole (`delta.ReadFileAt` %s), the changes built from them (`cdc.ChangeFromHistory` %s) and the state pass (`cdc.applyState`: latest change per key, sorted keys) %s. The merge's memory follows the batch, whose limit counts staged Parquet bytes (%s), not decoded rows; bounded memory needs the batch read and applied in bounded parts.",
+		fmt.Sprintf("Backfill peak memory (peak RSS %d MiB under the profiler; staging's peak %d MiB, the merge phase's %d MiB, %d events in %d batch(es), %.0f MB of staged Parquet): of the heap in use at the highest RSS, staging (`pipeline.(*Pipeline).decode`) holds %s and the merge (`pipeline.(*Pipeline).applyBatch`) %s — the staged rows a step reads back (`delta.ReadFileAt` %s), the changes built from them (`cdc.(*HistoryChanges).StateChange` %s, `Change` %s) and the state pass (`cdc.applyState`: latest change per key, sorted keys) %s. A step holds the changes of at most batch_max_events events (batches of at most %s); staging holds a part of as many events at most, and the next part while it writes one.",
 			r.peakKiB>>10, r.StagePeakKiB>>10, r.MergePeakKiB>>10, r.Events, r.Batches, mb(r.StagedBytes),
-			share(m, pkgPipeline+"(*Pipeline).decode"), share(m, pkgPipeline+"(*Pipeline).applyBatch"), share(m, pkgDelta+"ReadFileAt"), share(m, pkgCDC+"ChangeFromHistory"), share(m, pkgCDC+"applyState"), batchLimits()),
+			share(m, pkgPipeline+"(*Pipeline).decode"), share(m, pkgPipeline+"(*Pipeline).applyBatch"), share(m, pkgDelta+"ReadFileAt"), share(m, pkgCDC+"(*HistoryChanges).StateChange"), share(m, pkgCDC+"(*HistoryChanges).Change"), share(m, pkgCDC+"applyState"), batchLimits()),
 	}
 }
