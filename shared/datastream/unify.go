@@ -106,11 +106,19 @@ func UnifyJSON(events []Event, known value.StructType) (value.StructType, error)
 // unifyJSON is UnifyJSON over events held in any order-keeping container;
 // it walks them twice.
 func unifyJSON(events iter.Seq[*Event], known value.StructType) (value.StructType, error) {
-	fields, lookup, err := unifiedColumns(events, known)
+	fields, lookup, plain, err := unifiedColumns(events, known)
 	if err != nil {
 		return value.StructType{}, err
 	}
 	out := value.StructType{Fields: fields}
+	// The columns whose inferred values are not yet of their unified type:
+	// the only ones an event of the unified columns, in order, converts.
+	var convert []int
+	for ci := range fields {
+		if !plain[ci] {
+			convert = append(convert, ci)
+		}
+	}
 	// Events of a file mostly share their decoded schema: its columns'
 	// places in the unified schema are looked up once per schema, and rows
 	// are cut from slabs (they live and die with their part's events).
@@ -136,34 +144,40 @@ func unifyJSON(events iter.Seq[*Event], known value.StructType) (value.StructTyp
 		// An event of the unified columns, the usual case, has its
 		// values typed where they are.
 		row := ev.Row
-		if !inPlace || len(row) != len(fields) {
-			row = value.Cut(&slab, len(fields), 256*max(1, len(fields)))
-		}
-		for j, f := range ev.Schema.Fields {
-			if j >= len(ev.Row) || ev.Row[j] == nil {
-				continue
-			}
-			ci := places[j]
-			k := src.kind(j)
-			if k == kindTyped {
-				row[ci] = ev.Row[j]
-				continue
-			}
-			v, err := convertInferred(fields[ci].Type, k, ev.Row[j], src.text[j])
-			if err != nil {
-				re := &RecordError{File: src.file, Line: src.line, Record: ev.Meta.Record, Kind: ErrBadRecord, Field: "payload." + f.Name}
-				var fe *fieldError
-				if errors.As(err, &fe) {
-					if fe.field != "" {
-						re.Field += "." + fe.field
-					}
-					re.Reason, re.Err = fe.reason, fe.err
-				} else {
-					re.Reason = err.Error()
+		if inPlace && len(row) == len(fields) {
+			// Typed where it is: only the columns to convert are touched.
+			for _, j := range convert {
+				if row[j] == nil {
+					continue
 				}
-				return value.StructType{}, re
+				k := src.kind(j)
+				if k == kindTyped {
+					continue
+				}
+				v, err := convertInferred(fields[j].Type, k, row[j], src.text[j])
+				if err != nil {
+					return value.StructType{}, unifyError(ev, ev.Schema.Fields[j].Name, err)
+				}
+				row[j] = v
 			}
-			row[ci] = v
+		} else {
+			row = value.Cut(&slab, len(fields), 256*max(1, len(fields)))
+			for j, f := range ev.Schema.Fields {
+				if j >= len(ev.Row) || ev.Row[j] == nil {
+					continue
+				}
+				ci := places[j]
+				k := src.kind(j)
+				if k == kindTyped {
+					row[ci] = ev.Row[j]
+					continue
+				}
+				v, err := convertInferred(fields[ci].Type, k, ev.Row[j], src.text[j])
+				if err != nil {
+					return value.StructType{}, unifyError(ev, f.Name, err)
+				}
+				row[ci] = v
+			}
 		}
 		ev.Schema, ev.Row = out, row
 		src.kinds, src.text = nil, nil
@@ -176,10 +190,30 @@ func unifyJSON(events iter.Seq[*Event], known value.StructType) (value.StructTyp
 	return out, nil
 }
 
+// unifyError is the bad record of an event whose payload column col does
+// not convert to its unified type.
+func unifyError(ev *Event, col string, err error) error {
+	src := ev.jsonSrc
+	re := &RecordError{File: src.file, Line: src.line, Record: ev.Meta.Record, Kind: ErrBadRecord, Field: "payload." + col}
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		if fe.field != "" {
+			re.Field += "." + fe.field
+		}
+		re.Reason, re.Err = fe.reason, fe.err
+	} else {
+		re.Reason = err.Error()
+	}
+	return re
+}
+
 // unifiedColumns decides the unified schema and maps every event column
 // name to its field index (several names share a field when known matches
-// them case-insensitively).
-func unifiedColumns(events iter.Seq[*Event], known value.StructType) ([]value.Field, map[string]int, error) {
+// them case-insensitively). plain marks the fields whose inferred values
+// all convert to themselves (convertInferred returns them as they are):
+// strings and JSON texts of a string column, integers of a long column,
+// booleans of a boolean one.
+func unifiedColumns(events iter.Seq[*Event], known value.StructType) ([]value.Field, map[string]int, []bool, error) {
 	type column struct {
 		field   value.Field
 		known   bool
@@ -249,10 +283,10 @@ func unifiedColumns(events iter.Seq[*Event], known value.StructType) ([]value.Fi
 			switch {
 			case c.typedBy != 0:
 				if !value.Equal(c.field.Type, f.Type) {
-					return nil, nil, bad(fmt.Sprintf("typed %s here but %s in record %d", f.Type, c.field.Type, c.typedBy))
+					return nil, nil, nil, bad(fmt.Sprintf("typed %s here but %s in record %d", f.Type, c.field.Type, c.typedBy))
 				}
 			case c.known && !value.Equal(c.field.Type, f.Type):
-				return nil, nil, bad(fmt.Sprintf("typed %s by the decoding schema but %s by the known schema", f.Type, c.field.Type))
+				return nil, nil, nil, bad(fmt.Sprintf("typed %s by the decoding schema but %s by the known schema", f.Type, c.field.Type))
 			default:
 				c.typedBy = max(ev.Meta.Record, 1)
 				c.field.Type = f.Type
@@ -260,6 +294,7 @@ func unifiedColumns(events iter.Seq[*Event], known value.StructType) ([]value.Fi
 		}
 	}
 	fields := make([]value.Field, len(cols))
+	plain := make([]bool, len(cols))
 	for i, c := range cols {
 		switch {
 		case !c.known && c.typedBy == 0:
@@ -273,8 +308,9 @@ func unifiedColumns(events iter.Seq[*Event], known value.StructType) ([]value.Fi
 			}
 		}
 		fields[i] = c.field
+		plain[i] = c.lattice.plainAs(c.field.Type)
 	}
-	return fields, lookup, nil
+	return fields, lookup, plain, nil
 }
 
 // kind is how the value at Row index j was written (kindTyped once typed).
@@ -296,6 +332,20 @@ type lattice struct {
 	scale      int  // most fraction digits
 	// Strings.
 	notTimestamp, notDate bool
+}
+
+// plainAs reports whether every value the lattice saw is, as inferred,
+// already a value of type t: convertInferred returns it as it is.
+func (l *lattice) plainAs(t value.Type) bool {
+	switch t {
+	case value.String:
+		return l.numbers == 0 && l.bools == 0 // strings and JSON texts
+	case value.Long:
+		return l.bools == 0 && l.strs == 0 && l.nested == 0 && !l.fraction && !l.beyondLong && !l.tooWide // int64s
+	case value.Boolean:
+		return l.numbers == 0 && l.strs == 0 && l.nested == 0
+	}
+	return l.votes() == 0
 }
 
 // votes counts the non-null values seen.

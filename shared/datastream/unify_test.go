@@ -370,3 +370,37 @@ func FuzzUnifyJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestUnifyJSONConvertsOnlyColumnsNotYetOfTheirType covers the events typed
+// where they are: of a column whose inferred values are already of its
+// unified type (strings, integers, booleans) nothing is converted, and
+// the others (a string column holding numbers, a decimal column holding
+// integers, timestamps) are, both in events of the unified columns in
+// order and in an event of other columns.
+func TestUnifyJSONConvertsOnlyColumnsNotYetOfTheirType(t *testing.T) {
+	data := mysqlJSON(
+		`{"id":1,"s":"a","n":5,"b":true,"m":7,"x":1,"ts":"2024-01-02T03:04:05Z"}`,
+		`{"id":2,"s":"b","n":-6,"b":false,"m":"seven","x":2.5,"ts":"2024-01-02T03:04:06Z"}`,
+		`{"id":3,"s":null,"n":null,"b":null,"m":null,"x":null,"ts":null}`,
+		`{"ts":"2024-01-02T03:04:07Z","x":3,"m":8,"b":true,"n":9,"s":"c","id":4}`,
+	)
+	st, rows, err := unified(t, data, value.StructType{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTypes := map[string]string{"id": "long", "s": "string", "n": "long", "b": "boolean", "m": "string", "x": "decimal(38,1)", "ts": "timestamp"}
+	for _, f := range st.Fields {
+		if got := f.Type.String(); got != wantTypes[f.Name] {
+			t.Errorf("column %s is %s, want %s", f.Name, got, wantTypes[f.Name])
+		}
+	}
+	want := []string{
+		`{"id":1,"s":"a","n":5,"b":true,"m":"7","x":"1.0","ts":"2024-01-02T03:04:05.000000Z"}`,
+		`{"id":2,"s":"b","n":-6,"b":false,"m":"seven","x":"2.5","ts":"2024-01-02T03:04:06.000000Z"}`,
+		`{"id":3,"s":null,"n":null,"b":null,"m":null,"x":null,"ts":null}`,
+		`{"id":4,"s":"c","n":9,"b":true,"m":"8","x":"3.0","ts":"2024-01-02T03:04:07.000000Z"}`,
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+}
