@@ -1,10 +1,9 @@
 package delta
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math/big"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -40,88 +39,32 @@ func boundsAsDelta(t value.Type) bool {
 
 // footerStat is one stats root taken from the footer.
 type footerStat struct {
-	node   *statsNode
-	leaf   int                        // the Parquet leaf column
-	decode func(b []byte) (any, bool) // a bound's statistics bytes as a stats value
+	node  *statsNode
+	field value.Field // its schema field, a top-level leaf
 }
 
-// footerDecoder is how a bound of a leaf of type t is read from its
-// column chunk statistics (PLAIN encoding, without length prefix), when
-// Parquet orders t as Delta does; nil otherwise.
-func footerDecoder(t value.Type) func([]byte) (any, bool) {
-	i32 := func(b []byte) (int32, bool) {
-		if len(b) != 4 {
-			return 0, false
-		}
-		return int32(binary.LittleEndian.Uint32(b)), true
-	}
-	i64 := func(b []byte) (int64, bool) {
-		if len(b) != 8 {
-			return 0, false
-		}
-		return int64(binary.LittleEndian.Uint64(b)), true
-	}
-	if hasMinMax(t) && !boundsAsDelta(t) {
-		return nil
-	}
-	if dt, ok := t.(value.DecimalType); ok {
-		if dt.Precision <= 9 { // INT32, see leafNode
-			return func(b []byte) (any, bool) {
-				x, ok := i32(b)
-				return value.Decimal{Unscaled: big.NewInt(int64(x)), Scale: dt.Scale}, ok
-			}
-		}
-		return func(b []byte) (any, bool) { // INT64
-			x, ok := i64(b)
-			return value.Decimal{Unscaled: big.NewInt(x), Scale: dt.Scale}, ok
-		}
-	}
-	switch t {
-	case value.String:
-		return func(b []byte) (any, bool) { return string(b), true }
-	case value.Byte:
-		return func(b []byte) (any, bool) { x, ok := i32(b); return int8(x), ok }
-	case value.Short:
-		return func(b []byte) (any, bool) { x, ok := i32(b); return int16(x), ok }
-	case value.Integer:
-		return func(b []byte) (any, bool) { x, ok := i32(b); return x, ok }
-	case value.Date:
-		return func(b []byte) (any, bool) { x, ok := i32(b); return value.Days(x), ok }
-	case value.Long:
-		return func(b []byte) (any, bool) { x, ok := i64(b); return x, ok }
-	case value.Timestamp:
-		return func(b []byte) (any, bool) { x, ok := i64(b); return value.Micros(x), ok }
-	case value.TimestampNTZ:
-		return func(b []byte) (any, bool) { x, ok := i64(b); return value.LocalMicros(x), ok }
-	case value.Boolean, value.Binary:
-		// No bounds in add.stats (hasMinMax): only the null count.
-		return func([]byte) (any, bool) { return nil, false }
-	}
-	return nil
+// fromFooter reports whether a top-level leaf of type t takes its
+// statistics from the footer: its null count always, and its bounds when
+// it has any (hasMinMax) and parquet-go's are its Delta ones.
+func fromFooter(t value.Type) bool {
+	return !hasMinMax(t) || boundsAsDelta(t)
 }
 
 // statsFromFooter moves the stats roots that are top-level leaves of a
-// type footerDecoder reads out of the rows' way: Close reads them from the
+// type fromFooter holds out of the rows' way: Close reads them from the
 // footer. Called before any row is written.
 func (w *FileWriter) statsFromFooter() {
-	leafOf := make(map[int]*wnode, len(w.root)) // schema index → its leaf
+	leaf := make(map[int]bool, len(w.root)) // schema indexes of top-level leaves
 	for k, n := range w.root {
-		if n.kind == wLeaf {
-			leafOf[w.dataIdx[k]] = n
-		}
+		leaf[w.dataIdx[k]] = n.kind == wLeaf
 	}
 	var perRow []*statsNode
 	for _, s := range w.stats.roots {
-		n := leafOf[s.index]
-		var decode func([]byte) (any, bool)
-		if n != nil && s.children == nil {
-			decode = footerDecoder(s.typ)
-		}
-		if decode == nil {
+		if !leaf[s.index] || s.children != nil || !fromFooter(s.typ) {
 			perRow = append(perRow, s)
 			continue
 		}
-		w.footer = append(w.footer, footerStat{node: s, leaf: n.leaf, decode: decode})
+		w.footer = append(w.footer, footerStat{node: s, field: w.opts.Schema.Fields[s.index]})
 	}
 	w.stats.perRow = perRow
 }
@@ -135,22 +78,59 @@ func (w *FileWriter) statsFromRows() {
 }
 
 // addFooterStats adds the statistics of the file's column chunks, as
-// parquet-go wrote them in the footer, to the roots taken from it.
+// parquet-go wrote them in the footer, to the roots taken from it: a bound
+// is read as a reader reads one (plainBound, then the leaf's converter).
 func (w *FileWriter) addFooterStats(md *format.FileMetaData) error {
-	for g, rg := range md.RowGroups {
-		for _, f := range w.footer {
-			if f.leaf >= len(rg.Columns) {
-				return fmt.Errorf("row group %d has %d columns, no leaf %d", g, len(rg.Columns), f.leaf)
+	root, _, err := parquetTree(md.Schema)
+	if err != nil {
+		return err
+	}
+	type leaf struct {
+		index int
+		phys  format.Type
+		conv  func(parquet.Value) (any, error)
+	}
+	leaves := make([]leaf, len(w.footer))
+	for i, f := range w.footer {
+		p := root.child(f.field, w.opts.ColumnMappingMode)
+		if p == nil || !p.isLeaf() {
+			return fmt.Errorf("column %q is not a leaf of the file written", f.field.Name)
+		}
+		l := leaf{index: p.leaf}
+		if f.node.minMax {
+			l.phys, _ = p.el.Type.Get()
+			if l.conv, err = converter(f.field.Type, p, nil); err != nil {
+				return err
 			}
-			st := rg.Columns[f.leaf].MetaData.Statistics
+		}
+		leaves[i] = l
+	}
+	bound := func(l leaf, b []byte) (any, bool) {
+		if b == nil {
+			return nil, false
+		}
+		v, err := plainBound(l.phys, b)
+		if err != nil {
+			return nil, false
+		}
+		x, err := l.conv(v)
+		return x, err == nil
+	}
+	for g, rg := range md.RowGroups {
+		for i, f := range w.footer {
+			l := leaves[i]
+			if l.index >= len(rg.Columns) {
+				return fmt.Errorf("row group %d has %d columns, no leaf %d", g, len(rg.Columns), l.index)
+			}
+			st := rg.Columns[l.index].MetaData.Statistics
 			s := leafSummary{nulls: st.NullCount}
 			if s.nulls < 0 || s.nulls > rg.NumRows {
-				return fmt.Errorf("row group %d, leaf %d: null count %d of %d rows", g, f.leaf, s.nulls, rg.NumRows)
+				return fmt.Errorf("row group %d, leaf %d: null count %d of %d rows", g, l.index, s.nulls, rg.NumRows)
 			}
 			if s.nulls < rg.NumRows && f.node.minMax {
-				lo, okLo := f.decode(st.MinValue)
-				hi, okHi := f.decode(st.MaxValue)
-				if st.MinValue == nil || st.MaxValue == nil || !okLo || !okHi {
+				lo, okLo := bound(l, st.MinValue)
+				hi, okHi := bound(l, st.MaxValue)
+				if !okLo || !okHi {
 					s.unbounded = true // no bounds written: none claimed
 				} else {
 					s.min, s.max = lo, hi

@@ -424,27 +424,35 @@ func (s *sparseReader) leaves() []int {
 // (it truncates to 16 bytes and increments): it bounds nothing, and nil
 // is returned for it.
 func (s *sparseReader) bound(b []byte, isMax bool) (any, error) {
-	var v parquet.Value
-	switch s.phys {
-	case format.Int32:
-		if len(b) != 4 {
-			return nil, corruptParquet("INT32 page bound of %d bytes", len(b))
-		}
-		v = parquet.Int32Value(int32(binary.LittleEndian.Uint32(b)))
-	case format.Int64:
-		if len(b) != 8 {
-			return nil, corruptParquet("INT64 page bound of %d bytes", len(b))
-		}
-		v = parquet.Int64Value(int64(binary.LittleEndian.Uint64(b)))
-	case format.ByteArray:
-		if isMax && len(b) > 0 && !slices.ContainsFunc(b, func(c byte) bool { return c != 0xFF }) {
-			return nil, nil
-		}
-		v = parquet.ByteArrayValue(b)
-	default:
-		return nil, corruptParquet("page bounds of physical type %v", s.phys)
+	if s.phys == format.ByteArray && isMax && len(b) > 0 && !slices.ContainsFunc(b, func(c byte) bool { return c != 0xFF }) {
+		return nil, nil
+	}
+	v, err := plainBound(s.phys, b)
+	if err != nil {
+		return nil, err
 	}
 	return s.conv(v)
+}
+
+// plainBound reads a bound as parquet-go writes them in column chunk
+// statistics and in the column index: PLAIN-encoded, a byte array without
+// its length. Only the physical types those bounds are read of here.
+func plainBound(phys format.Type, b []byte) (parquet.Value, error) {
+	switch phys {
+	case format.Int32:
+		if len(b) != 4 {
+			return parquet.Value{}, corruptParquet("INT32 bound of %d bytes", len(b))
+		}
+		return parquet.Int32Value(int32(binary.LittleEndian.Uint32(b))), nil
+	case format.Int64:
+		if len(b) != 8 {
+			return parquet.Value{}, corruptParquet("INT64 bound of %d bytes", len(b))
+		}
+		return parquet.Int64Value(int64(binary.LittleEndian.Uint64(b))), nil
+	case format.ByteArray:
+		return parquet.ByteArrayValue(b), nil
+	}
+	return parquet.Value{}, corruptParquet("bounds of physical type %v", phys)
 }
 
 // pageRows returns the rows [first, end) of page i of a row group of n

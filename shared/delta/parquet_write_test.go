@@ -537,6 +537,11 @@ func TestColumnMappingWritesPhysicalNamesAndReadsThemBack(t *testing.T) {
 			if !strings.Contains(add.Stats, `"col-s":{"col-x":5}`) {
 				t.Errorf("stats %s are not keyed by physical names", add.Stats)
 			}
+			// A top-level leaf's bounds are read from the footer, its
+			// column found there by its physical name or id.
+			if !strings.Contains(add.Stats, `"minValues":{"col-a":1`) || !strings.Contains(add.Stats, `"maxValues":{"col-a":2`) {
+				t.Errorf("stats %s lack the bounds of col-a", add.Stats)
+			}
 			md := pqMetadata(schema, []string{"p"}, map[string]string{"delta.columnMapping.mode": mode})
 			got := pqRead(t, store, md, add, ReadOptions{})
 			for i := range rows {
