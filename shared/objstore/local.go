@@ -128,14 +128,24 @@ func (l *local) Stat(_ context.Context, name string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	st, err := os.Stat(p)
+	st, err := statObject(p)
 	if err != nil {
-		return Info{}, mapNotExist(err)
-	}
-	if !st.Mode().IsRegular() {
-		return Info{}, fmt.Errorf("not a regular file: %w", ErrNotExist)
+		return Info{}, err
 	}
 	return fileInfo(name, st), nil
+}
+
+// statObject stats the file of an object at p: ErrNotExist when there is
+// none, or when p is not a regular file (a directory of other objects).
+func statObject(p string) (fs.FileInfo, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, mapNotExist(err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file: %w", ErrNotExist)
+	}
+	return st, nil
 }
 
 func (l *local) Write(ctx context.Context, name string, r io.Reader, opts WriteOptions) (Info, error) {
@@ -244,12 +254,9 @@ func (l *local) Copy(ctx context.Context, src, dst string, opts WriteOptions) (I
 		if err := ctx.Err(); err != nil {
 			return Info{}, err
 		}
-		st, err := os.Stat(sp)
+		st, err := statObject(sp)
 		if err != nil {
-			return Info{}, mapNotExist(err)
-		}
-		if !st.Mode().IsRegular() {
-			return Info{}, fmt.Errorf("not a regular file: %w", ErrNotExist)
+			return Info{}, err
 		}
 		if st, err = stampGeneration(sp, st.ModTime()); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
