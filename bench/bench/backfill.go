@@ -80,6 +80,15 @@ func pairRatios(ds, duck []float64) (ratios []float64, median float64) {
 	return ratios, median
 }
 
+// joinf renders xs with format, separated by commas.
+func joinf(format string, xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprintf(format, x)
+	}
+	return strings.Join(s, ", ")
+}
+
 // cores is how many cores a phase kept busy on average.
 func cores(cpuMillis, wallMillis float64) float64 { return cpuMillis / wallMillis }
 
@@ -108,8 +117,7 @@ func backfillScenario(ctx context.Context, rep *report, db *sql.DB, tmp string, 
 	limited := rep.child.withEnv(fmt.Sprintf("GOMEMLIMIT=%dMiB", backfillMemLimitMiB))
 	var ds backfillRun
 	var duck duckResult
-	var dsTimes, duckTimes []string
-	var dsMillis, duckMillis []float64 // run by run, for pairRatios
+	var dsMillis, duckMillis []float64 // run by run
 	lake := filepath.Join(dir, "lake")
 	for r := range runs {
 		logf("backfill: dsdelta (stage %d files, merge) in a child process, run %d of %d", spec.Files, r+1, runs)
@@ -128,7 +136,6 @@ func backfillScenario(ctx context.Context, rep *report, db *sql.DB, tmp string, 
 			return fmt.Errorf("dsdelta backfill staged %d events, wrote %d history and %d state rows; want %d, %d and %d", got.Events, got.HistoryRows, got.StateRows, d.Events, d.Events, d.Keys)
 		}
 		logf("backfill: dsdelta %.0f ms (staging %.0f ms, merge %.0f ms), %.0f events/s, peak %.0f MiB", got.TotalMillis, got.StageMillis, got.MergeMillis, got.eventsPerS(), float64(got.peakKiB)/1024)
-		dsTimes = append(dsTimes, fmt.Sprintf("%.0f", got.TotalMillis))
 		dsMillis = append(dsMillis, got.TotalMillis)
 		// Peaks are the highest of the runs, times the fastest's.
 		peak, stagePeak, mergePeak := max(ds.peakKiB, got.peakKiB), max(ds.StagePeakKiB, got.StagePeakKiB), max(ds.MergePeakKiB, got.MergePeakKiB)
@@ -147,7 +154,6 @@ func backfillScenario(ctx context.Context, rep *report, db *sql.DB, tmp string, 
 			return fmt.Errorf("duckdb backfill wrote %d history and %d state rows; want %d and %d", dr.history, dr.state, d.Events, d.Keys)
 		}
 		logf("backfill: duckdb %v", dr.elapsed)
-		duckTimes = append(duckTimes, fmt.Sprintf("%.0f", secs(dr.elapsed)*1000))
 		duckMillis = append(duckMillis, secs(dr.elapsed)*1000)
 		duckPeak := max(duck.peakKiB, dr.peakKiB)
 		if r == 0 || dr.elapsed < duck.elapsed {
@@ -186,7 +192,7 @@ func backfillScenario(ctx context.Context, rep *report, db *sql.DB, tmp string, 
 
 	rep.add("## Backfill\n")
 	rep.add("%d events of one MySQL table (`%s`: a UUID-shaped string primary key, random in value and in read order, and the six other columns of the decode table) as a Datastream full-dump backfill writes them — read_method `%s`, empty log position, change_type INSERT, whole-second source timestamps, one folder under the backfill's start minute — in %d JSONL files of %.1f MB each (%.0f MB), written once before the runs. One event in %d reads again a key the backfill read at least %v before (a restarted backfill chunk), with other values, so the current state holds %d keys. %d runs each side, alternating (dsdelta %s ms; DuckDB %s ms): the table shows the fastest of each, whose times the ratio compares, and the highest peak RSS of the runs.\n",
-		d.Events, backfillbench.TableID, backfillbench.ReadMethod, spec.Files, mb(d.Bytes)/float64(spec.Files), mb(d.Bytes), backfillbench.RereadEvery, backfillbench.RereadAfter, d.Keys, runs, strings.Join(dsTimes, ", "), strings.Join(duckTimes, ", "))
+		d.Events, backfillbench.TableID, backfillbench.ReadMethod, spec.Files, mb(d.Bytes)/float64(spec.Files), mb(d.Bytes), backfillbench.RereadEvery, backfillbench.RereadAfter, d.Keys, runs, joinf("%.0f", dsMillis), joinf("%.0f", duckMillis))
 	rep.add("| | total | staging | merge | events/s | peak RSS |")
 	rep.add("|---|---|---|---|---|---|")
 	rep.add("| dsdelta | %.0f ms | %.0f ms (%.0f MB/s of JSONL; %d files, %d at a time, %.1f cores busy; %.0f MB of staged Parquet) | %.0f ms (%d batch(es), %.1f cores busy, %d staged rows decoded) | %.0f | %.0f MiB (staging %d MiB, merge %d MiB) |",
@@ -199,11 +205,7 @@ func backfillScenario(ctx context.Context, rep *report, db *sql.DB, tmp string, 
 	rep.add("CPU time of the fastest runs (user and system; information: less moved than wall time by other work on the machine, though not free of it): dsdelta %.2f s (staging %.2f s, merge %.2f s), DuckDB %.2f s, %.2f×.\n",
 		dsCPU, ds.StageCPUMillis/1000, ds.MergeCPUMillis/1000, secs(duck.cpu), dsCPU/secs(duck.cpu))
 	if pairs, median := pairRatios(dsMillis, duckMillis); len(pairs) > 1 {
-		rs := make([]string, len(pairs))
-		for i, x := range pairs {
-			rs[i] = fmt.Sprintf("%.2f", x)
-		}
-		rep.add("Run by run (information: each dsdelta run against the DuckDB run right after it, which met the same moment's load on the host): %s×; median %.2f×. The target compares the fastest runs.\n", strings.Join(rs, ", "), median)
+		rep.add("Run by run (information: each dsdelta run against the DuckDB run right after it, which met the same moment's load on the host): %s×; median %.2f×. The target compares the fastest runs.\n", joinf("%.2f", pairs), median)
 	}
 	rep.add("| target | figure | status |")
 	rep.add("|---|---|---|")

@@ -136,14 +136,8 @@ func TestSummaryAndTargetsCarryTheSCD2Ratio(t *testing.T) {
 // takes the median: the middle ratio, or the mean of the two middle ones.
 func TestPairRatiosComparesRunsSideBySide(t *testing.T) {
 	ratios, median := pairRatios([]float64{3727, 3865, 4087, 4456, 4226}, []float64{2864, 2916, 2677, 3021, 2317})
-	want := []string{"1.30", "1.33", "1.53", "1.48", "1.82"}
-	if len(ratios) != len(want) {
-		t.Fatalf("%d ratios, want %d", len(ratios), len(want))
-	}
-	for i, r := range ratios {
-		if got := fmt.Sprintf("%.2f", r); got != want[i] {
-			t.Errorf("ratio %d = %s, want %s", i, got, want[i])
-		}
+	if got, want := joinf("%.2f", ratios), "1.30, 1.33, 1.53, 1.48, 1.82"; got != want {
+		t.Errorf("ratios %s, want %s", got, want)
 	}
 	if got := fmt.Sprintf("%.2f", median); got != "1.48" {
 		t.Errorf("median = %s, want 1.48", got)
