@@ -13,6 +13,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -181,6 +182,256 @@ func intTest[T comparable](vals []any, few int, stored func(parquet.Value) T, ke
 	}
 }
 
+// storedTest is rawTest on a page's stored values as they lie: its INT64
+// or INT32 array, or its byte arrays' bytes and offsets. Testing a
+// parquet.Value made of every value of every page read (24 bytes each,
+// through two calls) took a quarter of the CPU of a random batch's
+// lookups in a 10M-row table, where each of thousands of pages holds one
+// key looked for among a thousand values.
+type storedTest struct {
+	phys format.Type
+	i64  []int64 // INT64: the stored values looked for, when few
+	i32  []int32 // INT32: the same
+	strs []string
+	// The same, when many.
+	set64  map[int64]struct{}
+	set32  map[int32]struct{}
+	strSet map[string]struct{}
+}
+
+// storedTest returns the test of the stored values of a leaf of physical
+// type phys that rawTest makes for vals, or nil where rawTest makes none.
+func (m *valueMatch) storedTest(phys format.Type, vals []any) *storedTest {
+	const few = 8
+	t := &storedTest{phys: phys}
+	switch {
+	case m.strs != nil && phys == format.ByteArray:
+		if len(vals) > few {
+			t.strSet = m.strs
+			return t
+		}
+		for _, v := range vals {
+			t.strs = append(t.strs, v.(string))
+		}
+	case phys == format.Int64 && m.typ == value.Long:
+		t.i64, t.set64 = storedKeys(vals, few, func(x int64) int64 { return x })
+	case phys == format.Int32 && (m.typ == value.Long || m.typ == value.Integer || m.typ == value.Date):
+		// As rawTest: the low 32 bits of the value looked for.
+		t.i32, t.set32 = storedKeys(vals, few, func(x int64) int32 { return int32(x) })
+	default:
+		return nil
+	}
+	return t
+}
+
+// storedKeys maps the values looked for to stored values by key, as a list
+// when they are few and a set otherwise.
+func storedKeys[T comparable](vals []any, few int, key func(int64) T) ([]T, map[T]struct{}) {
+	if len(vals) > few {
+		set := make(map[T]struct{}, len(vals))
+		for _, v := range vals {
+			set[key(reflect.ValueOf(v).Int())] = struct{}{}
+		}
+		return nil, set
+	}
+	list := make([]T, len(vals))
+	for i, v := range vals {
+		list[i] = key(reflect.ValueOf(v).Int())
+	}
+	return list, nil
+}
+
+// scan appends to out the indexes of the values of page p (of rows rows)
+// that the test passes, and reports whether it could read them: the page
+// must hold one stored value per row (no null, no repetition) and not be
+// dictionary-encoded. The caller tests the values it passes exactly.
+func (t *storedTest) scan(p parquet.Page, rows int, out []int32) ([]int32, bool) {
+	if p.Dictionary() != nil || len(p.RepetitionLevels()) > 0 || p.NumNulls() != 0 || p.NumValues() != int64(rows) {
+		return out, false
+	}
+	data := p.Data()
+	switch {
+	case t.phys == format.Int64 && data.Kind() == encoding.Int64:
+		vals := data.Int64()
+		if len(vals) != rows {
+			return out, false
+		}
+		return scanStored(vals, t.i64, t.set64, out), true
+	case t.phys == format.Int32 && data.Kind() == encoding.Int32:
+		vals := data.Int32()
+		if len(vals) != rows {
+			return out, false
+		}
+		return scanStored(vals, t.i32, t.set32, out), true
+	case t.phys == format.ByteArray && data.Kind() == encoding.ByteArray:
+		b, offs := data.ByteArray()
+		if len(offs) != rows+1 {
+			return out, false
+		}
+		for j := range rows {
+			v := b[offs[j]:offs[j+1]]
+			if t.strSet != nil {
+				if _, ok := t.strSet[string(v)]; ok {
+					out = append(out, int32(j))
+				}
+				continue
+			}
+			for _, c := range t.strs {
+				if string(v) == c {
+					out = append(out, int32(j))
+					break
+				}
+			}
+		}
+		return out, true
+	}
+	return out, false
+}
+
+// value returns the value at index j of a page scan read, as the page's
+// value reader hands it out (a byte array's bytes point into the page).
+func (t *storedTest) value(p parquet.Page, j int32, maxDef, leaf int) parquet.Value {
+	var v parquet.Value
+	data := p.Data()
+	switch t.phys {
+	case format.Int64:
+		v = parquet.Int64Value(data.Int64()[j])
+	case format.Int32:
+		v = parquet.Int32Value(data.Int32()[j])
+	default:
+		b, offs := data.ByteArray()
+		v = parquet.ByteArrayValue(b[offs[j]:offs[j+1]])
+	}
+	return v.Level(0, maxDef, leaf)
+}
+
+// storedValues appends to dst the values of page p at offsets offs
+// (ascending, within the page) of a leaf of maximum definition level
+// maxDef, as the page's value reader hands them out (a null with its
+// level, a byte array pointing into the page), read from the page's
+// stored values where they lie rather than all of them made into
+// parquet.Values first: a sparse read wants a few rows of each page of
+// the other columns. It reports false for a page it does not read this
+// way (repetition levels; boolean or INT96 values; a dictionary whose
+// indexes are not INT32).
+func storedValues(p parquet.Page, offs []int64, maxDef, leaf int, dst []parquet.Value) ([]parquet.Value, bool) {
+	if len(p.RepetitionLevels()) > 0 {
+		return dst, false
+	}
+	data := p.Data()
+	dict := p.Dictionary()
+	kind := data.Kind()
+	if dict != nil && kind != encoding.Int32 {
+		return dst, false
+	}
+	var n int // the page's stored values
+	switch kind {
+	case encoding.Int32:
+		n = len(data.Int32())
+	case encoding.Int64:
+		n = len(data.Int64())
+	case encoding.Float:
+		n = len(data.Float())
+	case encoding.Double:
+		n = len(data.Double())
+	case encoding.ByteArray:
+		_, o := data.ByteArray()
+		n = max(len(o)-1, 0)
+	case encoding.FixedLenByteArray:
+		b, size := data.FixedLenByteArray()
+		if size <= 0 {
+			return dst, false
+		}
+		n = len(b) / size
+	default:
+		return dst, false
+	}
+	defs := p.DefinitionLevels()
+	if defs == nil && int64(n) != p.NumValues() || defs != nil && len(defs) != int(p.NumValues()) {
+		return dst, false
+	}
+	vi, at := 0, 0 // the stored value of row at
+	for _, r := range offs {
+		if r < 0 || r >= p.NumValues() {
+			return dst, false
+		}
+		if defs != nil {
+			for ; at < int(r); at++ {
+				if int(defs[at]) == maxDef {
+					vi++
+				}
+			}
+			if d := int(defs[r]); d != maxDef {
+				dst = append(dst, parquet.Value{}.Level(0, d, leaf))
+				continue
+			}
+		} else {
+			vi = int(r)
+		}
+		if vi >= n {
+			return dst, false
+		}
+		var v parquet.Value
+		switch kind {
+		case encoding.Int32:
+			i := data.Int32()[vi]
+			if dict != nil {
+				if i < 0 || int(i) >= dict.Len() {
+					return dst, false
+				}
+				v = dict.Index(i)
+			} else {
+				v = parquet.Int32Value(i)
+			}
+		case encoding.Int64:
+			v = parquet.Int64Value(data.Int64()[vi])
+		case encoding.Float:
+			v = parquet.FloatValue(data.Float()[vi])
+		case encoding.Double:
+			v = parquet.DoubleValue(data.Double()[vi])
+		case encoding.ByteArray:
+			b, o := data.ByteArray()
+			v = parquet.ByteArrayValue(b[o[vi]:o[vi+1]])
+		case encoding.FixedLenByteArray:
+			b, size := data.FixedLenByteArray()
+			v = parquet.FixedLenByteArrayValue(b[vi*size : (vi+1)*size])
+		}
+		dst = append(dst, v.Level(0, maxDef, leaf))
+	}
+	return dst, true
+}
+
+// scanStored appends to out the indexes of vals in list (few values) or
+// set.
+func scanStored[T comparable](vals, list []T, set map[T]struct{}, out []int32) []int32 {
+	if set != nil {
+		for j, x := range vals {
+			if _, ok := set[x]; ok {
+				out = append(out, int32(j))
+			}
+		}
+		return out
+	}
+	if len(list) == 1 {
+		c := list[0]
+		for j, x := range vals {
+			if x == c {
+				out = append(out, int32(j))
+			}
+		}
+		return out
+	}
+	for j, x := range vals {
+		for _, c := range list {
+			if x == c {
+				out = append(out, int32(j))
+				break
+			}
+		}
+	}
+	return out
+}
+
 // span returns the values in [lo, hi] as m.values[i:j]; a nil hi has no
 // upper bound.
 func (m *valueMatch) span(lo, hi any) (i, j int) {
@@ -213,6 +464,9 @@ type readStats struct {
 	sparse int // row groups read through the page index
 	dense  int // row groups read whole
 	pages  int // pages decoded through the page index
+	// The filter column's pages decoded through the page index, tested
+	// as stored (storedTest) or value by value.
+	stored, byValue int
 }
 
 type readStatsKey struct{}
@@ -228,6 +482,15 @@ func countRead(ctx context.Context, sparse bool, pages int) {
 		st.pages += pages
 	default:
 		st.dense++
+	}
+}
+
+// countTested records how many pages of the filter column were tested as
+// stored and value by value.
+func countTested(ctx context.Context, stored, byValue int) {
+	if st, ok := ctx.Value(readStatsKey{}).(*readStats); ok {
+		st.stored += stored
+		st.byValue += byValue
 	}
 }
 
@@ -536,11 +799,42 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 	// The values each page's bounds can hold, tested first on the stored
 	// value: boxing every value read to test it cost a third of a lookup.
 	raws := make(map[int]func(parquet.Value) bool, len(pages))
+	stored := make(map[int]*storedTest, len(pages))
 	for k, i := range pages {
 		sp := s.spans[g][k]
 		raws[i] = s.m.rawTest(s.phys, s.m.values[sp[0]:sp[1]])
+		stored[i] = s.m.storedTest(s.phys, s.m.values[sp[0]:sp[1]])
 	}
-	err = s.readPages(g, want, gi, func(w pageWant, first int64, vals []parquet.Value) error {
+	// A page of one stored value per row is tested as it lies; others
+	// (nulls, dictionary encoding) value by value.
+	var passed []int32
+	scanned, byValue := 0, 0
+	defer func() { countTested(ctx, scanned, byValue) }()
+	scan := func(w pageWant, first int64, p parquet.Page) (bool, error) {
+		t := stored[w.page]
+		if t == nil {
+			return false, nil
+		}
+		var ok bool
+		if passed, ok = t.scan(p, int(p.NumValues()), passed[:0]); !ok {
+			return false, nil
+		}
+		scanned++
+		c := s.cols[s.m.col]
+		for _, j := range passed {
+			x, err := c.value(t.value(p, j, c.maxDef, s.leaf))
+			if err != nil {
+				return true, fmt.Errorf("row %d: %w", base+first+int64(j), err)
+			}
+			if s.m.has(x) {
+				rows = append(rows, first+int64(j))
+				keys = append(keys, x)
+			}
+		}
+		return true, nil
+	}
+	err = s.readPages(g, want, gi, scan, func(w pageWant, first int64, vals []parquet.Value) error {
+		byValue++
 		c := s.cols[s.m.col]
 		raw := raws[w.page]
 		for j, v := range vals {
@@ -585,7 +879,33 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 	}
 	decoded += len(want)
 	if len(want) > 0 {
-		err = s.readPages(g, want, gi, func(w pageWant, first int64, vals []parquet.Value) error {
+		var offs []int64
+		var vals []parquet.Value
+		stored := func(w pageWant, first int64, p parquet.Page) (bool, error) {
+			got := colVals[w.leaf]
+			offs = offs[:0]
+			for _, r := range rows[len(got):] {
+				if r-first >= p.NumValues() {
+					break
+				}
+				offs = append(offs, r-first)
+			}
+			c := s.leafCol(w.leaf)
+			var ok bool
+			if vals, ok = storedValues(p, offs, c.maxDef, w.leaf, vals[:0]); !ok {
+				return false, nil
+			}
+			for i, v := range vals {
+				x, err := c.value(v)
+				if err != nil {
+					return true, fmt.Errorf("row %d: %w", base+first+offs[i], err)
+				}
+				got = append(got, x)
+			}
+			colVals[w.leaf] = got
+			return true, nil
+		}
+		err = s.readPages(g, want, gi, stored, func(w pageWant, first int64, vals []parquet.Value) error {
 			c := s.leafCol(w.leaf)
 			got := colVals[w.leaf]
 			for _, r := range rows[len(got):] {
@@ -651,8 +971,9 @@ func (c sparseCol) value(v parquet.Value) (any, error) {
 // readPages fetches the pages want (sorted by leaf, then page) of row
 // group g, with the dictionary page of each leaf that has one, checks
 // them (see pageChecker.checkRun) and hands each page's values to fn with
-// the row index of its first value.
-func (s *sparseReader) readPages(g int, want []pageWant, gi groupIndex, fn func(w pageWant, first int64, vals []parquet.Value) error) error {
+// the row index of its first value; or the page itself to raw, when raw is
+// not nil and reports it read it.
+func (s *sparseReader) readPages(g int, want []pageWant, gi groupIndex, raw func(w pageWant, first int64, p parquet.Page) (bool, error), fn func(w pageWant, first int64, vals []parquet.Value) error) error {
 	md := s.f.Metadata()
 	rg := &md.RowGroups[g]
 	var ranges [][2]int64
@@ -715,18 +1036,23 @@ func (s *sparseReader) readPages(g int, want []pageWant, gi groupIndex, fn func(
 			lastLeaf = w.leaf
 		}
 		first, end := pageRows(gi.oi[w.leaf], w.page, rg.NumRows)
-		if err := s.decodePage(pages, w, first, end, func(vals []parquet.Value) error { return fn(w, first, vals) }); err != nil {
+		var pageRaw func(parquet.Page) (bool, error)
+		if raw != nil {
+			pageRaw = func(p parquet.Page) (bool, error) { return raw(w, first, p) }
+		}
+		if err := s.decodePage(pages, w, first, end, pageRaw, func(vals []parquet.Value) error { return fn(w, first, vals) }); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// decodePage reads page w, holding rows [first, end), and hands its values
-// to fn, which must not keep them: they point into the page, released
-// when fn returns. A panic of parquet-go on a corrupt page becomes an
-// error (pageChecker.checkRun checked the headers, not the values).
-func (s *sparseReader) decodePage(pages *parquet.FilePages, w pageWant, first, end int64, fn func([]parquet.Value) error) (err error) {
+// decodePage reads page w, holding rows [first, end), and hands it to raw
+// (when not nil), or, when raw does not read it, its values to fn. Neither
+// may keep what they are given: it points into the page, released when
+// they return. A panic of parquet-go on a corrupt page becomes an error
+// (pageChecker.checkRun checked the headers, not the values).
+func (s *sparseReader) decodePage(pages *parquet.FilePages, w pageWant, first, end int64, raw func(parquet.Page) (bool, error), fn func([]parquet.Value) error) (err error) {
 	var p parquet.Page
 	defer func() {
 		if r := recover(); r != nil {
@@ -745,6 +1071,11 @@ func (s *sparseReader) decodePage(pages *parquet.FilePages, w pageWant, first, e
 	}
 	if p.NumRows() != end-first || p.NumValues() != end-first {
 		return corruptParquet("column chunk %d: page %d holds %d values in %d rows, the offset index %d rows", w.leaf, w.page, p.NumValues(), p.NumRows(), end-first)
+	}
+	if raw != nil {
+		if ok, err := raw(p); ok || err != nil {
+			return err
+		}
 	}
 	if cap(s.vals) < int(end-first) {
 		s.vals = make([]parquet.Value, end-first)

@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -9,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/value"
+	"github.com/parquet-go/parquet-go"
 )
 
 // piSchema is a state table with a composite key (k, k2), a payload and
@@ -69,12 +72,20 @@ func piRead(t *testing.T, store *countingStore, md Metadata, add Add, opts ReadO
 // not.
 func TestOnlyValuesReadsExactlyTheMatchingRowsOfAFullRead(t *testing.T) {
 	ctx := context.Background()
-	var sparse, dense int
+	var sparse, dense, stored, byValue int
 	for trial := range 60 {
 		r := rand.New(rand.NewPCG(uint64(trial), 14))
 		kt := []value.Type{value.String, value.Long, value.Integer, value.Date}[trial%4]
 		sorted := trial%3 != 1
 		schema := piSchema(kt)
+		// Half the trials add columns of other kinds of stored values: a
+		// required one (pages without definition levels) and a double.
+		wide := trial%2 == 1
+		if wide {
+			schema.Fields = append(schema.Fields,
+				value.Field{Name: "seq", Type: value.Long, Nullable: false},
+				value.Field{Name: "d", Type: value.Double, Nullable: true})
+		}
 		n := 200 + r.IntN(3000)
 		keys := make([]any, n)
 		for i := range keys {
@@ -97,6 +108,13 @@ func TestOnlyValuesReadsExactlyTheMatchingRowsOfAFullRead(t *testing.T) {
 				k2 = r.Int64N(10)
 			}
 			rows[i] = []any{keys[i], k2, name, []byte{byte(i), byte(i >> 8), byte(r.Uint32())}}
+			if wide {
+				var d any
+				if r.IntN(4) > 0 {
+					d = r.NormFloat64()
+				}
+				rows[i] = append(rows[i], int64(i), d)
+			}
 		}
 		opts := WriteOptions{Schema: schema, RowGroupRows: int64(100 + r.IntN(1000)), PageBytes: []int{256, 512, 1024, 4096}[r.IntN(4)]}
 		if trial%5 != 0 {
@@ -105,6 +123,11 @@ func TestOnlyValuesReadsExactlyTheMatchingRowsOfAFullRead(t *testing.T) {
 		mem := newPQMemStore()
 		store := &countingStore{Store: mem}
 		add := pqWrite(t, mem, opts, rows)
+		if trial%3 == 2 {
+			// As other writers write: dictionary-encoded pages.
+			b := piDictReencode(t, mem.objects[add.Path], opts.PageBytes)
+			mem.objects[add.Path], add.Size = b, int64(len(b))
+		}
 		md := pqMetadata(schema, nil, nil)
 		if r.IntN(2) == 0 {
 			del := roaring64.New()
@@ -131,6 +154,9 @@ func TestOnlyValuesReadsExactlyTheMatchingRowsOfAFullRead(t *testing.T) {
 		}
 		slices.SortFunc(vals, value.Compare)
 		cols := [][]string{{"k", "k2", "name", "_order"}, {"_order", "k"}, {"k"}}[r.IntN(3)]
+		if wide && r.IntN(3) > 0 {
+			cols = append(slices.Clone(cols), []string{"seq", "d"}[r.IntN(2):]...)
+		}
 		kcol := slices.Index(cols, "k")
 
 		var want []piRow
@@ -146,14 +172,21 @@ func TestOnlyValuesReadsExactlyTheMatchingRowsOfAFullRead(t *testing.T) {
 		got, st := piRead(t, store, md, add, ReadOptions{Columns: cols, RowGroupFilter: flt, OnlyValues: true})
 		sparse += st.sparse
 		dense += st.dense
+		stored += st.stored
+		byValue += st.byValue
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("trial %d (sorted %v, %v keys, %d rows, %d values, columns %v): OnlyValues read %d rows, the full read has %d matching\ngot  %v\nwant %v",
 				trial, sorted, kt, n, len(vals), cols, len(got), len(want), got, want)
 		}
 	}
-	t.Logf("%d row groups read through the page index, %d whole", sparse, dense)
+	t.Logf("%d row groups read through the page index, %d whole; of the key's pages, %d tested as stored, %d value by value", sparse, dense, stored, byValue)
 	if sparse < 100 {
 		t.Fatalf("%d row groups read through the page index, %d whole: the trials must exercise the page index", sparse, dense)
+	}
+	// Pages with a null key are tested value by value: both ways must be
+	// exercised.
+	if stored < 100 || byValue < 10 {
+		t.Fatalf("of the key's pages, %d tested as stored, %d value by value: the trials must exercise both tests", stored, byValue)
 	}
 }
 
@@ -226,4 +259,70 @@ func TestOnlyValuesOfAnotherGoTypeReturnEveryRow(t *testing.T) {
 	if len(got) != len(rows) {
 		t.Fatalf("read %d rows, want all %d", len(got), len(rows))
 	}
+}
+
+// piDictReencode writes the rows of the Parquet file src (of top-level
+// leaves) again with every column dictionary-encoded, as Spark writes,
+// in pages of about pageBytes and row groups of fzGroupRows.
+func piDictReencode(t *testing.T, src []byte, pageBytes int) []byte {
+	t.Helper()
+	f, err := parquet.OpenFile(bytes.NewReader(src), int64(len(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []parquet.Field
+	for _, fld := range f.Schema().Fields() {
+		fields = append(fields, &orderedField{Node: parquet.Encoded(fld, &parquet.RLEDictionary), name: fld.Name()})
+	}
+	schema := parquet.NewSchema("spark_schema", &orderedGroup{fields: fields})
+	b := fzReencode(t, src, schema, parquet.DataPageVersion(1), parquet.PageBufferSize(pageBytes))
+	g, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range g.Metadata().RowGroups[0].Columns {
+		if c.MetaData.DictionaryPageOffset == 0 {
+			t.Fatalf("column %v re-encoded without a dictionary", c.MetaData.PathInSchema)
+		}
+	}
+	return b
+}
+
+// BenchmarkOnlyValuesLookup looks up 2000 random keys of a key-sorted
+// file of 2M rows (long keys, 8 KiB pages, as a state file of the merge
+// holds them) through the page index, reading the key, a payload and the
+// order column: the read of a random batch's lookups, where each page
+// read holds one key looked for among about a thousand.
+func BenchmarkOnlyValuesLookup(b *testing.B) {
+	const n, probes = 2_000_000, 2000
+	schema := piSchema(value.Long)
+	mem := objstore.NewMemory()
+	add := pqWriteRows(b, mem, WriteOptions{Schema: schema, PageBytes: 8 << 10, BloomFilterColumns: []string{"k"}}, n, func(i int) []any {
+		return []any{int64(i) * 3, int64(i % 10), fmt.Sprintf("name %d", i%1000), []byte{byte(i), byte(i >> 8), byte(i >> 16), 1, 2, 3, 4, 5}}
+	})
+	md := pqMetadata(schema, nil, nil)
+	r := rand.New(rand.NewPCG(3, 3))
+	var vals []any
+	for range probes {
+		vals = append(vals, int64(r.IntN(n))*3)
+	}
+	slices.SortFunc(vals, value.Compare)
+	vals = slices.CompactFunc(vals, func(a, b any) bool { return value.Compare(a, b) == 0 })
+	flt := &RowGroupFilter{Column: "k", Values: vals}
+	opts := ReadOptions{Columns: []string{"k", "name", "_order"}, RowGroupFilter: flt, OnlyValues: true}
+	var found int
+	for b.Loop() {
+		found = 0
+		err := ReadFileAt(context.Background(), mem, md, add, opts, func(int64, []any) error {
+			found++
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if found != len(vals) {
+		b.Fatalf("found %d of %d keys", found, len(vals))
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(vals)), "ns/key")
 }

@@ -97,8 +97,9 @@ func fzReencode(t testing.TB, src []byte, opts ...parquet.WriterOption) []byte {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	opts = append(opts, parquet.Compression(&snappy.Codec{}),
-		parquet.DataPageStatistics(false), parquet.CreatedBy("dsdelta", "1", ""), f.Schema())
+	// The file's schema unless opts give another (a later option wins).
+	opts = append([]parquet.WriterOption{f.Schema()}, append(opts, parquet.Compression(&snappy.Codec{}),
+		parquet.DataPageStatistics(false), parquet.CreatedBy("dsdelta", "1", ""))...)
 	pw := parquet.NewWriter(&out, opts...)
 	var rows []parquet.Row
 	for _, rg := range f.RowGroups() {
