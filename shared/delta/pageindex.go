@@ -618,7 +618,7 @@ func newSparseReader(ra *storeReaderAt, f *parquet.File, m *valueMatch, bounds *
 		gi := groupIndex{oi: map[int]*format.OffsetIndex{}}
 		usable := true
 		for _, l := range leaves {
-			ci, oi, err := ra.pages.pageIndex(g, l, ra.bytes)
+			ci, oi, err := ra.pages.pageIndex(g, l, ra.bytes, l == s.leaf)
 			if err != nil {
 				return nil, fmt.Errorf("row group %d: %w", g, err)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -433,14 +434,35 @@ func TestCorruptDataFilesFailWithAnErrorNotAPanic(t *testing.T) {
 	}
 }
 
-// TestACorruptPageIndexFailsTheRewrite corrupts the page index of a row
-// group that a rewrite copies: parquet-go splices its column and offset
-// indexes into the output, so before the guard a rewrite either allocated
-// what a corrupt list length said or wrote an output whose page index sends
-// readers that filter by it to the wrong bytes.
-func TestACorruptPageIndexFailsTheRewrite(t *testing.T) {
+// TestACorruptPageIndexIsNotCopiedByTheRewrite corrupts the page index of
+// a row group that a rewrite would copy: parquet-go splices its column and
+// offset indexes into the output, so before the guard a rewrite either
+// allocated what a corrupt list length said or wrote an output whose page
+// index sends readers that filter by it to the wrong bytes. The guard
+// keeps the index out: the row group, whose pages are sound, is decoded
+// and written anew, and the output passes every check and holds the rows.
+func TestACorruptPageIndexIsNotCopiedByTheRewrite(t *testing.T) {
 	seed := fzSeeds(t)[1]
 	md, _, schema := fzTable(fzSchemaOurs)
+	readAll := func(store objstore.Store, adds ...Add) [][]any {
+		t.Helper()
+		var rows [][]any
+		for _, a := range adds {
+			if err := ReadFile(context.Background(), store, md, a, ReadOptions{}, func(r []any) error {
+				rows = append(rows, r)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return rows
+	}
+	var want [][]any
+	for _, r := range readAll(fzStore(t, seed)) {
+		if r[0] != int64(5) {
+			want = append(want, r)
+		}
+	}
 	for _, tt := range []struct {
 		name    string
 		corrupt func(t *testing.T, b []byte) []byte
@@ -483,16 +505,48 @@ func TestACorruptPageIndexFailsTheRewrite(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			store, add := fzStore(t, tt.corrupt(t, seed))
-			err := ckWithin(t, func() error {
-				_, err := RewriteFile(context.Background(), store, md, add, RewriteOptions{
+			// The guard's reason, as a read of the index would give it.
+			ra, _, err := openParquet(context.Background(), store, add.Path, add.Size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta := ra.pages.f.Metadata().RowGroups[1]
+			if err := ra.prefetch(chunkRanges(meta, true)); err != nil {
+				t.Fatal(err)
+			}
+			err = nil
+			for c := range meta.Columns {
+				if err = ra.checkPageIndex(1, c); err != nil {
+					break
+				}
+			}
+			ra.release()
+			if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), tt.reason) {
+				t.Fatalf("page index of row group 1: %v, want ErrCorruptParquet and %q", err, tt.reason)
+			}
+			var res RewriteResult
+			err = ckWithin(t, func() error {
+				var err error
+				res, err = RewriteFile(context.Background(), store, md, add, RewriteOptions{
 					Write: WriteOptions{Schema: schema, DataChange: true},
 					Keys:  []string{"id"},
 					Drop:  func(k []any) bool { return k[0] == int64(5) },
 				})
 				return err
 			})
-			if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), add.Path) || !strings.Contains(err.Error(), tt.reason) {
-				t.Fatalf("err = %v, want ErrCorruptParquet naming %s and %q", err, add.Path, tt.reason)
+			if err != nil {
+				t.Fatalf("rewrite: %v", err)
+			}
+			if res.IndexesNotCopied != 1 {
+				t.Fatalf("%d row groups written anew for their page index, want 1 (%+v)", res.IndexesNotCopied, res)
+			}
+			for _, out := range res.Adds {
+				if err := ckWithin(t, func() error { return fzCheckOutput(store, out) }); err != nil {
+					t.Fatalf("the rewrite wrote %s, which fails the checks: %v", out.Path, err)
+				}
+			}
+			if got := readAll(store, res.Adds...); !reflect.DeepEqual(got, want) {
+				t.Fatalf("the rewrite holds %d rows, want the %d of the source but id 5\ngot  %v\nwant %v", len(got), len(want), got, want)
 			}
 		})
 	}

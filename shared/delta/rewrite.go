@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -78,6 +79,12 @@ type RewriteResult struct {
 	// (all of them on the row path, those of decoded row groups on the
 	// row-group path): the work a rewrite does beyond copying bytes.
 	Reencoded int64
+	// IndexesNotCopied counts the row groups that would have been copied
+	// but for their malformed page index (parquet-go's for a decimal of
+	// more than 18 digits with a page of nulls, see decimalindex.go, or a
+	// damaged one): their pages, checked, were decoded and written anew
+	// with indexes of their own. RowGroupsDecoded counts them too.
+	IndexesNotCopied int
 }
 
 // dsdeltaCreatedBy prefixes the created_by of the Parquet files FileWriter
@@ -359,12 +366,26 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 			}
 			// Copied verbatim: parquet-go splices the pages and their indexes.
 			err = rw.appendRowGroup(ra, f, g, true, func(w *FileWriter) error { return w.writeRowGroup(rg, leaves) })
+			copied := true
+			if errors.Is(err, errIndexNotCopied) {
+				// Its page index would be copied as it is: the row
+				// group is written anew, with indexes of its own.
+				dropped = append(dropped[:0], make([]bool, n)...)
+				err = rw.appendRowGroup(ra, f, g, false, func(w *FileWriter) error { return w.writeRowGroupKept(rg, dropped, bounds) })
+				copied = false
+			}
 			if err != nil {
 				rw.abort()
 				return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
 			}
 			res.Rows += n
-			res.RowGroupsCopied++
+			if copied {
+				res.RowGroupsCopied++
+			} else {
+				res.Reencoded += n
+				res.RowGroupsDecoded++
+				res.IndexesNotCopied++
+			}
 		default:
 			err := rw.appendRowGroup(ra, f, g, false, func(w *FileWriter) error { return w.writeRowGroupKept(rg, dropped, bounds) })
 			if err != nil {
@@ -540,6 +561,12 @@ func (r *rewriter) open() error {
 	return nil
 }
 
+// errIndexNotCopied is why appendRowGroup did not copy a row group whose
+// page index is malformed (as parquet-go wrote it for a decimal of more
+// than 18 digits with a page of nulls, see decimalindex.go): nothing of it
+// is written, and its pages can be written anew.
+var errIndexNotCopied = errors.New("the row group's page index is not copied")
+
 // appendRowGroup appends row group g of f through write, then rolls the
 // file at the target size. The row group's column chunks (and, with
 // indexes, the page indexes parquet-go copies with verbatim pages) are
@@ -572,6 +599,9 @@ func (r *rewriter) appendRowGroup(ra *storeReaderAt, f *parquet.File, g int, ind
 			continue
 		}
 		if err := ra.checkPageIndex(g, c); err != nil {
+			if errors.Is(err, ErrCorruptParquet) {
+				return fmt.Errorf("%w: %w", errIndexNotCopied, err)
+			}
 			return err
 		}
 	}

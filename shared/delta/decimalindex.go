@@ -1,0 +1,94 @@
+package delta
+
+import (
+	"math/big"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// The column index (parquet-format PageIndex.md; ColumnIndex in
+// parquet.thrift) of a decimal of more than 18 digits, stored as a
+// FIXED_LEN_BYTE_ARRAY of its two's complement, big-endian.
+//
+// parquet-go's indexer for such a column (v0.32) has two faults:
+//   - it adds no bound for a page of nulls only, so a chunk with such a
+//     page has fewer bounds than pages. parquet.thrift, null_pages: "If
+//     true, a page contains only null values, and writers have to set the
+//     corresponding entries in min_values and max_values to byte[0], so
+//     that all lists have the same length." Our reader refused such an
+//     index as corrupt, and other readers may too;
+//   - it takes a page's bounds in the order of unsigned bytes, where a
+//     decimal's is "signed comparison of the represented value"
+//     (LogicalTypes.md, DECIMAL, sort order): a page of -5 and 3 got min
+//     3 and max -5, and a reader filtering pages by the index skips pages
+//     that hold the rows it wants.
+//
+// decimalIndexer writes one entry per page, empty for a page of nulls, and
+// bounds that hold every value of the page in signed order. A page's
+// unsigned bounds are its signed ones when its values are all of one sign
+// (two's complement keeps the order within a sign); when they are not,
+// its bounds are the least and greatest values of the column's precision
+// (bounds "must still be valid values within the column's logical type"),
+// which hold everything. The boundary order is UNORDERED, always true.
+//
+// The column chunk's statistics in the footer keep parquet-go's unsigned
+// bounds; add.stats takes this column's row by row (boundsAsDelta).
+
+// decimalBytesType is the FIXED_LEN_BYTE_ARRAY type of such a decimal,
+// with decimalIndexer as its column indexer.
+type decimalBytesType struct {
+	parquet.Type
+	precision int
+}
+
+func (t decimalBytesType) NewColumnIndexer(int) parquet.ColumnIndexer {
+	return &decimalIndexer{size: t.Length(), precision: t.precision}
+}
+
+// decimalIndexer is the column indexer of a decimalBytesType leaf.
+type decimalIndexer struct {
+	size, precision int
+	nullPages       []bool
+	nullCounts      []int64
+	min, max        [][]byte
+}
+
+func (i *decimalIndexer) Reset() {
+	i.nullPages, i.nullCounts, i.min, i.max = i.nullPages[:0], i.nullCounts[:0], i.min[:0], i.max[:0]
+}
+
+func (i *decimalIndexer) IndexPage(numValues, numNulls int64, min, max parquet.Value) {
+	null := numValues == numNulls || min.IsNull() || max.IsNull()
+	i.nullPages = append(i.nullPages, null)
+	i.nullCounts = append(i.nullCounts, numNulls)
+	lo, hi := []byte{}, []byte{}
+	if !null {
+		lo, hi = signedBounds(min.ByteArray(), max.ByteArray(), i.size, i.precision)
+	}
+	i.min, i.max = append(i.min, lo), append(i.max, hi)
+}
+
+func (i *decimalIndexer) ColumnIndex() format.ColumnIndex {
+	return format.ColumnIndex{
+		NullPages:     append([]bool(nil), i.nullPages...),
+		NullCounts:    append([]int64(nil), i.nullCounts...),
+		MinValues:     append([][]byte(nil), i.min...),
+		MaxValues:     append([][]byte(nil), i.max...),
+		BoundaryOrder: format.Unordered,
+	}
+}
+
+// signedBounds returns the signed bounds of a page of two's complement
+// values of size bytes, of a decimal of the given precision, whose bounds
+// in unsigned order are lo and hi (copies: parquet-go's may point into its
+// buffers).
+func signedBounds(lo, hi []byte, size, precision int) ([]byte, []byte) {
+	if len(lo) == size && len(hi) == size && lo[0]&0x80 == hi[0]&0x80 {
+		return append([]byte(nil), lo...), append([]byte(nil), hi...)
+	}
+	// Non-negative values sort first unsigned: the page holds both signs
+	// (or bounds of another width, which no value of the type has).
+	m := new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil), big.NewInt(1))
+	return twosComplement(new(big.Int).Neg(m), size), twosComplement(m, size)
+}
