@@ -59,11 +59,13 @@ func (i *decimalIndexer) Reset() {
 }
 
 func (i *decimalIndexer) IndexPage(numValues, numNulls int64, min, max parquet.Value) {
-	null := numValues == numNulls || min.IsNull() || max.IsNull()
+	null := numValues == numNulls
 	i.nullPages = append(i.nullPages, null)
 	i.nullCounts = append(i.nullCounts, numNulls)
 	lo, hi := []byte{}, []byte{}
 	if !null {
+		// A page written without bounds (parquet-go's SkipPageBounds)
+		// passes null ones: signedBounds widens them.
 		lo, hi = signedBounds(min.ByteArray(), max.ByteArray(), i.size, i.precision)
 	}
 	i.min, i.max = append(i.min, lo), append(i.max, hi)
@@ -88,7 +90,8 @@ func signedBounds(lo, hi []byte, size, precision int) ([]byte, []byte) {
 		return append([]byte(nil), lo...), append([]byte(nil), hi...)
 	}
 	// Non-negative values sort first unsigned: the page holds both signs
-	// (or bounds of another width, which no value of the type has).
+	// (or it has no bounds, or bounds of another width, which no value
+	// of the type has).
 	m := new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil), big.NewInt(1))
 	return twosComplement(new(big.Int).Neg(m), size), twosComplement(m, size)
 }
