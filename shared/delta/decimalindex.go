@@ -25,15 +25,25 @@ import (
 //     that hold the rows it wants.
 //
 // decimalIndexer writes one entry per page, empty for a page of nulls, and
-// bounds that hold every value of the page in signed order. A page's
+// bounds that hold every value of the page in signed order (when it is
+// given a page's bounds, see below). A page's
 // unsigned bounds are its signed ones when its values are all of one sign
 // (two's complement keeps the order within a sign); when they are not,
 // its bounds are the least and greatest values of the column's precision
 // (bounds "must still be valid values within the column's logical type"),
 // which hold everything. The boundary order is UNORDERED, always true.
 //
-// The column chunk's statistics in the footer keep parquet-go's unsigned
-// bounds; add.stats takes this column's row by row (boundsAsDelta).
+// The column chunk's statistics in the footer are the least and greatest
+// of the pages' bounds by the type's Compare, of unsigned bytes too, and
+// from unsigned page bounds no order finds a page's signed least value: a
+// reader pruning row groups by them skips ones that hold the rows it
+// wants (min 1.00, max -5.00 for -5, 3 and 1; "WHERE d < 0" finds none).
+// So the pages' bounds are not taken at all (wideDecimalOptions): the
+// chunk's statistics keep their null count, without min and max, which
+// they may omit, and the column index has the precision's limits for
+// every page of values. Nothing prunes such a column by its Parquet
+// bounds, and nothing is missed; add.stats takes its bounds row by row
+// (boundsAsDelta), for Delta's data skipping.
 
 // decimalBytesType is the FIXED_LEN_BYTE_ARRAY type of such a decimal,
 // with decimalIndexer as its column indexer.
@@ -94,4 +104,50 @@ func signedBounds(lo, hi []byte, size, precision int) ([]byte, []byte) {
 	// of the type has).
 	m := new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil), big.NewInt(1))
 	return twosComplement(new(big.Int).Neg(m), size), twosComplement(m, size)
+}
+
+// wideDecimalOptions are the writer options of schema's decimals stored as
+// FIXED_LEN_BYTE_ARRAY: their pages' bounds are not taken (see above).
+func wideDecimalOptions(schema *parquet.Schema) []parquet.WriterOption {
+	var opts []parquet.WriterOption
+	for _, path := range schema.Columns() {
+		if wideDecimalLeaf(schema, path) {
+			opts = append(opts, parquet.SkipPageBounds(path...))
+		}
+	}
+	return opts
+}
+
+// wideDecimalLeaf reports whether the leaf at path of schema is a decimal
+// stored as FIXED_LEN_BYTE_ARRAY.
+func wideDecimalLeaf(schema *parquet.Schema, path []string) bool {
+	leaf, ok := schema.Lookup(path...)
+	if !ok {
+		return false
+	}
+	t := leaf.Node.Type()
+	lt := t.LogicalType()
+	if t.Kind() != parquet.FixedLenByteArray || lt == nil {
+		return false
+	}
+	_, ok = lt.Value.(*format.DecimalType)
+	return ok
+}
+
+// unsignedDecimalBounds reports whether row group rg of f has statistics
+// with bounds for a decimal stored as FIXED_LEN_BYTE_ARRAY: parquet-go's,
+// in unsigned order (files written before wideDecimalOptions, see above),
+// which a copy of the row group would keep.
+func unsignedDecimalBounds(f *parquet.File, rg *format.RowGroup) bool {
+	schema := f.Schema()
+	for c, path := range schema.Columns() {
+		if c >= len(rg.Columns) {
+			break
+		}
+		st := &rg.Columns[c].MetaData.Statistics
+		if (st.MinValue != nil || st.MaxValue != nil || st.Min != nil || st.Max != nil) && wideDecimalLeaf(schema, path) {
+			return true
+		}
+	}
+	return false
 }

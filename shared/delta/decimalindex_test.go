@@ -14,16 +14,18 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// TestAWideDecimalHasAColumnIndexOfEveryPageInSignedOrder writes a
+// TestAWideDecimalHasAValidColumnIndexAndNoUnsignedBounds writes a
 // decimal(25,2) column, stored as FIXED_LEN_BYTE_ARRAY, in small pages:
 // runs of nulls that fill pages, pages of negatives only, of positives
-// only, and of both. Its column index must have a bound per page (empty
-// for a page of nulls; parquet-go left those out, which made a sparse read
-// of the column fail as corrupt), and bounds that hold the page's values
-// in signed order (parquet-go's were in unsigned byte order: a page of -5
-// and 3 had min 3): exact for a page of one sign. A read through the page
+// only, and of both (values beyond 64 bits). parquet-go took its bounds in
+// unsigned byte order where a decimal's is signed: a page of -5 and 3 got
+// min 3, and the chunk's statistics in the footer were as wrong. Its
+// column index must have a bound per page (empty for a page of nulls;
+// parquet-go left those out, which made a sparse read of the column fail
+// as corrupt), bounds that hold every value (the precision's limits), and
+// its chunk statistics a null count and no bounds. A read through the page
 // index of the key, taking the decimal too, returns the rows.
-func TestAWideDecimalHasAColumnIndexOfEveryPageInSignedOrder(t *testing.T) {
+func TestAWideDecimalHasAValidColumnIndexAndNoUnsignedBounds(t *testing.T) {
 	dt := value.DecimalType{Precision: 25, Scale: 2}
 	schema := value.StructType{Fields: []value.Field{
 		{Name: "k", Type: value.Long, Nullable: true},
@@ -32,6 +34,7 @@ func TestAWideDecimalHasAColumnIndexOfEveryPageInSignedOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(25, 2))
 	const n = 6000
 	rows := make([][]any, n)
+	nulls := int64(0)
 	for i := range rows {
 		var d any
 		switch seg := i / 1000; {
@@ -50,6 +53,9 @@ func TestAWideDecimalHasAColumnIndexOfEveryPageInSignedOrder(t *testing.T) {
 				d = value.Decimal{Unscaled: u, Scale: 2}
 			}
 		}
+		if d == nil {
+			nulls++
+		}
 		rows[i] = []any{int64(i), d}
 	}
 	mem := newPQMemStore()
@@ -62,6 +68,10 @@ func TestAWideDecimalHasAColumnIndexOfEveryPageInSignedOrder(t *testing.T) {
 	if len(f.RowGroups()) != 1 {
 		t.Fatalf("%d row groups, want 1", len(f.RowGroups()))
 	}
+	st := f.Metadata().RowGroups[0].Columns[1].MetaData.Statistics
+	if st.NullCount != nulls || st.MinValue != nil || st.MaxValue != nil || st.Min != nil || st.Max != nil {
+		t.Fatalf("chunk statistics: %d nulls, min % x, max % x (deprecated % x, % x); want %d nulls and no bounds", st.NullCount, st.MinValue, st.MaxValue, st.Min, st.Max, nulls)
+	}
 	ci, oi := f.ColumnIndexes()[1], f.OffsetIndexes()[1]
 	pages := len(oi.PageLocations)
 	if len(ci.NullPages) != pages || len(ci.MinValues) != pages || len(ci.MaxValues) != pages || len(ci.NullCounts) != pages {
@@ -70,72 +80,47 @@ func TestAWideDecimalHasAColumnIndexOfEveryPageInSignedOrder(t *testing.T) {
 	if ci.BoundaryOrder != format.Unordered {
 		t.Fatalf("boundary order %v, want UNORDERED", ci.BoundaryOrder)
 	}
-	signed := func(b []byte) *big.Int {
-		x := new(big.Int).SetBytes(b)
-		if len(b) > 0 && b[0]&0x80 != 0 {
-			x.Sub(x, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
-		}
-		return x
-	}
-	var nullPages, onePage, mixed int
+	// The least and greatest decimal(25,2): valid values of the column's
+	// logical type, as bounds must be.
+	m := new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(25), nil), big.NewInt(1))
+	lim, neg := twosComplement(m, 11), twosComplement(new(big.Int).Neg(m), 11)
+	var nullPages, valuePages int
 	for p, loc := range oi.PageLocations {
 		end := int64(n)
 		if p+1 < pages {
 			end = oi.PageLocations[p+1].FirstRowIndex
 		}
-		var lo, hi *big.Int
 		nulls := int64(0)
 		for _, row := range rows[loc.FirstRowIndex:end] {
 			if row[1] == nil {
 				nulls++
-				continue
-			}
-			u := row[1].(value.Decimal).Unscaled
-			if lo == nil || u.Cmp(lo) < 0 {
-				lo = u
-			}
-			if hi == nil || u.Cmp(hi) > 0 {
-				hi = u
 			}
 		}
-		if ci.NullCounts[p] != nulls || ci.NullPages[p] != (lo == nil) {
+		null := nulls == end-loc.FirstRowIndex
+		if ci.NullCounts[p] != nulls || ci.NullPages[p] != null {
 			t.Fatalf("page %d: null count %d, null page %v; it holds %d nulls of %d rows", p, ci.NullCounts[p], ci.NullPages[p], nulls, end-loc.FirstRowIndex)
 		}
-		if lo == nil {
+		if null {
 			nullPages++
 			if len(ci.MinValues[p]) != 0 || len(ci.MaxValues[p]) != 0 {
 				t.Fatalf("null page %d has bounds % x, % x", p, ci.MinValues[p], ci.MaxValues[p])
 			}
 			continue
 		}
-		bmin, bmax := signed(ci.MinValues[p]), signed(ci.MaxValues[p])
-		if bmin.Cmp(lo) > 0 || bmax.Cmp(hi) < 0 {
-			t.Fatalf("page %d holds [%v, %v], its bounds are [%v, %v]", p, lo, hi, bmin, bmax)
-		}
-		if lo.Sign() < 0 == (hi.Sign() < 0) {
-			onePage++
-			if bmin.Cmp(lo) != 0 || bmax.Cmp(hi) != 0 {
-				t.Fatalf("page %d of one sign holds [%v, %v], its bounds are [%v, %v]", p, lo, hi, bmin, bmax)
-			}
-		} else {
-			// The least and greatest decimal(25,2): valid values of the
-			// column's logical type, as bounds must be.
-			mixed++
-			m := new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(25), nil), big.NewInt(1))
-			if bmin.Cmp(new(big.Int).Neg(m)) != 0 || bmax.Cmp(m) != 0 {
-				t.Fatalf("page %d of both signs has bounds [%v, %v], want [-%v, %v]", p, bmin, bmax, m, m)
-			}
+		valuePages++
+		if !bytes.Equal(ci.MinValues[p], neg) || !bytes.Equal(ci.MaxValues[p], lim) {
+			t.Fatalf("page %d has bounds % x, % x, want the precision's limits % x, % x", p, ci.MinValues[p], ci.MaxValues[p], neg, lim)
 		}
 	}
-	if nullPages < 2 || onePage < 2 || mixed < 2 {
-		t.Fatalf("%d null pages, %d of one sign, %d of both: the data must have several of each", nullPages, onePage, mixed)
+	if nullPages < 2 || valuePages < 6 {
+		t.Fatalf("%d null pages, %d of values: the data must have several of each", nullPages, valuePages)
 	}
 
 	md := pqMetadata(schema, nil, nil)
 	want := []any{int64(1500), int64(2500), int64(5999)}
-	got, st := piRead(t, &countingStore{Store: mem}, md, add, ReadOptions{Columns: []string{"k", "dec"}, RowGroupFilter: &RowGroupFilter{Column: "k", Values: want}, OnlyValues: true})
-	if st.sparse != 1 || len(got) != len(want) {
-		t.Fatalf("read %d rows (%d row groups through the page index), want %d", len(got), st.sparse, len(want))
+	got, rs := piRead(t, &countingStore{Store: mem}, md, add, ReadOptions{Columns: []string{"k", "dec"}, RowGroupFilter: &RowGroupFilter{Column: "k", Values: want}, OnlyValues: true})
+	if rs.sparse != 1 || len(got) != len(want) {
+		t.Fatalf("read %d rows (%d row groups through the page index), want %d", len(got), rs.sparse, len(want))
 	}
 	for i, x := range got {
 		if x.pos != want[i].(int64) || value.Compare(x.row[0], want[i]) != 0 || !valueEqual(x.row[1], rows[x.pos][1]) {
@@ -155,10 +140,11 @@ func valueEqual(a, b any) bool {
 // TestAFileWithParquetGosShortDecimalIndexIsReadAndRewritten: files written
 // before decimalIndexer (and by other parquet-go writers) have a column
 // index with fewer bounds than pages for a wide decimal with a page of
-// nulls. A read through the page index of another column, taking the
-// decimal too, must not fail on it (it needs only the decimal's offset
-// index), and a rewrite must not copy it into a new file: the row groups
-// that hold it are written anew.
+// nulls, and its chunk statistics in unsigned order. A read through the
+// page index of another column, taking the decimal too, must not fail on
+// it (it needs only the decimal's offset index), and a rewrite must copy
+// neither into a new file: the row groups that hold them are written
+// anew.
 func TestAFileWithParquetGosShortDecimalIndexIsReadAndRewritten(t *testing.T) {
 	ctx := context.Background()
 	schema := value.StructType{Fields: []value.Field{
@@ -221,13 +207,27 @@ func TestAFileWithParquetGosShortDecimalIndexIsReadAndRewritten(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rewrite: %v", err)
 	}
-	if res.IndexesNotCopied != short {
-		t.Fatalf("%d row groups written anew for their page index, want the %d with a short one (%+v)", res.IndexesNotCopied, short, res)
+	// Every row group but the one that loses key 5 would be copied, and
+	// each has a short index or unsigned bounds in its statistics (those
+	// with a page of values): none is.
+	groups := len(f.Metadata().RowGroups)
+	if res.RowGroupsCopied != 0 || res.RowGroupsNotCopied != groups-1 {
+		t.Fatalf("%d row groups copied and %d written anew for their metadata, want 0 and %d of %d (%+v)", res.RowGroupsCopied, res.RowGroupsNotCopied, groups-1, groups, res)
 	}
 	var kept int
 	for _, out := range res.Adds {
 		if err := fzCheckOutput(mem, out); err != nil {
 			t.Fatalf("the rewrite wrote %s, which fails the checks: %v", out.Path, err)
+		}
+		ob := mem.objects[out.Path]
+		of, err := parquet.OpenFile(bytes.NewReader(ob), int64(len(ob)), parquet.SkipPageIndex(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := range of.Metadata().RowGroups {
+			if unsignedDecimalBounds(of, &of.Metadata().RowGroups[g]) {
+				t.Fatalf("the rewrite's row group %d keeps unsigned decimal bounds", g)
+			}
 		}
 		for _, r := range pqRead(t, mem, md, out, ReadOptions{}) {
 			k := r[0].(int64)

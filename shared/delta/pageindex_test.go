@@ -275,15 +275,7 @@ func TestOnlyValuesOfAnotherGoTypeReturnEveryRow(t *testing.T) {
 // in pages of about pageBytes and row groups of fzGroupRows.
 func piDictReencode(t *testing.T, src []byte, pageBytes int) []byte {
 	t.Helper()
-	f, err := parquet.OpenFile(bytes.NewReader(src), int64(len(src)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fields []parquet.Field
-	for _, fld := range f.Schema().Fields() {
-		fields = append(fields, &orderedField{Node: parquet.Encoded(fld, &parquet.RLEDictionary), name: fld.Name()})
-	}
-	schema := parquet.NewSchema("spark_schema", &orderedGroup{fields: fields})
+	schema := fzSchemaOf(t, src, func(fld parquet.Field) parquet.Node { return parquet.Encoded(fld, &parquet.RLEDictionary) })
 	b := fzReencode(t, src, schema, parquet.DataPageVersion(1), parquet.PageBufferSize(pageBytes))
 	g, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
 	if err != nil {

@@ -284,7 +284,7 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		parquet.DataPageStatistics(false),
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
 		parquet.CreatedBy("dsdelta", "1", ""),
-	}, append(bloomOpts, pageOptions(opts)...)...)...)
+	}, append(append(bloomOpts, pageOptions(opts)...), wideDecimalOptions(schema)...)...)...)
 	return w, nil
 }
 

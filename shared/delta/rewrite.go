@@ -79,12 +79,14 @@ type RewriteResult struct {
 	// (all of them on the row path, those of decoded row groups on the
 	// row-group path): the work a rewrite does beyond copying bytes.
 	Reencoded int64
-	// IndexesNotCopied counts the row groups that would have been copied
-	// but for their malformed page index (parquet-go's for a decimal of
-	// more than 18 digits with a page of nulls, see decimalindex.go, or a
-	// damaged one): their pages, checked, were decoded and written anew
-	// with indexes of their own. RowGroupsDecoded counts them too.
-	IndexesNotCopied int
+	// RowGroupsNotCopied counts the row groups that would have been
+	// copied but for metadata that must not be copied: a malformed page
+	// index (parquet-go's for a decimal of more than 18 digits with a page
+	// of nulls, or a damaged one), or such a decimal's chunk statistics
+	// with parquet-go's unsigned bounds (see decimalindex.go). Their
+	// pages, checked, were decoded and written anew, with metadata of
+	// their own. RowGroupsDecoded counts them too.
+	RowGroupsNotCopied int
 }
 
 // dsdeltaCreatedBy prefixes the created_by of the Parquet files FileWriter
@@ -367,9 +369,9 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 			// Copied verbatim: parquet-go splices the pages and their indexes.
 			err = rw.appendRowGroup(ra, f, g, true, func(w *FileWriter) error { return w.writeRowGroup(rg, leaves) })
 			copied := true
-			if errors.Is(err, errIndexNotCopied) {
-				// Its page index would be copied as it is: the row
-				// group is written anew, with indexes of its own.
+			if errors.Is(err, errNotCopied) {
+				// Its metadata would be copied as it is: the row group
+				// is written anew, with metadata of its own.
 				dropped = append(dropped[:0], make([]bool, n)...)
 				err = rw.appendRowGroup(ra, f, g, false, func(w *FileWriter) error { return w.writeRowGroupKept(rg, dropped, bounds) })
 				copied = false
@@ -384,7 +386,7 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 			} else {
 				res.Reencoded += n
 				res.RowGroupsDecoded++
-				res.IndexesNotCopied++
+				res.RowGroupsNotCopied++
 			}
 		default:
 			err := rw.appendRowGroup(ra, f, g, false, func(w *FileWriter) error { return w.writeRowGroupKept(rg, dropped, bounds) })
@@ -561,11 +563,11 @@ func (r *rewriter) open() error {
 	return nil
 }
 
-// errIndexNotCopied is why appendRowGroup did not copy a row group whose
-// page index is malformed (as parquet-go wrote it for a decimal of more
-// than 18 digits with a page of nulls, see decimalindex.go): nothing of it
-// is written, and its pages can be written anew.
-var errIndexNotCopied = errors.New("the row group's page index is not copied")
+// errNotCopied is why appendRowGroup did not copy a row group whose page
+// index is malformed, or whose chunk statistics of a decimal of more than
+// 18 digits have parquet-go's unsigned bounds (see decimalindex.go):
+// nothing of it is written, and its pages can be written anew.
+var errNotCopied = errors.New("the row group's metadata is not copied")
 
 // appendRowGroup appends row group g of f through write, then rolls the
 // file at the target size. The row group's column chunks (and, with
@@ -576,6 +578,9 @@ func (r *rewriter) appendRowGroup(ra *storeReaderAt, f *parquet.File, g int, ind
 		return err
 	}
 	meta := f.Metadata().RowGroups[g]
+	if indexes && unsignedDecimalBounds(f, &meta) {
+		return fmt.Errorf("%w: the statistics of a decimal of more than 18 digits have unsigned bounds", errNotCopied)
+	}
 	ranges := chunkRanges(meta, indexes)
 	if indexes {
 		for _, c := range r.filterLeaves {
@@ -600,7 +605,7 @@ func (r *rewriter) appendRowGroup(ra *storeReaderAt, f *parquet.File, g int, ind
 		}
 		if err := ra.checkPageIndex(g, c); err != nil {
 			if errors.Is(err, ErrCorruptParquet) {
-				return fmt.Errorf("%w: %w", errIndexNotCopied, err)
+				return fmt.Errorf("%w: %w", errNotCopied, err)
 			}
 			return err
 		}
