@@ -230,8 +230,9 @@ func fzAddSeeds(f *testing.F) {
 
 // FuzzReadDataFile reads every row of a mutated data file, then the row
 // groups its bloom filters (if any) keep for two keys, then the rows of
-// those keys through the page index: it must return the rows or an error
-// within a bound, never panic or hang.
+// those keys through the page index, of the key and of every column (the
+// other columns' pages read where they store the matched rows): it must
+// return the rows or an error within a bound, never panic or hang.
 // testdata/fuzz/FuzzReadDataFile holds the inputs that once crashed it.
 func FuzzReadDataFile(f *testing.F) {
 	fzAddSeeds(f)
@@ -239,7 +240,7 @@ func FuzzReadDataFile(f *testing.F) {
 		md, key, _ := fzTable(kind)
 		store, add := fzStore(t, b)
 		flt := &RowGroupFilter{Column: key, Values: []any{int64(5), int64(7)}}
-		for _, opts := range []ReadOptions{{}, {RowGroupFilter: flt}, {Columns: []string{key}, RowGroupFilter: flt, OnlyValues: true}} {
+		for _, opts := range []ReadOptions{{}, {RowGroupFilter: flt}, {Columns: []string{key}, RowGroupFilter: flt, OnlyValues: true}, {RowGroupFilter: flt, OnlyValues: true}} {
 			err := ckWithin(t, func() error {
 				return ReadFile(context.Background(), store, md, add, opts, func([]any) error { return nil })
 			})
