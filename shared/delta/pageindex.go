@@ -881,7 +881,7 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 	if len(want) > 0 {
 		var offs []int64
 		var vals []parquet.Value
-		stored := func(w pageWant, first int64, p parquet.Page) (bool, error) {
+		take := func(w pageWant, first int64, p parquet.Page) (bool, error) {
 			got := colVals[w.leaf]
 			offs = offs[:0]
 			for _, r := range rows[len(got):] {
@@ -905,7 +905,7 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 			colVals[w.leaf] = got
 			return true, nil
 		}
-		err = s.readPages(g, want, gi, stored, func(w pageWant, first int64, vals []parquet.Value) error {
+		err = s.readPages(g, want, gi, take, func(w pageWant, first int64, vals []parquet.Value) error {
 			c := s.leafCol(w.leaf)
 			got := colVals[w.leaf]
 			for _, r := range rows[len(got):] {
