@@ -309,12 +309,16 @@ func (pc *pageChecker) checkRun(g, c int, start int64, b []byte) error {
 		where := func(msg string, args ...any) error {
 			return corruptParquet("column chunk %d, page %d at offset %d: %s", c, page, at, fmt.Sprintf(msg, args...))
 		}
-		var h format.PageHeader
-		rd.ResetBytes(b[pos:])
-		if err := dec.Decode(&h); err != nil {
-			return where("page header: %v", err)
+		h, n, ok := fastPageHeader(b[pos:])
+		if !ok {
+			h = format.PageHeader{}
+			rd.ResetBytes(b[pos:])
+			if err := dec.Decode(&h); err != nil {
+				return where("page header: %v", err)
+			}
+			n = rd.BytesRead()
 		}
-		body := pos + rd.BytesRead()
+		body := pos + n
 		comp, uncomp := int64(h.CompressedPageSize), int64(h.UncompressedPageSize)
 		switch {
 		case comp < 0 || comp > int64(len(b)-body):
