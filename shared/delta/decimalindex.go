@@ -53,12 +53,17 @@ type decimalBytesType struct {
 }
 
 func (t decimalBytesType) NewColumnIndexer(int) parquet.ColumnIndexer {
-	return &decimalIndexer{size: t.Length(), precision: t.precision}
+	size := t.Length()
+	m := new(big.Int).Sub(decimalLimit(t.precision), big.NewInt(1))
+	return &decimalIndexer{size: size, least: twosComplement(new(big.Int).Neg(m), size), greatest: twosComplement(m, size)}
 }
 
 // decimalIndexer is the column indexer of a decimalBytesType leaf.
 type decimalIndexer struct {
-	size, precision int
+	size int
+	// The least and greatest values of the column's precision, the bounds
+	// of a page whose own cannot be told (never changed: pages share them).
+	least, greatest []byte
 	nullPages       []bool
 	nullCounts      []int64
 	min, max        [][]byte
@@ -74,9 +79,7 @@ func (i *decimalIndexer) IndexPage(numValues, numNulls int64, min, max parquet.V
 	i.nullCounts = append(i.nullCounts, numNulls)
 	lo, hi := []byte{}, []byte{}
 	if !null {
-		// A page written without bounds (parquet-go's SkipPageBounds)
-		// passes null ones: signedBounds widens them.
-		lo, hi = signedBounds(min.ByteArray(), max.ByteArray(), i.size, i.precision)
+		lo, hi = i.bounds(min.ByteArray(), max.ByteArray())
 	}
 	i.min, i.max = append(i.min, lo), append(i.max, hi)
 }
@@ -91,19 +94,18 @@ func (i *decimalIndexer) ColumnIndex() format.ColumnIndex {
 	}
 }
 
-// signedBounds returns the signed bounds of a page of two's complement
-// values of size bytes, of a decimal of the given precision, whose bounds
-// in unsigned order are lo and hi (copies: parquet-go's may point into its
+// bounds returns the signed bounds of a page of values whose bounds in
+// unsigned order are lo and hi (copies: parquet-go's may point into its
 // buffers).
-func signedBounds(lo, hi []byte, size, precision int) ([]byte, []byte) {
-	if len(lo) == size && len(hi) == size && lo[0]&0x80 == hi[0]&0x80 {
+func (i *decimalIndexer) bounds(lo, hi []byte) ([]byte, []byte) {
+	if len(lo) == i.size && len(hi) == i.size && lo[0]&0x80 == hi[0]&0x80 {
 		return append([]byte(nil), lo...), append([]byte(nil), hi...)
 	}
-	// Non-negative values sort first unsigned: the page holds both signs
-	// (or it has no bounds, or bounds of another width, which no value
-	// of the type has).
-	m := new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil), big.NewInt(1))
-	return twosComplement(new(big.Int).Neg(m), size), twosComplement(m, size)
+	// Non-negative values sort first unsigned: the page holds both signs.
+	// Or it has no bounds (SkipPageBounds, as wideDecimalOptions sets, has
+	// parquet-go pass null ones), or bounds of another width, which no
+	// value of the type has.
+	return i.least, i.greatest
 }
 
 // wideDecimalOptions are the writer options of schema's decimals stored as

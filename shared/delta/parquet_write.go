@@ -1110,7 +1110,7 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 		if dt.Precision < 1 || dt.Precision > 38 || dt.Scale < 0 || dt.Scale > dt.Precision {
 			return nil, nil, fmt.Errorf("unsupported %v", dt)
 		}
-		limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(dt.Precision)), nil)
+		limit := decimalLimit(dt.Precision)
 		fit := func(v any) (*big.Int, error) {
 			d, ok := v.(value.Decimal)
 			if !ok || d.Unscaled == nil {
@@ -1261,10 +1261,16 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 	return nil, nil, fmt.Errorf("unsupported column type %v", t)
 }
 
+// decimalLimit is 10^precision, the least magnitude a decimal of that
+// precision cannot hold.
+func decimalLimit(precision int) *big.Int {
+	return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil)
+}
+
 // decimalBytes is the smallest FIXED_LEN_BYTE_ARRAY length that holds every
 // unscaled value of the given precision in two's complement.
 func decimalBytes(precision int) int {
-	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil)
+	limit := decimalLimit(precision)
 	for n := 1; ; n++ {
 		max := new(big.Int).Lsh(big.NewInt(1), uint(8*n-1)) // 2^(8n-1) > 10^p - 1
 		if max.Cmp(limit) >= 0 {
