@@ -118,89 +118,36 @@ func (m *valueMatch) has(v any) bool {
 	return ok
 }
 
-// rawTest returns a test of the stored values of a leaf of physical type
-// phys that rules out most values other than vals (values of m) without
-// converting them, or nil. It never rules out a match: for strings it is
-// exact, and it is made for integer columns only where the conversion
-// keeps the low 32 bits of the stored value (long, integer and date
-// columns, stored as INT32 or INT64), not where it truncates (byte, short)
-// or scales (timestamps). A page of a sorted file has one or two values
-// within its bounds: they are compared one by one, cheaper than hashing.
-func (m *valueMatch) rawTest(phys format.Type, vals []any) func(parquet.Value) bool {
-	const few = 8
-	switch {
-	case m.strs != nil && phys == format.ByteArray:
-		if len(vals) > few {
-			return func(v parquet.Value) bool {
-				_, ok := m.strs[string(v.ByteArray())]
-				return ok
-			}
-		}
-		cands := make([]string, len(vals))
-		for i, v := range vals {
-			cands[i] = v.(string)
-		}
-		return func(v parquet.Value) bool {
-			b := v.ByteArray()
-			for _, c := range cands {
-				if string(b) == c {
-					return true
-				}
-			}
-			return false
-		}
-	case phys == format.Int64 && m.typ == value.Long:
-		return intTest(vals, few, func(v parquet.Value) int64 { return v.Int64() }, func(x int64) int64 { return x })
-	case phys == format.Int32 && (m.typ == value.Long || m.typ == value.Integer || m.typ == value.Date):
-		return intTest(vals, few, func(v parquet.Value) uint32 { return uint32(v.Int32()) }, func(x int64) uint32 { return uint32(x) })
-	}
-	return nil
-}
-
-// intTest is rawTest for an integer column: stored reads a stored value
-// and key maps a value looked for to it.
-func intTest[T comparable](vals []any, few int, stored func(parquet.Value) T, key func(int64) T) func(parquet.Value) bool {
-	if len(vals) > few {
-		set := make(map[T]struct{}, len(vals))
-		for _, v := range vals {
-			set[key(reflect.ValueOf(v).Int())] = struct{}{}
-		}
-		return func(v parquet.Value) bool { _, ok := set[stored(v)]; return ok }
-	}
-	cands := make([]T, len(vals))
-	for i, v := range vals {
-		cands[i] = key(reflect.ValueOf(v).Int())
-	}
-	return func(v parquet.Value) bool {
-		x := stored(v)
-		for _, c := range cands {
-			if x == c {
-				return true
-			}
-		}
-		return false
-	}
-}
-
-// storedTest is rawTest on a page's stored values as they lie: its INT64
-// or INT32 array, or its byte arrays' bytes and offsets. Testing a
+// storedTest tests the stored values of a leaf of physical type phys for
+// values of m it looks for, without converting them: as they lie in a
+// page (its INT64 or INT32 array, or its byte arrays' bytes and offsets),
+// or one parquet.Value at a time. It rules out most values other than
+// those looked for and never a match: for strings it is exact, and it is
+// made for integer columns only where the conversion keeps the low 32
+// bits of the stored value (long, integer and date columns, stored as
+// INT32 or INT64), not where it truncates (byte, short) or scales
+// (timestamps). The caller tests the values it passes exactly.
+//
+// Boxing every value read to test it cost a third of a lookup; testing a
 // parquet.Value made of every value of every page read (24 bytes each,
-// through two calls) took a quarter of the CPU of a random batch's
-// lookups in a 10M-row table, where each of thousands of pages holds one
-// key looked for among a thousand values.
+// through two calls) a quarter of the CPU of a random batch's lookups in
+// a 10M-row table, where each of thousands of pages holds one key looked
+// for among a thousand values.
 type storedTest struct {
 	phys format.Type
-	i64  []int64 // INT64: the stored values looked for, when few
-	i32  []int32 // INT32: the same
-	strs []string
-	// The same, when many.
+	// The stored values looked for: a list when few (a page of a sorted
+	// file has one or two values within its bounds: they are compared one
+	// by one, cheaper than hashing), a set when many.
+	i64    []int64
 	set64  map[int64]struct{}
+	i32    []int32
 	set32  map[int32]struct{}
+	strs   []string
 	strSet map[string]struct{}
 }
 
 // storedTest returns the test of the stored values of a leaf of physical
-// type phys that rawTest makes for vals, or nil where rawTest makes none.
+// type phys for vals (values of m), or nil for a leaf it does not test.
 func (m *valueMatch) storedTest(phys format.Type, vals []any) *storedTest {
 	const few = 8
 	t := &storedTest{phys: phys}
@@ -216,7 +163,7 @@ func (m *valueMatch) storedTest(phys format.Type, vals []any) *storedTest {
 	case phys == format.Int64 && m.typ == value.Long:
 		t.i64, t.set64 = storedKeys(vals, few, func(x int64) int64 { return x })
 	case phys == format.Int32 && (m.typ == value.Long || m.typ == value.Integer || m.typ == value.Date):
-		// As rawTest: the low 32 bits of the value looked for.
+		// The low 32 bits of the value looked for.
 		t.i32, t.set32 = storedKeys(vals, few, func(x int64) int32 { return int32(x) })
 	default:
 		return nil
@@ -241,11 +188,50 @@ func storedKeys[T comparable](vals []any, few int, key func(int64) T) ([]T, map[
 	return list, nil
 }
 
-// scan appends to out the indexes of the values of page p (of rows rows)
+// has tests one stored value (not null).
+func (t *storedTest) has(v parquet.Value) bool {
+	switch t.phys {
+	case format.Int64:
+		return holds(v.Int64(), t.i64, t.set64)
+	case format.Int32:
+		return holds(v.Int32(), t.i32, t.set32)
+	}
+	return t.hasBytes(v.ByteArray())
+}
+
+// hasBytes tests a stored byte array.
+func (t *storedTest) hasBytes(b []byte) bool {
+	if t.strSet != nil {
+		_, ok := t.strSet[string(b)]
+		return ok
+	}
+	for _, c := range t.strs {
+		if string(b) == c {
+			return true
+		}
+	}
+	return false
+}
+
+// holds reports whether x is in list or set.
+func holds[T comparable](x T, list []T, set map[T]struct{}) bool {
+	if set != nil {
+		_, ok := set[x]
+		return ok
+	}
+	for _, c := range list {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// scan appends to out the offsets of the values of page p (of rows rows)
 // that the test passes, and reports whether it could read them: the page
 // must hold one stored value per row (no null, no repetition) and not be
-// dictionary-encoded. The caller tests the values it passes exactly.
-func (t *storedTest) scan(p parquet.Page, rows int, out []int32) ([]int32, bool) {
+// dictionary-encoded.
+func (t *storedTest) scan(p parquet.Page, rows int, out []int64) ([]int64, bool) {
 	if p.Dictionary() != nil || len(p.RepetitionLevels()) > 0 || p.NumNulls() != 0 || p.NumValues() != int64(rows) {
 		return out, false
 	}
@@ -269,40 +255,13 @@ func (t *storedTest) scan(p parquet.Page, rows int, out []int32) ([]int32, bool)
 			return out, false
 		}
 		for j := range rows {
-			v := b[offs[j]:offs[j+1]]
-			if t.strSet != nil {
-				if _, ok := t.strSet[string(v)]; ok {
-					out = append(out, int32(j))
-				}
-				continue
-			}
-			for _, c := range t.strs {
-				if string(v) == c {
-					out = append(out, int32(j))
-					break
-				}
+			if t.hasBytes(b[offs[j]:offs[j+1]]) {
+				out = append(out, int64(j))
 			}
 		}
 		return out, true
 	}
 	return out, false
-}
-
-// value returns the value at index j of a page scan read, as the page's
-// value reader hands it out (a byte array's bytes point into the page).
-func (t *storedTest) value(p parquet.Page, j int32, maxDef, leaf int) parquet.Value {
-	var v parquet.Value
-	data := p.Data()
-	switch t.phys {
-	case format.Int64:
-		v = parquet.Int64Value(data.Int64()[j])
-	case format.Int32:
-		v = parquet.Int32Value(data.Int32()[j])
-	default:
-		b, offs := data.ByteArray()
-		v = parquet.ByteArrayValue(b[offs[j]:offs[j+1]])
-	}
-	return v.Level(0, maxDef, leaf)
 }
 
 // storedValues appends to dst the values of page p at offsets offs
@@ -401,32 +360,22 @@ func storedValues(p parquet.Page, offs []int64, maxDef, leaf int, dst []parquet.
 	return dst, true
 }
 
-// scanStored appends to out the indexes of vals in list (few values) or
-// set.
-func scanStored[T comparable](vals, list []T, set map[T]struct{}, out []int32) []int32 {
-	if set != nil {
-		for j, x := range vals {
-			if _, ok := set[x]; ok {
-				out = append(out, int32(j))
-			}
-		}
-		return out
-	}
-	if len(list) == 1 {
+// scanStored appends to out the offsets of vals in list or set: the hot
+// loop of a lookup, with the usual single value looked for compared
+// inline.
+func scanStored[T comparable](vals, list []T, set map[T]struct{}, out []int64) []int64 {
+	if set == nil && len(list) == 1 {
 		c := list[0]
 		for j, x := range vals {
 			if x == c {
-				out = append(out, int32(j))
+				out = append(out, int64(j))
 			}
 		}
 		return out
 	}
 	for j, x := range vals {
-		for _, c := range list {
-			if x == c {
-				out = append(out, int32(j))
-				break
-			}
+		if holds(x, list, set) {
+			out = append(out, int64(j))
 		}
 	}
 	return out
@@ -796,18 +745,16 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 	var rows []int64
 	var keys []any
 	decoded = len(want)
-	// The values each page's bounds can hold, tested first on the stored
-	// value: boxing every value read to test it cost a third of a lookup.
-	raws := make(map[int]func(parquet.Value) bool, len(pages))
+	// The values each page's bounds can hold, tested first as stored.
 	stored := make(map[int]*storedTest, len(pages))
 	for k, i := range pages {
 		sp := s.spans[g][k]
-		raws[i] = s.m.rawTest(s.phys, s.m.values[sp[0]:sp[1]])
 		stored[i] = s.m.storedTest(s.phys, s.m.values[sp[0]:sp[1]])
 	}
 	// A page of one stored value per row is tested as it lies; others
 	// (nulls, dictionary encoding) value by value.
-	var passed []int32
+	var passed []int64
+	var passedVals []parquet.Value
 	scanned, byValue := 0, 0
 	defer func() { countTested(ctx, scanned, byValue) }()
 	scan := func(w pageWant, first int64, p parquet.Page) (bool, error) {
@@ -819,15 +766,18 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 		if passed, ok = t.scan(p, int(p.NumValues()), passed[:0]); !ok {
 			return false, nil
 		}
-		scanned++
 		c := s.cols[s.m.col]
-		for _, j := range passed {
-			x, err := c.value(t.value(p, j, c.maxDef, s.leaf))
+		if passedVals, ok = storedValues(p, passed, c.maxDef, s.leaf, passedVals[:0]); !ok {
+			return false, nil
+		}
+		scanned++
+		for k, j := range passed {
+			x, err := c.value(passedVals[k])
 			if err != nil {
-				return true, fmt.Errorf("row %d: %w", base+first+int64(j), err)
+				return true, fmt.Errorf("row %d: %w", base+first+j, err)
 			}
 			if s.m.has(x) {
-				rows = append(rows, first+int64(j))
+				rows = append(rows, first+j)
 				keys = append(keys, x)
 			}
 		}
@@ -836,12 +786,12 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 	err = s.readPages(g, want, gi, scan, func(w pageWant, first int64, vals []parquet.Value) error {
 		byValue++
 		c := s.cols[s.m.col]
-		raw := raws[w.page]
+		t := stored[w.page]
 		for j, v := range vals {
 			if v.DefinitionLevel() < c.maxDef || v.IsNull() {
 				continue // null keys match nothing
 			}
-			if raw != nil && !raw(v) {
+			if t != nil && !t.has(v) {
 				continue
 			}
 			x, err := c.value(v)
