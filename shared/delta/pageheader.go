@@ -24,60 +24,28 @@ import (
 func fastPageHeader(b []byte) (format.PageHeader, int, bool) {
 	var h format.PageHeader
 	r := compactReader{b: b}
-	var seen uint
-	last := 0
-	for {
-		id, typ, ok := r.field(&last)
-		if !ok {
-			return h, 0, false
-		}
-		if typ == 0 { // stop
-			break
-		}
-		if id < 1 || id > 8 || seen&(1<<id) != 0 {
-			return h, 0, false
-		}
-		seen |= 1 << id
+	seen, ok := r.each(8, func(id, typ int) bool {
+		var ok bool
 		switch id {
 		case 1, 2, 3, 4:
-			v, ok := r.i32(typ)
-			if !ok {
-				return h, 0, false
-			}
-			switch id {
-			case 1:
-				h.Type = format.PageType(v)
-			case 2:
-				h.UncompressedPageSize = v
-			case 3:
-				h.CompressedPageSize = v
-			case 4:
-				h.CRC = v
+			var v int32
+			if v, ok = r.i32(typ); ok {
+				*[...]*int32{2: &h.UncompressedPageSize, 3: &h.CompressedPageSize, 4: &h.CRC, 1: (*int32)(&h.Type)}[id] = v
 			}
 		case 5:
-			d, ok := r.dataPageHeader(typ)
-			if !ok {
-				return h, 0, false
-			}
-			h.DataPageHeader.V, h.DataPageHeader.Valid = d, true
+			h.DataPageHeader.V, ok = r.dataPageHeader(typ)
+			h.DataPageHeader.Valid = ok
 		case 7:
-			d, ok := r.dictionaryPageHeader(typ)
-			if !ok {
-				return h, 0, false
-			}
-			h.DictionaryPageHeader.V, h.DictionaryPageHeader.Valid = d, true
+			h.DictionaryPageHeader.V, ok = r.dictionaryPageHeader(typ)
+			h.DictionaryPageHeader.Valid = ok
 		case 8:
-			d, ok := r.dataPageHeaderV2(typ)
-			if !ok {
-				return h, 0, false
-			}
-			h.DataPageHeaderV2.V, h.DataPageHeaderV2.Valid = d, true
-		default: // 6, the index page header: left to the decoder
-			return h, 0, false
+			h.DataPageHeaderV2.V, ok = r.dataPageHeaderV2(typ)
+			h.DataPageHeaderV2.Valid = ok
 		}
-	}
-	if seen&(1<<1|1<<2|1<<3) != 1<<1|1<<2|1<<3 {
-		return h, 0, false
+		return ok // 6, the index page header, is left to the decoder
+	})
+	if !ok || seen&(1<<1|1<<2|1<<3) != 1<<1|1<<2|1<<3 {
+		return format.PageHeader{}, 0, false
 	}
 	return h, r.pos, true
 }
@@ -179,30 +147,34 @@ func (r *compactReader) statistics(typ int) (format.Statistics, bool) {
 	if typ != compactStruct {
 		return st, false
 	}
-	var seen uint
+	_, ok := r.each(6, func(id, t int) bool {
+		var ok bool
+		if id == 3 || id == 4 { // null and distinct counts
+			*[...]*int64{3: &st.NullCount, 4: &st.DistinctCount}[id], ok = r.i64(t)
+		} else { // max, min, max_value, min_value
+			*[...]*[]byte{1: &st.Max, 2: &st.Min, 5: &st.MaxValue, 6: &st.MinValue}[id], ok = r.binary(t)
+		}
+		return ok
+	})
+	return st, ok
+}
+
+// each reads a struct's fields up to its stop byte, handing each field's
+// id and type to read, which reads its value. It reports the fields read,
+// and false for an id past maxID, a repeated one, or when read does.
+func (r *compactReader) each(maxID int, read func(id, typ int) bool) (seen uint, ok bool) {
 	last := 0
 	for {
-		id, t, ok := r.field(&last)
-		if !ok {
-			return st, false
-		}
-		if t == 0 {
-			return st, true
-		}
-		if id < 1 || id > 6 || seen&(1<<id) != 0 {
-			return st, false
+		id, typ, ok := r.field(&last)
+		switch {
+		case !ok:
+			return 0, false
+		case typ == 0: // stop
+			return seen, true
+		case id < 1 || id > maxID || seen&(1<<id) != 0 || !read(id, typ):
+			return 0, false
 		}
 		seen |= 1 << id
-		if id == 3 || id == 4 { // null and distinct counts
-			n := [...]*int64{3: &st.NullCount, 4: &st.DistinctCount}[id]
-			*n, ok = r.i64(t)
-		} else { // max, min, max_value, min_value
-			b := [...]*[]byte{1: &st.Max, 2: &st.Min, 5: &st.MaxValue, 6: &st.MinValue}[id]
-			*b, ok = r.binary(t)
-		}
-		if !ok {
-			return st, false
-		}
 	}
 }
 
@@ -217,46 +189,27 @@ func boolean(typ int) (v, ok bool) {
 	return false, false
 }
 
-// fields reads a struct of i32 fields 1..n (and, for the one named by
-// boolID, a bool, and for statsID, statistics into *st), all of ids
-// required set, into vals.
+// fields reads a struct of i32 fields 1..n into vals (and, for the one
+// named by boolID, a bool, and for statsID, statistics into *st), all of
+// ids required set.
 func (r *compactReader) fields(typ int, vals []int32, boolID, statsID int, st *format.Statistics, required uint) (b bool, hasBool, ok bool) {
 	if typ != compactStruct {
 		return false, false, false
 	}
-	var seen uint
-	last := 0
-	for {
-		id, t, ok := r.field(&last)
-		if !ok {
-			return false, false, false
-		}
-		if t == 0 {
-			break
-		}
-		if id < 1 || seen&(1<<id) != 0 {
-			return false, false, false
-		}
-		seen |= 1 << id
+	seen, ok := r.each(max(len(vals), boolID, statsID), func(id, t int) bool {
+		var ok bool
 		switch {
 		case id == boolID:
-			if b, ok = boolean(t); !ok {
-				return false, false, false
-			}
-			hasBool = true
+			b, ok = boolean(t)
+			hasBool = ok
 		case id == statsID:
-			if *st, ok = r.statistics(t); !ok {
-				return false, false, false
-			}
+			*st, ok = r.statistics(t)
 		case id <= len(vals):
-			if vals[id-1], ok = r.i32(t); !ok {
-				return false, false, false
-			}
-		default: // a field of a later format: the decoder's
-			return false, false, false
+			vals[id-1], ok = r.i32(t)
 		}
-	}
-	return b, hasBool, seen&required == required
+		return ok // a field of a later format is the decoder's
+	})
+	return b, hasBool, ok && seen&required == required
 }
 
 func (r *compactReader) dataPageHeader(typ int) (format.DataPageHeader, bool) {
