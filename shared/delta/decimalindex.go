@@ -135,21 +135,3 @@ func wideDecimalLeaf(schema *parquet.Schema, path []string) bool {
 	_, ok = lt.Value.(*format.DecimalType)
 	return ok
 }
-
-// unsignedDecimalBounds reports whether row group rg of f has statistics
-// with bounds for a decimal stored as FIXED_LEN_BYTE_ARRAY: parquet-go's,
-// in unsigned order (files written before wideDecimalOptions, see above),
-// which a copy of the row group would keep.
-func unsignedDecimalBounds(f *parquet.File, rg *format.RowGroup) bool {
-	schema := f.Schema()
-	for c, path := range schema.Columns() {
-		if c >= len(rg.Columns) {
-			break
-		}
-		st := &rg.Columns[c].MetaData.Statistics
-		if (st.MinValue != nil || st.MaxValue != nil || st.Min != nil || st.Max != nil) && wideDecimalLeaf(schema, path) {
-			return true
-		}
-	}
-	return false
-}

@@ -224,9 +224,9 @@ func TestAFileWithParquetGosShortDecimalIndexIsReadAndRewritten(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for g := range of.Metadata().RowGroups {
-			if unsignedDecimalBounds(of, &of.Metadata().RowGroups[g]) {
-				t.Fatalf("the rewrite's row group %d keeps unsigned decimal bounds", g)
+		for g, rg := range of.Metadata().RowGroups {
+			if st := rg.Columns[1].MetaData.Statistics; st.MinValue != nil || st.MaxValue != nil || st.Min != nil || st.Max != nil {
+				t.Fatalf("the rewrite's row group %d keeps the decimal's bounds % x, % x", g, st.MinValue, st.MaxValue)
 			}
 		}
 		for _, r := range pqRead(t, mem, md, out, ReadOptions{}) {

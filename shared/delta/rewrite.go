@@ -83,7 +83,8 @@ type RewriteResult struct {
 	// copied but for metadata that must not be copied: a malformed page
 	// index (parquet-go's for a decimal of more than 18 digits with a page
 	// of nulls, or a damaged one), or such a decimal's chunk statistics
-	// with parquet-go's unsigned bounds (see decimalindex.go). Their
+	// with parquet-go's unsigned bounds (see decimalindex.go and
+	// chunkBounds.unsignedDecimalBounds). Their
 	// pages, checked, were decoded and written anew, with metadata of
 	// their own. RowGroupsDecoded counts them too.
 	RowGroupsNotCopied int
@@ -361,20 +362,24 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 		case drops == n:
 			// Nothing of this row group remains.
 		case drops == 0:
-			leaves, err := bounds.summarise(rg)
-			if err != nil {
-				rw.abort()
-				return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
+			// Copied verbatim: parquet-go splices the pages and their
+			// indexes, and the chunks' statistics. Where those must not
+			// be copied as they are, the row group is written anew, with
+			// metadata of its own.
+			copied := !bounds.unsignedDecimalBounds(&f.Metadata().RowGroups[g])
+			var err error
+			if copied {
+				var leaves []leafSummary
+				if leaves, err = bounds.summarise(rg); err != nil {
+					rw.abort()
+					return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
+				}
+				err = rw.appendRowGroup(ra, f, g, true, func(w *FileWriter) error { return w.writeRowGroup(rg, leaves) })
+				copied = !errors.Is(err, errNotCopied)
 			}
-			// Copied verbatim: parquet-go splices the pages and their indexes.
-			err = rw.appendRowGroup(ra, f, g, true, func(w *FileWriter) error { return w.writeRowGroup(rg, leaves) })
-			copied := true
-			if errors.Is(err, errNotCopied) {
-				// Its metadata would be copied as it is: the row group
-				// is written anew, with metadata of its own.
+			if !copied {
 				dropped = append(dropped[:0], make([]bool, n)...)
 				err = rw.appendRowGroup(ra, f, g, false, func(w *FileWriter) error { return w.writeRowGroupKept(rg, dropped, bounds) })
-				copied = false
 			}
 			if err != nil {
 				rw.abort()
@@ -564,9 +569,8 @@ func (r *rewriter) open() error {
 }
 
 // errNotCopied is why appendRowGroup did not copy a row group whose page
-// index is malformed, or whose chunk statistics of a decimal of more than
-// 18 digits have parquet-go's unsigned bounds (see decimalindex.go):
-// nothing of it is written, and its pages can be written anew.
+// index is malformed: nothing of it is written, and its pages can be
+// written anew.
 var errNotCopied = errors.New("the row group's metadata is not copied")
 
 // appendRowGroup appends row group g of f through write, then rolls the
@@ -578,9 +582,6 @@ func (r *rewriter) appendRowGroup(ra *storeReaderAt, f *parquet.File, g int, ind
 		return err
 	}
 	meta := f.Metadata().RowGroups[g]
-	if indexes && unsignedDecimalBounds(f, &meta) {
-		return fmt.Errorf("%w: the statistics of a decimal of more than 18 digits have unsigned bounds", errNotCopied)
-	}
 	ranges := chunkRanges(meta, indexes)
 	if indexes {
 		for _, c := range r.filterLeaves {
@@ -702,6 +703,24 @@ func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, 
 		b.conv[k] = conv
 	}
 	return b, nil
+}
+
+// unsignedDecimalBounds reports whether a row group's chunk statistics
+// have bounds for a leaf whose Parquet bounds are not its Delta ones, a
+// decimal of more than 18 digits: parquet-go's, in unsigned order (files
+// written before wideDecimalOptions, see decimalindex.go), which a copy of
+// the row group would keep. (Floats' are in the right order; what they do
+// not tell is taken from the source's add.stats, see useFile.)
+func (b *chunkBounds) unsignedDecimalBounds(rg *format.RowGroup) bool {
+	for k, t := range b.types {
+		if _, ok := t.(value.DecimalType); !ok || boundsAsDelta(t) || k >= len(rg.Columns) {
+			continue
+		}
+		if st := &rg.Columns[k].MetaData.Statistics; st.MinValue != nil || st.MaxValue != nil || st.Min != nil || st.Max != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *chunkBounds) summarise(rg parquet.RowGroup) ([]leafSummary, error) {
