@@ -5,6 +5,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/dsdelta/dsdelta/shared/value"
 )
 
 // The column index (parquet-format PageIndex.md; ColumnIndex in
@@ -44,6 +46,11 @@ import (
 // every page of values. Nothing prunes such a column by its Parquet
 // bounds, and nothing is missed; add.stats takes its bounds row by row
 // (boundsAsDelta), for Delta's data skipping.
+
+// decimalBytesNode is the leaf of a decimal of more than 18 digits.
+func decimalBytesNode(dt value.DecimalType) parquet.Node {
+	return parquet.Decimal(dt.Scale, dt.Precision, decimalBytesType{parquet.FixedLenByteArrayType(decimalBytes(dt.Precision)), dt.Precision})
+}
 
 // decimalBytesType is the FIXED_LEN_BYTE_ARRAY type of such a decimal,
 // with decimalIndexer as its column indexer.

@@ -111,7 +111,7 @@ func fzOwnWideDecimals(t testing.TB, src []byte, dict bool) []parquet.WriterOpti
 		if !ok {
 			return fld
 		}
-		var node parquet.Node = parquet.Decimal(int(dt.Scale), int(dt.Precision), decimalBytesType{parquet.FixedLenByteArrayType(fld.Type().Length()), int(dt.Precision)})
+		node := decimalBytesNode(value.DecimalType{Precision: int(dt.Precision), Scale: int(dt.Scale)})
 		if fld.Optional() {
 			node = parquet.Optional(node)
 		}

@@ -1146,7 +1146,7 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 		default:
 			size := decimalBytes(dt.Precision)
 			var slab []byte // the closure is one writer's, used by one goroutine
-			return parquet.Decimal(dt.Scale, dt.Precision, decimalBytesType{parquet.FixedLenByteArrayType(size), dt.Precision}), func(v any) (parquet.Value, error) {
+			return decimalBytesNode(dt), func(v any) (parquet.Value, error) {
 				// Most values are of the column's scale and fit 64 bits,
 				// which a precision above 18 always holds: no big.Int
 				// arithmetic for them, and their bytes are cut from a
