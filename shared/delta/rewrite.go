@@ -84,9 +84,9 @@ type RewriteResult struct {
 	// index (parquet-go's for a decimal of more than 18 digits with a page
 	// of nulls, or a damaged one), or such a decimal's chunk statistics
 	// with parquet-go's unsigned bounds (see decimalindex.go and
-	// chunkBounds.unsignedDecimalBounds). Their
-	// pages, checked, were decoded and written anew, with metadata of
-	// their own. RowGroupsDecoded counts them too.
+	// chunkBounds.unsignedDecimalBounds). Their pages, checked, were
+	// decoded and written anew, with metadata of their own.
+	// RowGroupsDecoded counts them too.
 	RowGroupsNotCopied int
 }
 
@@ -571,7 +571,7 @@ func (r *rewriter) open() error {
 // errNotCopied is why appendRowGroup did not copy a row group whose page
 // index is malformed: nothing of it is written, and its pages can be
 // written anew.
-var errNotCopied = errors.New("the row group's metadata is not copied")
+var errNotCopied = errors.New("the row group's page index is not copied")
 
 // appendRowGroup appends row group g of f through write, then rolls the
 // file at the target size. The row group's column chunks (and, with
