@@ -576,7 +576,7 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 	var (
 		schema  value.StructType
 		schemas []value.StructType
-		rowSch  []int // index into schemas per event
+		rowSch  = make([]int, 0, events.Len()) // index into schemas per event
 		// The part's source dates: one date makes a dated part.
 		firstDay, lastDay value.Days
 	)
@@ -653,7 +653,7 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 	var keys *keyCodes
 	if len(m.Key) > 0 {
 		if keyIdx, err := cdc.KeyIndexes(hs, m.Key); err == nil {
-			keys = &keyCodes{idx: keyIdx, codeList: codeList{at: make([]int32, 1, n+1)}}
+			keys = &keyCodes{idx: keyIdx, codeList: codeList{at: make([]int32, 1, n+1)}, rows: n}
 			for i := range n {
 				var err error
 				if ev := events.At(i); same[rowSch[i]] {
@@ -767,8 +767,9 @@ func (l *codeList) code(i int32) []byte { return l.buf[l.at[i]:l.at[i+1]] }
 // keyCodes are the range codes of a part's rows.
 type keyCodes struct {
 	codeList
-	idx []int // key columns in the history row
-	key []any
+	idx  []int // key columns in the history row
+	key  []any
+	rows int // how many codes the part will hold
 }
 
 // add appends the range code of the key of a history row whose first off
@@ -785,6 +786,13 @@ func (k *keyCodes) add(row []any, off int, hs value.StructType) error {
 	var err error
 	if k.buf, err = cdc.AppendRangeCode(k.buf, k.key); err != nil {
 		return err
+	}
+	if len(k.at) == 1 && k.rows > 1 {
+		// The codes of a part's keys are mostly of one length: room for
+		// all of them at the first one's, and an eighth more. Grown by
+		// append, the buffer of a large part took five times its size
+		// in copies (append grows a large slice by a quarter).
+		k.buf = slices.Grow(k.buf, len(k.buf)*(k.rows-1)*9/8)
 	}
 	k.mark()
 	return nil
