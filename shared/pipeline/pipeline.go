@@ -14,6 +14,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
 
@@ -51,6 +52,11 @@ type Pipeline struct {
 	RegistryRetention time.Duration
 	Logger            *slog.Logger
 	Now               func() time.Time
+
+	// valueArrays are the arrays the staged parts' rows are converted
+	// into, taken again from part to part and file to file (see
+	// delta.ValueArrays). A Pipeline is used by pointer, never copied.
+	valueArrays delta.ValueArrays
 
 	// partMemory and stepMemory override partMemoryBytes and
 	// stepMemoryBytes in tests (0: the constants).
