@@ -51,7 +51,10 @@ func benchBackfillFile(b *testing.B, dir string, k, n int) string {
 // decode, the part written in key order, its key hashes, manifest and
 // registration, fsyncs included. With -cpu 1 it measures what staging
 // costs a core, apart from the other work a run of the whole pipeline
-// shares the machine with (bench/ measures that).
+// shares the machine with (bench/ measures that). One Pipeline stages
+// every run's file, as a function instance stages the files it is given
+// one after the other: what it keeps from file to file (the arrays a
+// part's rows are converted into) is kept.
 func BenchmarkStage(b *testing.B) {
 	ctx := context.Background()
 	srcDir := b.TempDir()
@@ -66,6 +69,7 @@ func BenchmarkStage(b *testing.B) {
 	}
 	quiet := slog.New(slog.NewTextHandler(&bytes.Buffer{}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b.SetBytes(info.Size)
+	p := &Pipeline{Sources: oneSource{src}, Holder: "bench", Logger: quiet}
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
@@ -77,7 +81,7 @@ func BenchmarkStage(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := &Pipeline{Lake: lake, Sources: oneSource{src}, Coordination: Coordinate(c), Holder: "bench", Logger: quiet}
+		p.Lake, p.Coordination = lake, Coordinate(c)
 		b.StartTimer()
 		res, err := p.Stage(ctx, datastream.SourceFile{Name: name, Generation: info.Generation, Size: info.Size})
 		if err != nil {
