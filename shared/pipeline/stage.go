@@ -379,7 +379,8 @@ type stager struct {
 	id     string
 	format datastream.Format
 	m      *manifest
-	known  *value.StructType // the table's source schema, read once (JSON)
+	table  datastream.TableID // the file's table, once an event named it
+	known  *value.StructType  // the table's source schema, read once (JSON)
 	tc     config.TableConfig
 }
 
@@ -521,17 +522,19 @@ func (s *stager) check(events *datastream.Events) error {
 		}
 	}()
 	for _, ev := range events.All() {
-		tid := ev.Table.String()
 		m := s.m
 		if m == nil {
+			tid := ev.Table.String()
 			m = &manifest{Table: tid, Source: f, MinSourceTS: ev.SourceTimestamp, MaxSourceTS: ev.SourceTimestamp}
 			if !ev.HistoryOnly {
 				m.Key = ev.KeyNames
 			}
-			s.m, s.tc = m, s.p.Config.Table(tid)
+			s.m, s.tc, s.table = m, s.p.Config.Table(tid), ev.Table
 		}
-		if tid != m.Table {
-			return permanentError{fmt.Errorf("%s: record %d: table %s differs from the file's first table %s", f.Name, ev.Meta.Record, tid, m.Table)}
+		// The id as decoded, not its text: one string built per event was
+		// an allocation per event.
+		if ev.Table != s.table {
+			return permanentError{fmt.Errorf("%s: record %d: table %s differs from the file's first table %s", f.Name, ev.Meta.Record, ev.Table, m.Table)}
 		}
 		m.MinSourceTS = min(m.MinSourceTS, ev.SourceTimestamp)
 		m.MaxSourceTS = max(m.MaxSourceTS, ev.SourceTimestamp)

@@ -398,3 +398,30 @@ func TestARecordLargerThanMaxRecordBytesQuarantinesItsFile(t *testing.T) {
 		}
 	}
 }
+
+// TestAFileOfTwoTablesIsQuarantined stages a file whose third record names
+// another table than the first two: the file is quarantined with a reason
+// naming it, the record and both tables, and nothing of it is merged.
+func TestAFileOfTwoTablesIsQuarantined(t *testing.T) {
+	ctx := context.Background()
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{})
+	good := jsonlFile("a", 10, `{"id":1,"n":5}`)
+	mixed := jsonlFile("b", 20, `{"id":2,"n":6}`, `{"id":3,"n":7}`, `{"id":4,"n":8}`)
+	lines := strings.SplitAfter(string(mixed.Data), "\n")
+	lines[2] = strings.Replace(lines[2], `"table":"t"`, `"table":"u"`, 1)
+	mixed.Data = []byte(strings.Join(lines, ""))
+	res := stageAll(t, ctx, p, source, "shop.t", good, mixed)
+	if res[0].Quarantined != "" {
+		t.Fatalf("the good file was quarantined: %s", res[0].Quarantined)
+	}
+	reason := res[1].Quarantined
+	for _, want := range []string{mixed.Name, "record 3", "shop.u", "shop.t"} {
+		if !strings.Contains(reason, want) {
+			t.Errorf("quarantine reason %q does not name %s", reason, want)
+		}
+	}
+	if _, rows := stateRows(t, ctx, p, "shop.t", "id"); len(rows) != 1 {
+		t.Errorf("state = %v, want only the good file's row", rows)
+	}
+}
