@@ -124,6 +124,7 @@ func unifyJSON(events iter.Seq[*Event], known value.StructType) (value.StructTyp
 	// are cut from slabs (they live and die with their part's events).
 	var (
 		slab     []any
+		boxes    convertedBoxes
 		schemaOf []value.Field // the schema places is for
 		places   []int
 		inPlace  bool // schemaOf's columns are the unified ones, in order
@@ -154,7 +155,7 @@ func unifyJSON(events iter.Seq[*Event], known value.StructType) (value.StructTyp
 				if k == kindTyped {
 					continue
 				}
-				v, err := convertInferred(fields[j].Type, k, row[j], src.text[j])
+				v, err := convertInferred(fields[j].Type, k, row[j], src.text[j], &boxes)
 				if err != nil {
 					return value.StructType{}, unifyError(ev, ev.Schema.Fields[j].Name, err)
 				}
@@ -172,7 +173,7 @@ func unifyJSON(events iter.Seq[*Event], known value.StructType) (value.StructTyp
 					row[ci] = ev.Row[j]
 					continue
 				}
-				v, err := convertInferred(fields[ci].Type, k, ev.Row[j], src.text[j])
+				v, err := convertInferred(fields[ci].Type, k, ev.Row[j], src.text[j], &boxes)
 				if err != nil {
 					return value.StructType{}, unifyError(ev, f.Name, err)
 				}
@@ -474,7 +475,10 @@ func numberText(v any) string {
 // A number's text is rendered only where it is used (numberTextOf): most
 // numbers convert directly, and rendering a decimal costs more than
 // converting it.
-func convertInferred(t value.Type, k rawKind, v any, text string) (any, error) {
+//
+// A value that is already of its type is returned in the interface it came
+// in; a new one is boxed from b's slabs.
+func convertInferred(t value.Type, k rawKind, v any, text string, b *convertedBoxes) (any, error) {
 	switch tt := t.(type) {
 	case value.Primitive:
 		switch tt {
@@ -488,26 +492,26 @@ func convertInferred(t value.Type, k rawKind, v any, text string) (any, error) {
 				return strconv.FormatBool(v.(bool)), nil
 			}
 		case value.Long:
-			if n, ok := v.(int64); ok {
-				return n, nil
+			if _, ok := v.(int64); ok {
+				return v, nil
 			}
 		case value.Boolean:
-			if b, ok := v.(bool); ok {
-				return b, nil
+			if _, ok := v.(bool); ok {
+				return v, nil
 			}
 		case value.Timestamp, value.TimestampNTZ:
 			if s, ok := v.(string); ok && k == kindString {
 				if us, ok := strictTimestamp(s); ok {
 					if tt == value.TimestampNTZ {
-						return value.LocalMicros(us), nil
+						return b.localMicros.Box(value.LocalMicros(us)), nil
 					}
-					return us, nil
+					return b.micros.Box(us), nil
 				}
 			}
 		case value.Date:
 			if s, ok := v.(string); ok && k == kindString {
 				if d, ok := strictDate(s); ok {
-					return d, nil
+					return b.days.Box(d), nil
 				}
 			}
 		}
@@ -523,7 +527,10 @@ func convertInferred(t value.Type, k rawKind, v any, text string) (any, error) {
 		}
 		if d.Unscaled != nil {
 			if r, err := d.Rescale(tt.Scale); err == nil && (r.Precision() <= tt.Precision || r.Unscaled.Sign() == 0) {
-				return r, nil
+				if x, ok := v.(value.Decimal); ok && x == r {
+					return v, nil // of the column's scale already
+				}
+				return b.decimals.Box(r), nil
 			}
 		}
 	}
@@ -531,6 +538,15 @@ func convertInferred(t value.Type, k rawKind, v any, text string) (any, error) {
 		text = numberTextOf(v, text)
 	}
 	return convertJSON(t, inferredJSON(k, v, text))
+}
+
+// convertedBoxes are the slabs UnifyJSON boxes converted values from: they
+// live and die with the events, as the decoder's own slabs do.
+type convertedBoxes struct {
+	micros      value.Boxes[value.Micros]
+	localMicros value.Boxes[value.LocalMicros]
+	days        value.Boxes[value.Days]
+	decimals    value.Boxes[value.Decimal]
 }
 
 // numberTextOf is a number's exact text: text when the Reader kept it

@@ -199,6 +199,26 @@ func TestUnifyJSONKnownSchemaWins(t *testing.T) {
 			}
 		})
 	}
+	// Converted values are boxed from slabs of 256: a file of more values
+	// than a slab holds keeps each its own, and a decimal already of the
+	// column's scale, or a long, is kept as it came.
+	t.Run("many values converted, each its own", func(t *testing.T) {
+		const n = 700
+		var payloads, want []string
+		for i := range n {
+			payloads = append(payloads, fmt.Sprintf(`{"id":%d,"n":%d,"ts":"2024-01-02T03:04:%02d.%06dZ","d":%d.%03d,"gone":"2024-%02d-%02d"}`, i, 1000*i, i%60, i, i, i%1000, 1+i%12, 1+i%28))
+			want = append(want, fmt.Sprintf(`{"id":%d,"n":%d,"s":null,"ts":"2024-01-02T03:04:%02d.%06dZ","d":"%d.%03d","Upper":null,"gone":"2024-%02d-%02d"}`, i, 1000*i, i%60, i, i, i%1000, 1+i%12, 1+i%28))
+		}
+		_, rows, err := unified(t, mysqlJSON(payloads...), known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range rows {
+			if r != want[i] {
+				t.Fatalf("row %d\n got %s\nwant %s", i+1, r, want[i])
+			}
+		}
+	})
 	t.Run("numbers wider than the table's type widen the column instead of failing", func(t *testing.T) {
 		for _, c := range []struct{ payload, col, want string }{
 			{`{"id":2,"d":1.2345}`, "d", "decimal"},
