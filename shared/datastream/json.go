@@ -383,7 +383,7 @@ func typePayload(line []byte, spans []memberSpan, known *value.StructType, src *
 	} else {
 		st.Fields = (*scratch)[:0]
 		if sizeHint > 0 {
-			row = make([]any, 0, sizeHint)
+			row = al.row(sizeHint)[:0]
 		}
 	}
 	next := 0 // the column expected next: payloads list columns in order
@@ -427,7 +427,7 @@ func typePayload(line []byte, spans []memberSpan, known *value.StructType, src *
 		}
 		k, text := writtenAs(v, x)
 		if src.kinds == nil {
-			src.kinds = make([]rawKind, len(row), max(sizeHint, len(st.Fields)+8))
+			src.kinds = al.kinds(len(row), max(sizeHint, len(st.Fields)+8))
 		}
 		if text != "" {
 			if src.text == nil {

@@ -43,7 +43,7 @@ func inferJSON(raw json.RawMessage, plain bool, arena *strArena, al *slabs) (val
 			return value.Long, al.boxLong(n), nil // the common case, without copying the text
 		}
 		if d, ok := smallFraction(raw, al); ok && d.Scale <= maxDecimalDigits {
-			return value.DecimalType{Precision: maxDecimalDigits, Scale: d.Scale}, al.boxDecimal(d), nil
+			return inferredDecimals[d.Scale], al.boxDecimal(d), nil
 		}
 		text := string(raw)
 		if isIntegerText(text) {
@@ -63,9 +63,19 @@ func inferJSON(raw json.RawMessage, plain bool, arena *strArena, al *slabs) (val
 		if d.Precision() > maxDecimalDigits || d.Scale > maxDecimalDigits {
 			return value.String, text, nil
 		}
-		return value.DecimalType{Precision: maxDecimalDigits, Scale: d.Scale}, al.boxDecimal(d), nil
+		return inferredDecimals[d.Scale], al.boxDecimal(d), nil
 	}
 }
+
+// inferredDecimals are the types inferJSON gives decimals, by scale, made
+// into value.Type once: a DecimalType put in the interface anew took an
+// allocation for every decimal value decoded. Read only.
+var inferredDecimals = func() (ts [maxDecimalDigits + 1]value.Type) {
+	for s := range ts {
+		ts[s] = value.DecimalType{Precision: maxDecimalDigits, Scale: s}
+	}
+	return ts
+}()
 
 func isIntegerText(s string) bool {
 	s = strings.TrimPrefix(s, "-")

@@ -20,6 +20,7 @@ type slabs struct {
 	ints   []smallBigInt
 	knames []string
 	srcs   []jsonSource
+	kindsS []rawKind
 
 	// Boxes for the payload values decoded most: timestamps, longs,
 	// decimals and strings (nil-safe methods below), and the other
@@ -39,6 +40,7 @@ const (
 	slabAnys    = 1024
 	slabStrings = 256
 	slabSources = 128
+	slabKinds   = 4096
 	// maxSlabbed is the largest slice cut from a slab; longer ones are
 	// allocated on their own.
 	maxSlabbed = 64
@@ -93,6 +95,14 @@ func (s *slabs) bigInt() *smallBigInt {
 	out := &s.ints[0]
 	s.ints = s.ints[1:]
 	return out
+}
+
+// kinds returns n zero kinds with room for c (c >= n).
+func (s *slabs) kinds(n, c int) []rawKind {
+	if s == nil || c > slabKinds/8 {
+		return make([]rawKind, n, c)
+	}
+	return value.Cut(&s.kindsS, c, slabKinds)[:n]
 }
 
 // source returns a zero jsonSource.
