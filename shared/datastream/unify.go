@@ -124,7 +124,7 @@ func unifyJSON(events iter.Seq[*Event], known value.StructType) (value.StructTyp
 	// are cut from slabs (they live and die with their part's events).
 	var (
 		slab     []any
-		boxes    convertedBoxes
+		boxes    slabs         // the converted values' boxes
 		schemaOf []value.Field // the schema places is for
 		places   []int
 		inPlace  bool // schemaOf's columns are the unified ones, in order
@@ -477,8 +477,9 @@ func numberText(v any) string {
 // converting it.
 //
 // A value that is already of its type is returned in the interface it came
-// in; a new one is boxed from b's slabs.
-func convertInferred(t value.Type, k rawKind, v any, text string, b *convertedBoxes) (any, error) {
+// in; a new one is boxed from al, whose slabs live and die with the events
+// as the decoder's own do.
+func convertInferred(t value.Type, k rawKind, v any, text string, al *slabs) (any, error) {
 	switch tt := t.(type) {
 	case value.Primitive:
 		switch tt {
@@ -503,15 +504,15 @@ func convertInferred(t value.Type, k rawKind, v any, text string, b *convertedBo
 			if s, ok := v.(string); ok && k == kindString {
 				if us, ok := strictTimestamp(s); ok {
 					if tt == value.TimestampNTZ {
-						return b.localMicros.Box(value.LocalMicros(us)), nil
+						return al.local.Box(value.LocalMicros(us)), nil
 					}
-					return b.micros.Box(us), nil
+					return al.boxMicros(us), nil
 				}
 			}
 		case value.Date:
 			if s, ok := v.(string); ok && k == kindString {
 				if d, ok := strictDate(s); ok {
-					return b.days.Box(d), nil
+					return al.days.Box(d), nil
 				}
 			}
 		}
@@ -530,7 +531,7 @@ func convertInferred(t value.Type, k rawKind, v any, text string, b *convertedBo
 				if x, ok := v.(value.Decimal); ok && x == r {
 					return v, nil // of the column's scale already
 				}
-				return b.decimals.Box(r), nil
+				return al.boxDecimal(r), nil
 			}
 		}
 	}
@@ -538,15 +539,6 @@ func convertInferred(t value.Type, k rawKind, v any, text string, b *convertedBo
 		text = numberTextOf(v, text)
 	}
 	return convertJSON(t, inferredJSON(k, v, text))
-}
-
-// convertedBoxes are the slabs UnifyJSON boxes converted values from: they
-// live and die with the events, as the decoder's own slabs do.
-type convertedBoxes struct {
-	micros      value.Boxes[value.Micros]
-	localMicros value.Boxes[value.LocalMicros]
-	days        value.Boxes[value.Days]
-	decimals    value.Boxes[value.Decimal]
 }
 
 // numberTextOf is a number's exact text: text when the Reader kept it
