@@ -71,6 +71,25 @@ type Config struct {
 	RecordMaxBytes int64 `yaml:"max_record_bytes" json:"max_record_bytes"`
 	// Extensions of data files to stage; others are skipped.
 	Extensions []string `yaml:"extensions" json:"extensions"`
+
+	// ReconcileGrace is how old a source object the registry does not know
+	// must be before the reconcile stages it: younger ones are left to
+	// their notification, which is usually in flight.
+	ReconcileGrace Duration `yaml:"reconcile_grace" json:"reconcile_grace"`
+	// ReconcileLookback is how far, in Datastream folder time, behind the
+	// newest folder of a table a reconcile lists again, to find files
+	// written late into old minute folders. Folders still receiving files
+	// (a backfill's) are listed for as long as they do, whatever their age.
+	ReconcileLookback Duration `yaml:"reconcile_lookback" json:"reconcile_lookback"`
+	// ReconcileSince, when set, leaves out source objects in folders older
+	// than this instant: a first load of a long-running stream can start
+	// there instead of at its first file.
+	ReconcileSince time.Time `yaml:"reconcile_since" json:"reconcile_since"`
+	// ReconcileMaxFiles bounds the unregistered files one reconcile tick
+	// hands to staging; ReconcileMaxListed the objects it lists. Progress
+	// is kept, so a larger backlog is caught up over ticks.
+	ReconcileMaxFiles  int `yaml:"reconcile_max_files" json:"reconcile_max_files"`
+	ReconcileMaxListed int `yaml:"reconcile_max_listed" json:"reconcile_max_listed"`
 }
 
 // TableConfig is per-table behaviour.
@@ -160,6 +179,19 @@ const (
 	// and a bulk load merged in few batches writes each row about once.
 	DefaultBatchMaxSourceBytes = 1 << 30
 	DefaultMaxRecordBytes      = 128 << 20
+
+	// DefaultReconcileGrace lets a notification in flight win over the
+	// reconcile: GCS delivers nearly all within seconds.
+	DefaultReconcileGrace = 10 * time.Minute
+	// DefaultReconcileLookback covers Datastream writing a file late into
+	// a minute folder: its folders follow the source time, and a file
+	// closes within a minute of its first event.
+	DefaultReconcileLookback = 2 * time.Hour
+	// DefaultReconcileMaxFiles and DefaultReconcileMaxListed bound one
+	// reconcile tick: the files it hands to staging at once, and the
+	// objects it lists (about a hundred list calls).
+	DefaultReconcileMaxFiles  = 2000
+	DefaultReconcileMaxListed = 100_000
 )
 
 // DefaultExtensions are the Datastream data file extensions.
@@ -207,6 +239,10 @@ func (c Config) Validate() error {
 		{"batch_max_events", c.BatchMaxEvents},
 		{"batch_max_source_bytes", c.BatchMaxSourceBytes},
 		{"max_record_bytes", c.RecordMaxBytes},
+		{"reconcile_grace", int64(c.ReconcileGrace)},
+		{"reconcile_lookback", int64(c.ReconcileLookback)},
+		{"reconcile_max_files", int64(c.ReconcileMaxFiles)},
+		{"reconcile_max_listed", int64(c.ReconcileMaxListed)},
 	} {
 		if v.n < 0 {
 			return fmt.Errorf("%s must not be negative (0 means the default)", v.key)
@@ -354,6 +390,28 @@ func (c Config) MaxSourceBytes() int64 {
 // MaxRecordBytes is the effective size limit of one Datastream record.
 func (c Config) MaxRecordBytes() int64 {
 	return orDefault(c.RecordMaxBytes, DefaultMaxRecordBytes)
+}
+
+// Grace is the effective reconcile grace period.
+func (c Config) Grace() time.Duration {
+	return time.Duration(orDefault(int64(c.ReconcileGrace), int64(DefaultReconcileGrace)))
+}
+
+// Lookback is the effective reconcile lookback.
+func (c Config) Lookback() time.Duration {
+	return time.Duration(orDefault(int64(c.ReconcileLookback), int64(DefaultReconcileLookback)))
+}
+
+// MaxReconcileFiles is the effective number of files a reconcile tick
+// hands to staging.
+func (c Config) MaxReconcileFiles() int {
+	return int(orDefault(int64(c.ReconcileMaxFiles), DefaultReconcileMaxFiles))
+}
+
+// MaxReconcileListed is the effective number of objects a reconcile tick
+// lists.
+func (c Config) MaxReconcileListed() int {
+	return int(orDefault(int64(c.ReconcileMaxListed), DefaultReconcileMaxListed))
 }
 
 // orDefault returns v when it is set (positive), else def.
