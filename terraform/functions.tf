@@ -28,10 +28,23 @@ locals {
     var.dsdelta_config == "" ? {} : { DSDELTA_CONFIG = var.dsdelta_config },
   )
 
-  # The reconcile runs in the compact function only.
-  reconcile_environment = {
-    DSDELTA_RECONCILE_TOPIC = google_pubsub_topic.reconcile.id
-  }
+  # The reconcile runs in the compact function only (DSDELTA_CONFIG's
+  # reconcile_* keys win over these). DSDELTA_RECONCILE_SINCE is left out when
+  # empty: no lower bound.
+  reconcile_environment = merge(
+    {
+      DSDELTA_RECONCILE_TOPIC    = google_pubsub_topic.reconcile.id
+      DSDELTA_RECONCILE_GRACE    = var.reconcile_grace
+      DSDELTA_RECONCILE_LOOKBACK = var.reconcile_lookback
+    },
+    var.reconcile_since == "" ? {} : { DSDELTA_RECONCILE_SINCE = var.reconcile_since },
+  )
+
+  # reconcile_grace and reconcile_lookback in seconds (their validations
+  # allow only h, m and s units).
+  reconcile_seconds = { for k, d in { grace = var.reconcile_grace, lookback = var.reconcile_lookback } : k => sum(concat([0], [
+    for m in regexall("([0-9]+)([hms])", d) : tonumber(m[0]) * lookup({ h = 3600, m = 60, s = 1 }, m[1])
+  ])) }
 
   # GOMEMLIMIT per function: four fifths of its memory, so the Go collector
   # works harder before the instance reaches its limit instead of letting
@@ -200,6 +213,10 @@ resource "google_cloudfunctions2_function" "compact" {
     precondition {
       condition     = local.merge_budget_seconds < var.compact_function.timeout_seconds
       error_message = "merge_budget_seconds must be below compact_function.timeout_seconds, or a compaction could be killed while holding its lease."
+    }
+    precondition {
+      condition     = local.reconcile_seconds.lookback > local.reconcile_seconds.grace
+      error_message = "reconcile_lookback must be longer than reconcile_grace: a late file must still be inside the listed window once it is old enough to be reconciled."
     }
   }
 
