@@ -510,7 +510,7 @@ variable "dsdelta_config" {
 # ---------------------------------------------------------------------------
 
 variable "enable_alerts" {
-  description = "Create the alert policies (quarantined files, merge lag, function errors, dead-lettered messages). The log-based metrics are always created."
+  description = "Create the alert policies (quarantined files, files reconciled because their notification was lost, merge lag, function errors, dead-lettered messages). The log-based metrics are always created."
   type        = bool
   default     = true
 }
