@@ -277,8 +277,8 @@ run "monitoring_counts_quarantines_lag_and_errors" {
     error_message = "The error metric must count error-level entries."
   }
   assert {
-    condition     = length(google_monitoring_alert_policy.quarantined_files) == 1 && length(google_monitoring_alert_policy.merge_lag) == 1 && length(google_monitoring_alert_policy.function_errors) == 1 && length(google_monitoring_alert_policy.dead_letters) == 1
-    error_message = "Alert policies must exist for quarantines, lag, errors and dead letters."
+    condition     = length(google_monitoring_alert_policy.quarantined_files) == 1 && length(google_monitoring_alert_policy.reconciled_files) == 1 && length(google_monitoring_alert_policy.merge_lag) == 1 && length(google_monitoring_alert_policy.function_errors) == 1 && length(google_monitoring_alert_policy.dead_letters) == 1
+    error_message = "Alert policies must exist for quarantines, reconciled files, lag, errors and dead letters."
   }
 }
 
