@@ -500,7 +500,7 @@ variable "log_level" {
 }
 
 variable "dsdelta_config" {
-  description = "Optional dsdelta configuration (YAML or JSON, inline) passed as DSDELTA_CONFIG: include/exclude patterns, per-table overrides, and the limits that bound the functions' memory: batch_max_events (default 100000 change events a merge holds at once; a larger batch is merged in key-range steps), batch_max_source_bytes (default 1073741824 bytes of Datastream files per merge batch), batch_max_files (default 500), batch_max_bytes (default 268435456 bytes of staged Parquet per merge batch) and max_record_bytes (default 134217728: a Datastream record larger than this quarantines its file). Empty means defaults."
+  description = "Optional dsdelta configuration (YAML or JSON, inline) passed as DSDELTA_CONFIG: include/exclude patterns, per-table overrides, and the limits that bound the functions' memory: batch_max_events (default 100000 change events a merge holds at once; a larger batch is merged in key-range steps), batch_max_source_bytes (default 1073741824 bytes of Datastream files per merge batch), batch_max_files (default 500), batch_max_bytes (default 268435456 bytes of staged Parquet per merge batch) and max_record_bytes (default 134217728: a Datastream record larger than this quarantines its file); and the reconcile's per-tick bounds, reconcile_max_files (default 2000 files handed to onfile per tick) and reconcile_max_listed (default 100000 objects listed per tick). Empty means defaults."
   type        = string
   default     = ""
 }
