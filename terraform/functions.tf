@@ -4,7 +4,10 @@
 #   onfile : Eventarc object-finalized trigger (trigger_mode = "eventarc"), or
 #            the push subscription on the file-events topic (pubsub.tf);
 #   merge  : push subscription on the wake-up topic;
-#   compact: push subscription on the compaction topic fed by Cloud Scheduler.
+#   compact: push subscription on the compaction topic fed by Cloud Scheduler
+#            (compaction and reconcile ticks); the reconcile publishes the
+#            files it finds to the reconcile topic, pushed to onfile in
+#            both trigger modes (pubsub.tf).
 # All three accept only internal traffic (Pub/Sub and Eventarc count as
 # internal) and require an authenticated invoker.
 
@@ -25,6 +28,24 @@ locals {
     var.dsdelta_config == "" ? {} : { DSDELTA_CONFIG = var.dsdelta_config },
   )
 
+  # The reconcile runs in the compact function only (DSDELTA_CONFIG's
+  # reconcile_* keys win over these). DSDELTA_RECONCILE_SINCE is left out when
+  # empty: no lower bound.
+  reconcile_environment = merge(
+    {
+      DSDELTA_RECONCILE_TOPIC    = google_pubsub_topic.reconcile.id
+      DSDELTA_RECONCILE_GRACE    = var.reconcile_grace
+      DSDELTA_RECONCILE_LOOKBACK = var.reconcile_lookback
+    },
+    var.reconcile_since == "" ? {} : { DSDELTA_RECONCILE_SINCE = var.reconcile_since },
+  )
+
+  # reconcile_grace and reconcile_lookback in seconds (their validations
+  # allow only h, m and s units).
+  reconcile_seconds = { for k, d in { grace = var.reconcile_grace, lookback = var.reconcile_lookback } : k => sum(concat([0], [
+    for m in regexall("([0-9]+)([hms])", d) : tonumber(m[0]) * lookup({ h = 3600, m = 60, s = 1 }, m[1])
+  ])) }
+
   # GOMEMLIMIT per function: four fifths of its memory, so the Go collector
   # works harder before the instance reaches its limit instead of letting
   # the heap double between collections (Cloud Run's /tmp is memory too).
@@ -43,6 +64,7 @@ locals {
   ) }
   function_environment = { for name, mib in local.function_memory_mib : name => merge(
     local.common_environment,
+    name == "compact" ? local.reconcile_environment : {},
     { GOMEMLIMIT = "${floor(mib * 4 / 5)}MiB" },
   ) }
 
@@ -87,8 +109,9 @@ resource "google_cloudfunctions2_function" "onfile" {
   # RETRY_POLICY_RETRY redelivers failed events with exponential backoff for up
   # to 24 hours; such a managed subscription has no dead-letter topic, so an
   # event still failing after that is dropped (the file stays in the bucket and
-  # `dsdelta replay` picks it up). Eventarc cannot filter on an object prefix:
-  # onfile ignores objects outside DSDELTA_SOURCE_PREFIX itself.
+  # the scheduled reconcile stages it). Eventarc cannot filter on an object
+  # prefix: onfile ignores objects outside DSDELTA_SOURCE_PREFIX itself. In
+  # both modes onfile also takes the reconcile topic's pushes at its URL.
   dynamic "event_trigger" {
     for_each = var.trigger_mode == "eventarc" ? [1] : []
     content {
@@ -190,6 +213,10 @@ resource "google_cloudfunctions2_function" "compact" {
     precondition {
       condition     = local.merge_budget_seconds < var.compact_function.timeout_seconds
       error_message = "merge_budget_seconds must be below compact_function.timeout_seconds, or a compaction could be killed while holding its lease."
+    }
+    precondition {
+      condition     = local.reconcile_seconds.lookback > local.reconcile_seconds.grace
+      error_message = "reconcile_lookback must be longer than reconcile_grace: a late file must still be inside the listed window once it is old enough to be reconciled."
     }
   }
 

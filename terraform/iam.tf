@@ -8,7 +8,9 @@
 #   merge  : reads/writes/deletes lake objects, uses lease and registry,
 #            re-publishes wake-ups, publishes dead letters.
 #   compact: reads/writes/deletes lake objects, uses the lease, publishes
-#            wake-ups for tables it finds with pending staged files.
+#            wake-ups for tables it finds with pending staged files; for the
+#            reconcile, lists the Datastream bucket and is the only publisher
+#            of the reconcile topic.
 # Each account also invokes its own function only (it is the identity of the
 # push subscription or Eventarc trigger that calls the function).
 
@@ -42,9 +44,15 @@ locals {
   # removing a staged file needs delete, so objectCreator would not do.
   bucket_members = {
     "datastream-onfile-objectViewer" = { bucket = local.datastream_bucket_name, role = "roles/storage.objectViewer", member = local.sa_member.onfile }
-    "lake-onfile-objectUser"         = { bucket = local.lake_bucket_name, role = "roles/storage.objectUser", member = local.sa_member.onfile }
-    "lake-merge-objectUser"          = { bucket = local.lake_bucket_name, role = "roles/storage.objectUser", member = local.sa_member.merge }
-    "lake-compact-objectUser"        = { bucket = local.lake_bucket_name, role = "roles/storage.objectUser", member = local.sa_member.compact }
+    # The reconcile lists the Datastream folders (storage.objects.list) and
+    # reads object metadata (storage.objects.get; GCS has no permission for
+    # metadata alone). objectViewer is the smallest predefined role with both;
+    # a custom role would only drop managed-folder reads, at the price of a
+    # project-level role definition and iam.roleAdmin for the deployer.
+    "datastream-compact-objectViewer" = { bucket = local.datastream_bucket_name, role = "roles/storage.objectViewer", member = local.sa_member.compact }
+    "lake-onfile-objectUser"          = { bucket = local.lake_bucket_name, role = "roles/storage.objectUser", member = local.sa_member.onfile }
+    "lake-merge-objectUser"           = { bucket = local.lake_bucket_name, role = "roles/storage.objectUser", member = local.sa_member.merge }
+    "lake-compact-objectUser"         = { bucket = local.lake_bucket_name, role = "roles/storage.objectUser", member = local.sa_member.compact }
   }
 
   topic_members = merge(
@@ -55,6 +63,9 @@ locals {
       "dead-letter-onfile-publisher"  = { topic = google_pubsub_topic.dead_letter.id, role = "roles/pubsub.publisher", member = local.sa_member.onfile }
       "dead-letter-merge-publisher"   = { topic = google_pubsub_topic.dead_letter.id, role = "roles/pubsub.publisher", member = local.sa_member.merge }
       "dead-letter-compact-publisher" = { topic = google_pubsub_topic.dead_letter.id, role = "roles/pubsub.publisher", member = local.sa_member.compact }
+      # Reconciled files look like GCS notifications to onfile: only the
+      # compact account (the reconcile) may publish them.
+      "reconcile-compact-publisher" = { topic = google_pubsub_topic.reconcile.id, role = "roles/pubsub.publisher", member = local.sa_member.compact }
       # Pub/Sub forwards undeliverable messages as its own service agent.
       "dead-letter-pubsub-agent-publisher" = { topic = google_pubsub_topic.dead_letter.id, role = "roles/pubsub.publisher", member = local.pubsub_service_agent }
     },
@@ -68,8 +79,9 @@ locals {
   # forwarded message on the source subscription.
   subscription_members = merge(
     {
-      "merge-pubsub-agent-subscriber"   = { subscription = google_pubsub_subscription.merge.name, role = "roles/pubsub.subscriber", member = local.pubsub_service_agent }
-      "compact-pubsub-agent-subscriber" = { subscription = google_pubsub_subscription.compact.name, role = "roles/pubsub.subscriber", member = local.pubsub_service_agent }
+      "merge-pubsub-agent-subscriber"            = { subscription = google_pubsub_subscription.merge.name, role = "roles/pubsub.subscriber", member = local.pubsub_service_agent }
+      "compact-pubsub-agent-subscriber"          = { subscription = google_pubsub_subscription.compact.name, role = "roles/pubsub.subscriber", member = local.pubsub_service_agent }
+      "onfile-reconcile-pubsub-agent-subscriber" = { subscription = google_pubsub_subscription.onfile_reconcile.name, role = "roles/pubsub.subscriber", member = local.pubsub_service_agent }
     },
     var.trigger_mode == "pubsub" ? {
       "onfile-pubsub-agent-subscriber" = { subscription = google_pubsub_subscription.onfile[0].name, role = "roles/pubsub.subscriber", member = local.pubsub_service_agent }

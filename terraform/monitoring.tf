@@ -6,6 +6,10 @@
 locals {
   functions_log_filter = join(" OR ", [for name in values(local.function_names) : "resource.labels.service_name=\"${name}\""])
   functions_logs       = "resource.type=\"cloud_run_revision\" AND (${local.functions_log_filter})"
+
+  # One reconcile tick, for the reconciled-files alert's window: N minutes for
+  # a reconcile_schedule of the form "*/N * * * *", else 10 minutes.
+  reconcile_tick_seconds = min(3600, max(60, try(tonumber(regex("^\\*/([0-9]+)\\s+\\*\\s+\\*\\s+\\*\\s+\\*$", trimspace(var.reconcile_schedule))[0]) * 60, 600)))
 }
 
 resource "google_logging_metric" "quarantined_files" {
@@ -68,6 +72,31 @@ resource "google_logging_metric" "merge_lag" {
   depends_on = [google_project_service.apis]
 }
 
+resource "google_logging_metric" "reconciled_files" {
+  project     = var.project
+  name        = "${local.prefix}/reconciled_files"
+  description = "Datastream files the scheduled reconcile handed to staging because the registry did not know them: their notification was lost, or they predate the deployment. No data is lost, but each one outside a first load means a notification path failed."
+  filter      = "${local.functions_logs} AND jsonPayload.event=\"file_reconciled\""
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "dsdelta reconciled files"
+    labels {
+      key         = "table_folder"
+      value_type  = "STRING"
+      description = "Datastream table folder under the prefix (<schema>_<table>) the file was found in."
+    }
+  }
+
+  label_extractors = {
+    "table_folder" = "EXTRACT(jsonPayload.table_folder)"
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
 resource "google_logging_metric" "function_errors" {
   project     = var.project
   name        = "${local.prefix}/function_errors"
@@ -124,6 +153,44 @@ resource "google_monitoring_alert_policy" "quarantined_files" {
   documentation {
     mime_type = "text/markdown"
     content   = "A Datastream file could not be staged and was quarantined; its table's other files go on. Find it with `dsdelta status` (or the log entries with jsonPayload.event=\"quarantined\", which carry the file, record number and reason), fix the cause, then `dsdelta replay`."
+  }
+
+  alert_strategy {
+    auto_close = "86400s"
+  }
+}
+
+resource "google_monitoring_alert_policy" "reconciled_files" {
+  count = var.enable_alerts ? 1 : 0
+
+  project               = var.project
+  display_name          = "dsdelta (${local.prefix}): files reconciled (notification lost)"
+  combiner              = "OR"
+  notification_channels = var.alert_notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "The reconcile staged a file no notification announced"
+    condition_threshold {
+      filter          = "metric.type=\"logging.googleapis.com/user/${google_logging_metric.reconciled_files.name}\" AND resource.type=\"cloud_run_revision\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "${local.reconcile_tick_seconds}s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.table_folder"]
+      }
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "The scheduled reconcile found Datastream files that no notification had announced, and handed them to staging: no data is lost, but a notification path failed. Expected only while a first deploy onto a running stream loads the existing files. Otherwise look at the log entries with jsonPayload.event=\"file_reconciled\" (table_folder, file, generation, age_seconds) and the reconcile_done summaries, then at the trigger: the bucket notification or Eventarc trigger, the onfile push subscription, dead-lettered notifications on the dead-letter subscription, onfile errors."
   }
 
   alert_strategy {

@@ -29,9 +29,10 @@ output "firestore_database" {
 }
 
 output "topics" {
-  description = "Pub/Sub topics: file_events (GCS notifications, null in eventarc mode), wake (merge wake-ups), compact (scheduler ticks), dead_letter."
+  description = "Pub/Sub topics: file_events (GCS notifications, null in eventarc mode), reconcile (files the reconcile found unannounced, pushed to onfile), wake (merge wake-ups), compact (scheduler ticks: compaction and reconcile), dead_letter."
   value = {
     file_events = var.trigger_mode == "pubsub" ? google_pubsub_topic.file_events[0].id : null
+    reconcile   = google_pubsub_topic.reconcile.id
     wake        = google_pubsub_topic.wake.id
     compact     = google_pubsub_topic.compact.id
     dead_letter = google_pubsub_topic.dead_letter.id

@@ -47,10 +47,29 @@ resource "google_pubsub_topic" "wake" {
   depends_on = [google_project_service.apis]
 }
 
-# Compaction ticks from Cloud Scheduler.
+# Ticks from Cloud Scheduler (scheduler.tf): compaction ticks ("{}": reconcile
+# and maintenance) and the more frequent reconcile ticks
+# ({"tasks":["reconcile"]}) share this topic and its push subscription.
 resource "google_pubsub_topic" "compact" {
   project = var.project
   name    = "${local.prefix}-compact"
+  labels  = local.labels
+
+  depends_on = [google_project_service.apis]
+}
+
+# Reconciled files: for each Datastream data file the registry does not know
+# (its notification was lost: first deploy onto a running stream, a
+# dead-lettered notification, a broken trigger), the compact function's
+# reconcile publishes a message of exactly the GCS notification's shape
+# (JSON_API_V1 object resource, attributes eventType=OBJECT_FINALIZE,
+# bucketId, objectId, objectGeneration...) plus dsdeltaReconciled=true. Only
+# the compact account may publish here (iam.tf). It exists in both trigger
+# modes: in eventarc mode onfile takes these pushes at its URL beside its
+# Eventarc trigger, as merge and compact take theirs.
+resource "google_pubsub_topic" "reconcile" {
+  project = var.project
+  name    = "${local.prefix}-reconcile"
   labels  = local.labels
 
   depends_on = [google_project_service.apis]
@@ -123,6 +142,48 @@ resource "google_pubsub_subscription" "onfile" {
 
   # The push identity must be allowed to invoke the function first, or the
   # first notifications bounce (and count as delivery attempts).
+  depends_on = [
+    google_cloud_run_v2_service_iam_member.invoker,
+    google_service_account_iam_member.pubsub_token_creator,
+    google_pubsub_topic_iam_member.members,
+  ]
+}
+
+# Reconciled files → onfile, with the same retry and dead-letter policies as
+# the notification subscription: to onfile a reconciled file is a
+# notification like any other, and fanning a tick's files out through a
+# push subscription stages them in parallel on onfile instances.
+resource "google_pubsub_subscription" "onfile_reconcile" {
+  project = var.project
+  name    = "${local.prefix}-onfile-reconcile-push"
+  topic   = google_pubsub_topic.reconcile.id
+  labels  = local.labels
+
+  ack_deadline_seconds       = local.ack_deadline.onfile
+  message_retention_duration = "604800s"
+
+  push_config {
+    push_endpoint = "${google_cloudfunctions2_function.onfile.service_config[0].uri}/${google_pubsub_topic.reconcile.id}"
+    oidc_token {
+      service_account_email = local.sa_email.onfile
+      audience              = google_cloudfunctions2_function.onfile.service_config[0].uri
+    }
+  }
+
+  retry_policy {
+    minimum_backoff = local.push_retry_policy.minimum_backoff
+    maximum_backoff = local.push_retry_policy.maximum_backoff
+  }
+
+  dead_letter_policy {
+    dead_letter_topic     = google_pubsub_topic.dead_letter.id
+    max_delivery_attempts = var.max_delivery_attempts
+  }
+
+  expiration_policy {
+    ttl = ""
+  }
+
   depends_on = [
     google_cloud_run_v2_service_iam_member.invoker,
     google_service_account_iam_member.pubsub_token_creator,

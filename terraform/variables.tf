@@ -301,13 +301,78 @@ variable "compaction_time_zone" {
 }
 
 variable "compaction_message" {
-  description = "JSON body of the message the scheduler publishes to the compaction topic. The default asks the compact function to maintain every table."
+  description = "JSON body of the message the compaction job (on compaction_schedule) publishes to the compaction topic. The compact function reads its \"tasks\" list: the default \"{}\" names no task and means everything, i.e. a reconcile of the Datastream bucket and the maintenance of every table; {\"tasks\":[\"reconcile\"]} (what the reconcile job publishes, see reconcile_schedule) means the reconcile only."
   type        = string
   default     = "{}"
 
   validation {
     condition     = can(jsondecode(var.compaction_message))
     error_message = "compaction_message must be valid JSON."
+  }
+}
+
+# ---------------------------------------------------------------------------
+# Reconcile: no Datastream file is lost when its notification is
+# ---------------------------------------------------------------------------
+
+variable "reconcile_schedule" {
+  description = "Cron schedule (five fields, Cloud Scheduler syntax, in compaction_time_zone) of the reconcile job. It publishes {\"tasks\":[\"reconcile\"]} to the compaction topic: the compact function then lists the Datastream bucket from each table folder's watermark and hands every data file the registry does not know (and older than reconcile_grace) to onfile through the reconcile topic, a bounded number per tick (reconcile_max_files in dsdelta_config, default 2000). It catches files whose notification was lost (first deploy onto a running stream, a dead-lettered notification, a broken trigger) and must run more often than compaction_schedule, whose \"{}\" message reconciles too."
+  type        = string
+  default     = "*/10 * * * *"
+
+  validation {
+    condition     = length(regexall("^\\S+\\s+\\S+\\s+\\S+\\s+\\S+\\s+\\S+$", trimspace(var.reconcile_schedule))) == 1
+    error_message = "reconcile_schedule must be a five-field cron expression such as \"*/10 * * * *\"."
+  }
+}
+
+variable "reconcile_grace" {
+  description = "How old a Datastream file the registry does not know must be before the reconcile stages it (DSDELTA_RECONCILE_GRACE): younger files are left to their notification, which is usually still in flight. A duration in hours, minutes and seconds (Go syntax), e.g. 10m, 1h30m; from 1 minute to 24 hours. A shorter grace catches lost files sooner but may stage a file whose notification was only slow (harmless: the second staging is a no-op) and so count it as reconciled."
+  type        = string
+  default     = "10m"
+
+  validation {
+    condition     = can(regex("^([0-9]+h)?([0-9]+m)?([0-9]+s)?$", var.reconcile_grace)) && var.reconcile_grace != ""
+    error_message = "reconcile_grace must be a duration such as 10m, 90s or 1h30m (units h, m, s; no spaces, no days)."
+  }
+  validation {
+    condition = !can(regex("^([0-9]+h)?([0-9]+m)?([0-9]+s)?$", var.reconcile_grace)) || var.reconcile_grace == "" || (
+      sum(concat([0], [for m in regexall("([0-9]+)([hms])", var.reconcile_grace) : tonumber(m[0]) * lookup({ h = 3600, m = 60, s = 1 }, m[1])])) >= 60 &&
+      sum(concat([0], [for m in regexall("([0-9]+)([hms])", var.reconcile_grace) : tonumber(m[0]) * lookup({ h = 3600, m = 60, s = 1 }, m[1])])) <= 86400
+    )
+    error_message = "reconcile_grace must be between 1m and 24h: below a minute the reconcile races notifications still in flight, and 0 would mean the built-in default."
+  }
+}
+
+variable "reconcile_lookback" {
+  description = "How far behind the newest folder of a table, in Datastream folder time, each reconcile lists again to find files written late into older minute folders (DSDELTA_RECONCILE_LOOKBACK). Folders still receiving files (a backfill's) are listed whatever their age. A duration in hours, minutes and seconds (Go syntax), e.g. 2h; from 10 minutes to 168 hours, and longer than reconcile_grace (a file must still be in the window once it is old enough to be reconciled). Longer costs more listing per tick."
+  type        = string
+  default     = "2h"
+
+  validation {
+    condition     = can(regex("^([0-9]+h)?([0-9]+m)?([0-9]+s)?$", var.reconcile_lookback)) && var.reconcile_lookback != ""
+    error_message = "reconcile_lookback must be a duration such as 2h, 90m or 1h30m (units h, m, s; no spaces, no days)."
+  }
+  validation {
+    condition = !can(regex("^([0-9]+h)?([0-9]+m)?([0-9]+s)?$", var.reconcile_lookback)) || var.reconcile_lookback == "" || (
+      sum(concat([0], [for m in regexall("([0-9]+)([hms])", var.reconcile_lookback) : tonumber(m[0]) * lookup({ h = 3600, m = 60, s = 1 }, m[1])])) >= 600 &&
+      sum(concat([0], [for m in regexall("([0-9]+)([hms])", var.reconcile_lookback) : tonumber(m[0]) * lookup({ h = 3600, m = 60, s = 1 }, m[1])])) <= 604800
+    )
+    error_message = "reconcile_lookback must be between 10m and 168h."
+  }
+}
+
+variable "reconcile_since" {
+  description = "RFC 3339 instant (e.g. 2026-01-01T00:00:00Z) before which the reconcile never loads a Datastream file: files in folders older than it are left out (DSDELTA_RECONCILE_SINCE). Use it to start the first load of a long-running stream at a recent point instead of at its first file; files before it can still be staged with `dsdelta replay`. Empty (the default) means every file under datastream_prefix. Datastream writes a backfill's files under the backfill's start time: an instant after the last backfill leaves out every row not changed since."
+  type        = string
+  default     = ""
+
+  validation {
+    condition = var.reconcile_since == "" || (
+      can(regex("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$", var.reconcile_since)) &&
+      can(formatdate("YYYY", var.reconcile_since))
+    )
+    error_message = "reconcile_since must be empty or an RFC 3339 date and time with its offset, such as 2026-01-01T00:00:00Z or 2026-01-01T01:00:00+01:00."
   }
 }
 
@@ -435,7 +500,7 @@ variable "log_level" {
 }
 
 variable "dsdelta_config" {
-  description = "Optional dsdelta configuration (YAML or JSON, inline) passed as DSDELTA_CONFIG: include/exclude patterns, per-table overrides, and the limits that bound the functions' memory: batch_max_events (default 100000 change events a merge holds at once; a larger batch is merged in key-range steps), batch_max_source_bytes (default 1073741824 bytes of Datastream files per merge batch), batch_max_files (default 500), batch_max_bytes (default 268435456 bytes of staged Parquet per merge batch) and max_record_bytes (default 134217728: a Datastream record larger than this quarantines its file). Empty means defaults."
+  description = "Optional dsdelta configuration (YAML or JSON, inline) passed as DSDELTA_CONFIG: include/exclude patterns, per-table overrides, and the limits that bound the functions' memory: batch_max_events (default 100000 change events a merge holds at once; a larger batch is merged in key-range steps), batch_max_source_bytes (default 1073741824 bytes of Datastream files per merge batch), batch_max_files (default 500), batch_max_bytes (default 268435456 bytes of staged Parquet per merge batch) and max_record_bytes (default 134217728: a Datastream record larger than this quarantines its file); and the reconcile's per-tick bounds, reconcile_max_files (default 2000 files handed to onfile per tick) and reconcile_max_listed (default 100000 objects listed per tick). Empty means defaults."
   type        = string
   default     = ""
 }
@@ -445,7 +510,7 @@ variable "dsdelta_config" {
 # ---------------------------------------------------------------------------
 
 variable "enable_alerts" {
-  description = "Create the alert policies (quarantined files, merge lag, function errors, dead-lettered messages). The log-based metrics are always created."
+  description = "Create the alert policies (quarantined files, files reconciled because their notification was lost, merge lag, function errors, dead-lettered messages). The log-based metrics are always created."
   type        = bool
   default     = true
 }

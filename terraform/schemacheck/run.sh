@@ -142,6 +142,7 @@ plan() {
 plan default
 plan apis-off -var enable_apis=false
 plan eventarc -var trigger_mode=eventarc -var enable_apis=false
+plan reconcile-settings -var reconcile_since=2026-01-01T00:00:00Z -var reconcile_grace=5m -var reconcile_lookback=3h -var 'reconcile_schedule=*/5 * * * *' -var enable_alerts=false
 plan existing-buckets -var create_datastream_bucket=false -var create_lake_bucket=false -var create_firestore_database=false -var datastream_bucket_location=US -var trigger_mode=eventarc
 for source in mysql postgresql oracle sqlserver; do
   plan "datastream-$source" -var create_datastream_stream=true -var datastream_source_password=x \

@@ -94,9 +94,9 @@ run "no_iam_binding_is_public_or_project_wide_admin" {
   }
   assert {
     condition = alltrue([
-      for m in google_storage_bucket_iam_member.members : m.bucket == "dsdelta-test-project-dsdelta-datastream" ? (m.role == "roles/storage.objectViewer" && m.member == "serviceAccount:dsdelta-onfile@dsdelta-test-project.iam.gserviceaccount.com") : true
+      for m in google_storage_bucket_iam_member.members : m.bucket == "dsdelta-test-project-dsdelta-datastream" ? (m.role == "roles/storage.objectViewer" && contains(["serviceAccount:dsdelta-onfile@dsdelta-test-project.iam.gserviceaccount.com", "serviceAccount:dsdelta-compact@dsdelta-test-project.iam.gserviceaccount.com"], m.member)) : true
     ])
-    error_message = "Only onfile may read the Datastream bucket, and only read it."
+    error_message = "Only onfile (staging) and compact (the reconcile's listing) may read the Datastream bucket, and only read it."
   }
   assert {
     condition = alltrue([
@@ -138,14 +138,14 @@ run "every_push_subscription_has_retry_and_dead_letter_policies" {
 
   assert {
     condition = alltrue([
-      for s in concat(google_pubsub_subscription.onfile, [google_pubsub_subscription.merge, google_pubsub_subscription.compact]) :
+      for s in concat(google_pubsub_subscription.onfile, [google_pubsub_subscription.onfile_reconcile, google_pubsub_subscription.merge, google_pubsub_subscription.compact]) :
       length(s.dead_letter_policy) == 1 && s.dead_letter_policy[0].max_delivery_attempts == 10
     ])
     error_message = "Every push subscription must dead-letter after max_delivery_attempts."
   }
   assert {
     condition = alltrue([
-      for s in concat(google_pubsub_subscription.onfile, [google_pubsub_subscription.merge, google_pubsub_subscription.compact]) :
+      for s in concat(google_pubsub_subscription.onfile, [google_pubsub_subscription.onfile_reconcile, google_pubsub_subscription.merge, google_pubsub_subscription.compact]) :
       length(s.retry_policy) == 1 && s.retry_policy[0].minimum_backoff == "10s" && s.retry_policy[0].maximum_backoff == "600s"
     ])
     error_message = "Every push subscription must retry with exponential backoff."
@@ -169,7 +169,7 @@ run "every_push_subscription_has_retry_and_dead_letter_policies" {
   assert {
     condition = alltrue([
       for m in google_pubsub_subscription_iam_member.members : m.role == "roles/pubsub.subscriber" && m.member == "serviceAccount:service-123456789012@gcp-sa-pubsub.iam.gserviceaccount.com"
-    ]) && length(google_pubsub_subscription_iam_member.members) == 3
+    ]) && length(google_pubsub_subscription_iam_member.members) == 4
     error_message = "The Pub/Sub service agent must be a subscriber of each push subscription (needed to forward dead letters)."
   }
 }
@@ -277,8 +277,8 @@ run "monitoring_counts_quarantines_lag_and_errors" {
     error_message = "The error metric must count error-level entries."
   }
   assert {
-    condition     = length(google_monitoring_alert_policy.quarantined_files) == 1 && length(google_monitoring_alert_policy.merge_lag) == 1 && length(google_monitoring_alert_policy.function_errors) == 1 && length(google_monitoring_alert_policy.dead_letters) == 1
-    error_message = "Alert policies must exist for quarantines, lag, errors and dead letters."
+    condition     = length(google_monitoring_alert_policy.quarantined_files) == 1 && length(google_monitoring_alert_policy.reconciled_files) == 1 && length(google_monitoring_alert_policy.merge_lag) == 1 && length(google_monitoring_alert_policy.function_errors) == 1 && length(google_monitoring_alert_policy.dead_letters) == 1
+    error_message = "Alert policies must exist for quarantines, reconciled files, lag, errors and dead letters."
   }
 }
 

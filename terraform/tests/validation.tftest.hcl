@@ -112,3 +112,97 @@ run "rejects_a_merge_budget_that_outlasts_the_merge_timeout" {
   }
   expect_failures = [google_cloudfunctions2_function.merge]
 }
+
+run "rejects_a_reconcile_grace_in_words" {
+  command = plan
+  variables {
+    reconcile_grace = "10 minutes"
+  }
+  expect_failures = [var.reconcile_grace]
+}
+
+run "rejects_a_reconcile_grace_in_days" {
+  command = plan
+  variables {
+    reconcile_grace = "1d"
+  }
+  expect_failures = [var.reconcile_grace]
+}
+
+run "rejects_a_zero_reconcile_grace" {
+  command = plan
+  variables {
+    reconcile_grace = "0s"
+  }
+  expect_failures = [var.reconcile_grace]
+}
+
+run "rejects_a_reconcile_lookback_below_ten_minutes" {
+  command = plan
+  variables {
+    reconcile_lookback = "5m"
+  }
+  expect_failures = [var.reconcile_lookback]
+}
+
+run "rejects_a_reconcile_lookback_without_unit" {
+  command = plan
+  variables {
+    reconcile_lookback = "7200"
+  }
+  expect_failures = [var.reconcile_lookback]
+}
+
+run "rejects_a_reconcile_since_without_time" {
+  command = plan
+  variables {
+    reconcile_since = "2026-01-01"
+  }
+  expect_failures = [var.reconcile_since]
+}
+
+run "rejects_a_reconcile_since_without_offset" {
+  command = plan
+  variables {
+    reconcile_since = "2026-01-01T00:00:00"
+  }
+  expect_failures = [var.reconcile_since]
+}
+
+run "rejects_a_reconcile_since_that_is_no_date" {
+  command = plan
+  variables {
+    reconcile_since = "2026-02-30T00:00:00Z"
+  }
+  expect_failures = [var.reconcile_since]
+}
+
+run "rejects_a_malformed_reconcile_schedule" {
+  command = plan
+  variables {
+    reconcile_schedule = "every 10 minutes"
+  }
+  expect_failures = [var.reconcile_schedule]
+}
+
+run "rejects_a_reconcile_lookback_shorter_than_the_grace" {
+  command = plan
+  variables {
+    reconcile_grace    = "3h"
+    reconcile_lookback = "2h"
+  }
+  expect_failures = [google_cloudfunctions2_function.compact]
+}
+
+run "accepts_rfc3339_instants_with_fractions_and_offsets" {
+  command = plan
+  variables {
+    reconcile_since    = "2026-06-30T23:59:59.5-07:00"
+    reconcile_grace    = "90s"
+    reconcile_lookback = "168h"
+  }
+  assert {
+    condition     = google_cloudfunctions2_function.compact.service_config[0].environment_variables["DSDELTA_RECONCILE_SINCE"] == "2026-06-30T23:59:59.5-07:00"
+    error_message = "A valid RFC 3339 instant must be accepted and passed on unchanged."
+  }
+}

@@ -64,4 +64,53 @@ run "pubsub_mode_push_endpoint_is_the_onfile_function" {
     ])
     error_message = "The functions must publish wake-ups and dead letters to the topics the subscriptions read."
   }
+  assert {
+    condition = (
+      google_pubsub_subscription.onfile_reconcile.topic == google_pubsub_topic.reconcile.id &&
+      google_pubsub_subscription.onfile_reconcile.push_config[0].push_endpoint == "${google_cloudfunctions2_function.onfile.service_config[0].uri}/${google_pubsub_topic.reconcile.id}" &&
+      google_pubsub_subscription.onfile_reconcile.push_config[0].oidc_token[0].audience == google_cloudfunctions2_function.onfile.service_config[0].uri &&
+      google_pubsub_subscription.onfile_reconcile.dead_letter_policy[0].dead_letter_topic == google_pubsub_topic.dead_letter.id
+    )
+    error_message = "Reconciled files must be pushed from the reconcile topic to the onfile function, and dead-lettered like notifications."
+  }
+  assert {
+    condition     = google_cloudfunctions2_function.compact.service_config[0].environment_variables["DSDELTA_RECONCILE_TOPIC"] == google_pubsub_topic.reconcile.id
+    error_message = "compact must publish reconciled files to the topic pushed to onfile."
+  }
+  assert {
+    condition     = google_cloud_scheduler_job.reconcile.pubsub_target[0].topic_name == google_pubsub_topic.compact.id
+    error_message = "Reconcile ticks must reach the compact function through the compaction topic."
+  }
+  assert {
+    condition = (
+      [for m in google_pubsub_topic_iam_member.members : m.member if m.topic == google_pubsub_topic.reconcile.id] == ["serviceAccount:dsdelta-compact@dsdelta-test-project.iam.gserviceaccount.com"] &&
+      alltrue([for m in google_pubsub_topic_iam_member.members : m.role == "roles/pubsub.publisher" if m.topic == google_pubsub_topic.reconcile.id])
+    )
+    error_message = "The compact account must be the reconcile topic's only publisher."
+  }
+}
+
+run "eventarc_mode_pushes_reconciled_files_to_onfile" {
+  command = apply
+
+  variables {
+    trigger_mode = "eventarc"
+  }
+
+  assert {
+    condition     = length(google_cloudfunctions2_function.onfile.event_trigger) == 1 && length(google_pubsub_subscription.onfile) == 0
+    error_message = "eventarc mode must trigger onfile through Eventarc, without the notification subscription."
+  }
+  assert {
+    condition = (
+      google_pubsub_subscription.onfile_reconcile.topic == google_pubsub_topic.reconcile.id &&
+      google_pubsub_subscription.onfile_reconcile.push_config[0].push_endpoint == "${google_cloudfunctions2_function.onfile.service_config[0].uri}/${google_pubsub_topic.reconcile.id}" &&
+      google_pubsub_subscription.onfile_reconcile.dead_letter_policy[0].dead_letter_topic == google_pubsub_topic.dead_letter.id
+    )
+    error_message = "In eventarc mode too, reconciled files must be pushed to the onfile function's URL."
+  }
+  assert {
+    condition     = [for m in google_pubsub_topic_iam_member.members : m.member if m.topic == google_pubsub_topic.reconcile.id] == ["serviceAccount:dsdelta-compact@dsdelta-test-project.iam.gserviceaccount.com"]
+    error_message = "The compact account must be the reconcile topic's only publisher in eventarc mode too."
+  }
 }
