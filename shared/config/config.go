@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/dsdelta/dsdelta/shared/datastream"
 )
 
 // SchemaMode is how a table follows source schema changes.
@@ -48,10 +50,20 @@ const (
 // Config is the whole configuration. Zero values mean "default".
 type Config struct {
 	// Include and Exclude are glob patterns (path.Match syntax, e.g.
-	// "shop.*") over table ids "<db>.<table>". A table is processed when it
+	// "shop.*") over table ids "<db>.<table>" (or, with a namespace,
+	// "<namespace>.<db>.<table>"). A table is processed when it
 	// matches an include pattern (or there are none) and no exclude pattern.
 	Include []string `yaml:"include" json:"include"`
 	Exclude []string `yaml:"exclude" json:"exclude"`
+	// Sources map the root path of a Datastream stream to a lake
+	// namespace (and how its SQL Server tables are named); a file under no
+	// entry's prefix has no namespace. See Source.
+	Sources []Source `yaml:"sources" json:"sources"`
+	// SQLServerTableID (sqlserver_table_id: schema|database) is how SQL
+	// Server tables are named where a sources entry does not say: by
+	// schema (dbo.orders, the default) or by database and schema
+	// (sales_dbo.orders).
+	SQLServerTableID SQLServerTableID `yaml:"sqlserver_table_id" json:"sqlserver_table_id"`
 	// Defaults apply to every table; Tables override them per table id.
 	Defaults TableConfig            `yaml:"defaults" json:"defaults"`
 	Tables   map[string]TableConfig `yaml:"tables" json:"tables"`
@@ -248,12 +260,18 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s must not be negative (0 means the default)", v.key)
 		}
 	}
+	if err := c.SQLServerTableID.validate("sqlserver_table_id"); err != nil {
+		return err
+	}
+	if err := c.validateSources(); err != nil {
+		return err
+	}
 	if err := c.Defaults.validate("defaults"); err != nil {
 		return err
 	}
 	for id, t := range c.Tables {
-		if strings.Count(id, ".") != 1 {
-			return fmt.Errorf("tables: %q is not a table id <db>.<table>", id)
+		if _, err := datastream.ParseTableID(id); err != nil {
+			return fmt.Errorf("tables: %q is not a table id <db>.<table> or <namespace>.<db>.<table>: %w", id, err)
 		}
 		if err := t.validate("tables." + id); err != nil {
 			return err

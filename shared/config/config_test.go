@@ -210,6 +210,9 @@ func TestTheREADMEConfigurationParses(t *testing.T) {
 	if tc.DeletionVectors != Off || tc.Mode != ModeCurrent || tc.DVMinFileBytes != 1<<20 || len(tc.PrimaryKey) != 1 {
 		t.Errorf("shop.customers: %+v", tc)
 	}
+	if ns := c.SourceOf("", "sales-db/dbo_orders/2026/01/05/10/00/f.avro").Namespace; ns != "sales" {
+		t.Errorf("a file under sales-db/ has the namespace %q, want sales", ns)
+	}
 }
 
 // TestTerraformAndDocsStateTheDefaultLimits: the limits users size the

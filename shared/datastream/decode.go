@@ -54,8 +54,16 @@ type Options struct {
 	// Source forces the source kind instead of detecting it from
 	// read_method and the source_metadata fields.
 	Source Source
-	// PrimaryKeys overrides primary_keys per table id ("db.table"); an
-	// entry with no columns makes the table history-only.
+	// Namespace is the lake namespace of the file's stream: its events'
+	// table ids are <namespace>.<db>.<table> ("" for none).
+	Namespace string
+	// SQLServerDatabase names a SQL Server table by its database as well
+	// as its schema: <database>_<schema>.<table>, as a stream reads one
+	// database and every database has a dbo schema.
+	SQLServerDatabase bool
+	// PrimaryKeys overrides primary_keys per table id ("db.table", or
+	// "namespace.db.table"); an entry with no columns makes the table
+	// history-only.
 	PrimaryKeys map[string][]string
 	// Schemas gives the known schema of a table id, used to type JSON
 	// payload values (see the package documentation of JSON typing).
@@ -137,6 +145,11 @@ func Decode(ctx context.Context, r io.Reader, name string, opts Options) (*Reade
 	file := opts.File
 	if file.Name == "" {
 		file.Name = name
+	}
+	if opts.Namespace != "" {
+		if err := ValidateNamespace(opts.Namespace); err != nil {
+			return nil, fmt.Errorf("decode %s: namespace: %w", name, err)
+		}
 	}
 	d := &Reader{ctx: ctx, name: name, opts: opts, file: &file, log: opts.Logger}
 	if d.log == nil {
@@ -282,6 +295,25 @@ type buildCache struct {
 	src        Source // named by readMethod; Unknown: decided per event
 	ok         bool
 	db, tbl    string // the last table identity found valid
+	// The last SQL Server database and schema qualify joined, and their
+	// join: one string built per event was an allocation per event.
+	sqlDatabase, sqlSchema, sqlDB string
+}
+
+// qualify returns a SQL Server schema prefixed by the event's database
+// (Options.SQLServerDatabase).
+func (c *buildCache) qualify(raw *rawEvent, schema string) (string, error) {
+	database, err := metaString(raw, "database")
+	if err != nil {
+		return "", err
+	}
+	if c.sqlDB == "" || database != c.sqlDatabase || schema != c.sqlSchema {
+		if err := ValidatePart(database); err != nil {
+			return "", fieldErr("source_metadata.database", "invalid table identity (sqlserver_table_id: database names tables by it)", err)
+		}
+		c.sqlDatabase, c.sqlSchema, c.sqlDB = database, schema, database+"_"+schema
+	}
+	return c.sqlDB, nil
 }
 
 // metaMember is one member of a JSON source_metadata object. Nested values
@@ -395,20 +427,25 @@ func (d *Reader) build(raw *rawEvent, record int64, ev *Event) error {
 	if err != nil {
 		return err
 	}
+	if src == SQLServer && d.opts.SQLServerDatabase {
+		if db, err = c.qualify(raw, db); err != nil {
+			return err
+		}
+	}
 	tbl, err := metaString(raw, "table")
 	if err != nil {
 		return err
 	}
 	if c.db == "" || db != c.db || tbl != c.tbl { // c.db is empty until an identity is valid
-		if err := validatePart(db); err != nil {
+		if err := ValidatePart(db); err != nil {
 			return fieldErr("source_metadata."+dbField, "invalid table identity", err)
 		}
-		if err := validatePart(tbl); err != nil {
+		if err := ValidatePart(tbl); err != nil {
 			return fieldErr("source_metadata.table", "invalid table identity", err)
 		}
 		c.db, c.tbl = db, tbl
 	}
-	ev.Table = TableID{Database: db, Table: tbl}
+	ev.Table = TableID{Namespace: d.opts.Namespace, Database: db, Table: tbl}
 
 	// Position.
 	p := &m.Position

@@ -36,7 +36,9 @@
 //
 // An Event carries the table identity from source_metadata
 // (<database>.<table> for MySQL, <schema>.<table> for Oracle, PostgreSQL and
-// SQL Server, each part matching [A-Za-z0-9_$-]+), the primary-key values
+// SQL Server, or <database>_<schema>.<table> for SQL Server with
+// Options.SQLServerDatabase; prefixed by Options.Namespace when the stream
+// has one; each part matching [A-Za-z0-9_$-]+), the primary-key values
 // taken from the payload by the names in primary_keys (overridable per table
 // with Options.PrimaryKeys; a table without a key is HistoryOnly, not an
 // error), the operation (OpDelete when is_deleted is true or change_type is

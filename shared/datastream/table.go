@@ -10,35 +10,74 @@ import (
 // TableID identifies a source table as <database-or-schema>.<table>, taken
 // from source_metadata (MySQL: database + table; Oracle, PostgreSQL, SQL
 // Server: schema + table), never from the folder name, which is ambiguous.
+// A table id is unique within one stream, not across streams, so the
+// configuration can give a stream a namespace: its tables are then
+// <namespace>.<database-or-schema>.<table>. Every part is a name (see
+// ValidatePart), so an id holds no '/' and splits at its dots.
 type TableID struct {
-	Database string
-	Table    string
+	Namespace string // "" when the file's stream has none
+	Database  string
+	Table     string
 }
 
-// String returns "<database>.<table>".
-func (t TableID) String() string { return t.Database + "." + t.Table }
+// String returns "<database>.<table>", or "<namespace>.<database>.<table>".
+func (t TableID) String() string {
+	if t.Namespace != "" {
+		return t.Namespace + "." + t.Database + "." + t.Table
+	}
+	return t.Database + "." + t.Table
+}
 
 // NewTableID validates both parts against [A-Za-z0-9_$-]+ and returns the id.
 func NewTableID(database, table string) (TableID, error) {
-	if err := validatePart(database); err != nil {
+	if err := ValidatePart(database); err != nil {
 		return TableID{}, fmt.Errorf("database or schema name: %w", err)
 	}
-	if err := validatePart(table); err != nil {
+	if err := ValidatePart(table); err != nil {
 		return TableID{}, fmt.Errorf("table name: %w", err)
 	}
 	return TableID{Database: database, Table: table}, nil
 }
 
-// ParseTableID parses "<database>.<table>" and validates it.
+// ParseTableID parses "<database>.<table>" or
+// "<namespace>.<database>.<table>" and validates every part.
 func ParseTableID(s string) (TableID, error) {
-	db, tbl, ok := strings.Cut(s, ".")
-	if !ok {
-		return TableID{}, fmt.Errorf("table id %q is not <database>.<table>", s)
+	parts := strings.Split(s, ".")
+	var ns string
+	switch len(parts) {
+	case 2:
+	case 3:
+		ns, parts = parts[0], parts[1:]
+		if err := ValidateNamespace(ns); err != nil {
+			return TableID{}, fmt.Errorf("table id %q: namespace: %w", s, err)
+		}
+	default:
+		return TableID{}, fmt.Errorf("table id %q is not <database>.<table> or <namespace>.<database>.<table>", s)
 	}
-	return NewTableID(db, tbl)
+	id, err := NewTableID(parts[0], parts[1])
+	if err != nil {
+		return TableID{}, fmt.Errorf("table id %q: %w", s, err)
+	}
+	id.Namespace = ns
+	return id, nil
 }
 
-func validatePart(s string) error {
+// ValidateNamespace checks a lake namespace: a name (ValidatePart) that
+// does not start with '_', as the lake's own folders (_staging, _dsdelta)
+// do.
+func ValidateNamespace(ns string) error {
+	if err := ValidatePart(ns); err != nil {
+		return err
+	}
+	if ns[0] == '_' {
+		return fmt.Errorf("%q starts with '_', as the lake's own folders do", ns)
+	}
+	return nil
+}
+
+// ValidatePart checks one part of a table id against [A-Za-z0-9_$-]+: a
+// name that is safe as an object name, a file name and a document id.
+func ValidatePart(s string) error {
 	if s == "" {
 		return fmt.Errorf("empty")
 	}

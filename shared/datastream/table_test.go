@@ -1,6 +1,7 @@
 package datastream
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -81,4 +82,81 @@ func TestSchemaCacheReportsChangesPerObject(t *testing.T) {
 	if got, ok := c.Lookup("l1_Users", "k1"); !ok || !value.Equal(got, s1) {
 		t.Errorf("Lookup = %v %v", got, ok)
 	}
+}
+
+func TestParseTableIDTakesTwoOrThreeParts(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     TableID
+		wantErr  string
+	}{
+		{"a database and a table are an id", "shop.orders", TableID{Database: "shop", Table: "orders"}, ""},
+		{"a namespace, a database and a table are an id", "sales.dbo.orders", TableID{Namespace: "sales", Database: "dbo", Table: "orders"}, ""},
+		{"one part is refused", "orders", TableID{}, "is not <database>.<table>"},
+		{"four parts are refused", "a.b.c.d", TableID{}, "is not <database>.<table>"},
+		{"an empty part is refused", "a..c", TableID{}, "empty"},
+		{"a slash is refused", "a/b.c", TableID{}, "database or schema name"},
+		{"dots alone are refused", "..", TableID{}, "empty"},
+		{"a namespace starting with an underscore is refused", "_staging.dbo.orders", TableID{}, "starts with '_'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id, err := ParseTableID(tt.in)
+			if tt.wantErr == "" {
+				if err != nil || id != tt.want || id.String() != tt.in {
+					t.Fatalf("ParseTableID(%q) = %#v, %v", tt.in, id, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("ParseTableID(%q) err = %v, want one mentioning %q", tt.in, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestTableIDsTakeTheNamespaceAndTheSQLServerDatabase(t *testing.T) {
+	line := func(database string) string {
+		return `{"uuid":"s","read_timestamp":"2024-05-09T06:56:54Z","source_timestamp":"2024-05-09T06:56:54Z","object":"dbo_orders","read_method":"sqlserver-cdc",` +
+			`"source_metadata":{"schema":"dbo","table":"orders",` + database + `"lsn":"00000025:00000728:0003","tx_id":"0x1","primary_keys":["id"],"change_type":"INSERT","is_deleted":false},"payload":{"id":1}}` + "\n"
+	}
+	mysql := `{"uuid":"m","read_timestamp":"2024-05-09T06:56:54Z","source_timestamp":"2024-05-09T06:56:54Z","object":"shop_orders","read_method":"mysql-cdc-binlog","source_metadata":{"table":"orders","database":"shop","primary_keys":["id"],"log_file":"mysql-bin.000001","log_position":4,"change_type":"INSERT","is_deleted":false},"payload":{"id":1}}` + "\n"
+	tests := []struct {
+		name    string
+		data    string
+		opts    Options
+		want    string
+		wantErr string
+	}{
+		{"a SQL Server table is named by its schema by default", line(`"database":"sales",`), Options{}, "dbo.orders", ""},
+		{"a SQL Server table is named by its database and schema when asked", line(`"database":"sales",`), Options{SQLServerDatabase: true}, "sales_dbo.orders", ""},
+		{"the database changes the id", line(`"database":"hr",`), Options{SQLServerDatabase: true}, "hr_dbo.orders", ""},
+		{"a namespace prefixes the id", line(`"database":"sales",`), Options{Namespace: "east", SQLServerDatabase: true}, "east.sales_dbo.orders", ""},
+		{"a MySQL table is named by its database either way", mysql, Options{SQLServerDatabase: true}, "shop.orders", ""},
+		{"a namespace prefixes a MySQL id", mysql, Options{Namespace: "east"}, "east.shop.orders", ""},
+		{"a SQL Server event without a database is bad when the id needs it", line(""), Options{SQLServerDatabase: true}, "", "source_metadata.database"},
+		{"a database name that is no id part is bad", line(`"database":"my db",`), Options{SQLServerDatabase: true}, "", "source_metadata.database"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, err := decodeAll(t, []byte(tt.data), "f.jsonl", tt.opts)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrBadRecord) {
+					t.Fatalf("err = %v, want a bad record naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || len(evs) != 1 || evs[0].Table.String() != tt.want {
+				t.Fatalf("decoded %v, %v; want one event of %s", evs, err, tt.want)
+			}
+			if _, err := ParseTableID(tt.want); err != nil {
+				t.Fatalf("the id %s does not parse: %v", tt.want, err)
+			}
+		})
+	}
+	t.Run("an invalid namespace is refused before decoding", func(t *testing.T) {
+		if _, err := decodeAll(t, []byte(mysql), "f.jsonl", Options{Namespace: "a/b"}); err == nil || !strings.Contains(err.Error(), "namespace") {
+			t.Fatalf("err = %v, want the namespace refused", err)
+		}
+	})
 }

@@ -10,8 +10,10 @@
 //
 // "Table" has one sense per name:
 //
-//   - a table id ("<db>.<table>", datastream.TableID; parameters tableID)
-//     names a source table, and is the key of everything below;
+//   - a table id ("<db>.<table>", or "<namespace>.<db>.<table>" for a
+//     stream the configuration gives a namespace; datastream.TableID;
+//     parameters tableID) names a source table, and is the key of
+//     everything below;
 //   - a table set (cdc.TableSet, from Pipeline.TableSet or TableSetIn) is
 //     the three Delta tables of one source table;
 //   - a Delta table (delta.Table) is one of those three;
@@ -24,8 +26,9 @@
 // Lake layout (TableSetIn is the only place table ids become paths, and
 // TableSetBeside the only place a table's siblings are named):
 //
-//	<lake>/<db>/<table>              current state (Delta)
-//	<lake>/<db>/<table>_log          history (Delta, partitioned by source date)
-//	<lake>/<db>/<table>_tombstones   deleted keys (Delta)
-//	<lake>/_staging/<db.table>/<id>.parquet|.json   staged files
+//	<lake>/[<namespace>/]<db>/<table>              current state (Delta)
+//	<lake>/[<namespace>/]<db>/<table>_log          history (Delta, partitioned by source date)
+//	<lake>/[<namespace>/]<db>/<table>_tombstones   deleted keys (Delta)
+//	<lake>/_staging/<table id>/<id>.parquet|.json  staged files
+//	<lake>/_dsdelta/sources/<table id>.json        the stream a table is fed from (claimSource)
 package pipeline

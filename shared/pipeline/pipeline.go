@@ -75,6 +75,10 @@ type Pipeline struct {
 	// stagedGroupRows overrides stagedRowGroupRows (0: the constant), for
 	// tests whose parts are small to have several row groups.
 	stagedGroupRows int
+
+	// claims are the source claims this process has read or written
+	// (see claimSource).
+	claims claimCache
 }
 
 func (p *Pipeline) log() *slog.Logger {
@@ -133,15 +137,20 @@ const (
 // TableSet maps a table id to its three Delta tables in the lake.
 func (p *Pipeline) TableSet(tableID string) (cdc.TableSet, error) { return TableSetIn(p.Lake, tableID) }
 
-// TableSetIn maps a table id to its three Delta tables in a lake. It is the
-// only function that turns an id into paths; the id is validated so no part
-// can escape the lake.
+// TableSetIn maps a table id to its three Delta tables in a lake:
+// <db>/<table>, or <namespace>/<db>/<table> for a stream with a namespace.
+// It is the only function that turns an id into paths; the id is
+// validated so no part can escape the lake.
 func TableSetIn(lake objstore.Store, tableID string) (cdc.TableSet, error) {
 	tid, err := datastream.ParseTableID(tableID)
 	if err != nil {
 		return cdc.TableSet{}, err
 	}
-	return TableSetBeside(lake, tid.Database+"/"+tid.Table, tid.String()), nil
+	name := tid.Database + "/" + tid.Table
+	if tid.Namespace != "" {
+		name = tid.Namespace + "/" + name
+	}
+	return TableSetBeside(lake, name, tid.String()), nil
 }
 
 // TableSetBeside returns the three Delta tables of the current-state table

@@ -274,13 +274,18 @@ func TestBadFilesAreQuarantinedAndOthersGoOn(t *testing.T) {
 
 func TestTablePathsAreValidated(t *testing.T) {
 	p := newPipeline(t, objstore.NewMemory(), config.Config{})
-	for _, bad := range []string{"../x.y", "a/b.c", "a.b/../../c", "nodot", "a.b.c", ""} {
+	for _, bad := range []string{"../x.y", "a/b.c", "a.b/../../c", "nodot", "a.b.c.d", "..", "a..c", "_staging.b.c", ""} {
 		if _, err := p.TableSet(bad); err == nil {
 			t.Errorf("TableSet(%q) accepted", bad)
 		}
 	}
 	tabs, err := p.TableSet("shop.customers")
 	if err != nil || !strings.HasSuffix(tabs.History.URL(), "shop/customers_log") {
+		t.Fatalf("%v %v", tabs, err)
+	}
+	// A table of a stream with a namespace is in the namespace's folder.
+	tabs, err = p.TableSet("sales.dbo.orders")
+	if err != nil || !strings.HasSuffix(tabs.State.URL(), "sales/dbo/orders") || !strings.HasSuffix(tabs.Tombstones.URL(), "sales/dbo/orders_tombstones") || tabs.ID != "sales.dbo.orders" {
 		t.Fatalf("%v %v", tabs, err)
 	}
 }

@@ -334,7 +334,9 @@ func recordOf(err error) string {
 // their schema. On a bad record the parts already written are deleted: the
 // file is quarantined whole.
 func (p *Pipeline) decode(ctx context.Context, r io.Reader, f datastream.SourceFile, id string) (*manifest, string, error) {
-	opts := datastream.Options{File: f, Logger: p.log(), PrimaryKeys: map[string][]string{}, MaxRecordBytes: p.Config.MaxRecordBytes()}
+	src := p.Config.SourceOf(f.Bucket, f.Name)
+	opts := datastream.Options{File: f, Logger: p.log(), PrimaryKeys: map[string][]string{}, MaxRecordBytes: p.Config.MaxRecordBytes(),
+		Namespace: src.Namespace, SQLServerDatabase: src.SQLServerTableID == config.SQLServerDatabase}
 	for tid, tc := range p.Config.Tables {
 		if len(tc.PrimaryKey) > 0 {
 			opts.PrimaryKeys[tid] = tc.PrimaryKey
@@ -382,6 +384,9 @@ type stager struct {
 	table  datastream.TableID // the file's table, once an event named it
 	known  *value.StructType  // the table's source schema, read once (JSON)
 	tc     config.TableConfig
+
+	// claimed: the file's stream feeds its table (claimSource).
+	claimed bool
 }
 
 // partMemoryBytes ends a part before batch_max_events when its events'
@@ -436,6 +441,14 @@ func (s *stager) run(ctx context.Context, d *datastream.Reader, partEvents int) 
 		}
 		if part.err != nil {
 			return s.m, part.err
+		}
+		if s.m != nil && !s.claimed {
+			// Before a first object is written: a file of another
+			// stream leaves nothing staged.
+			if err := s.p.claimSource(ctx, s.f, s.table); err != nil {
+				return s.m, err
+			}
+			s.claimed = true
 		}
 		var decoded chan decodedPart
 		if ahead && part.more {
