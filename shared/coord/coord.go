@@ -66,6 +66,9 @@ type FileRecord struct {
 	// time to the largest MaxSourceTime of the batch.
 	MinSourceTime time.Time `firestore:"minSourceTime,omitempty" json:"minSourceTime,omitzero"`
 	MaxSourceTime time.Time `firestore:"maxSourceTime,omitempty" json:"maxSourceTime,omitzero"`
+	// SourceCreated is when the source object was created, zero when
+	// unknown; the coordinator keeps what the caller passes.
+	SourceCreated time.Time `firestore:"sourceCreated,omitempty" json:"sourceCreated,omitzero"`
 	// StagedAt is when the coordinator registered the file.
 	StagedAt time.Time `firestore:"stagedAt,omitempty" json:"stagedAt,omitzero"`
 	// DoneAt is when the file was merged; zero before. Expire selects on it.

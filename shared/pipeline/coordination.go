@@ -44,7 +44,9 @@ type Registry interface {
 	// file id: a file already known is returned unchanged with created
 	// false. A quarantined file is staged again (a replay after a fix),
 	// with a new arrival number, and created true. The backend sets ID,
-	// State, ArrivalSeq, StagedAt and clears BatchSeq, Reason and Record.
+	// State, ArrivalSeq, StagedAt and clears BatchSeq, Reason and Record;
+	// it keeps the other fields, SourceCreated included, as the caller
+	// passes them.
 	RegisterFile(ctx context.Context, f coord.FileRecord) (rec coord.FileRecord, created bool, err error)
 	// Quarantine records a permanently bad file with the reason (f.Record
 	// says where in the file). A staged or batched file leaves the work

@@ -132,6 +132,15 @@ func (e *env) register(f coord.FileRecord) coord.FileRecord {
 	return rec
 }
 
+func (e *env) file(id string) coord.FileRecord {
+	e.t.Helper()
+	rec, err := e.c.File(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("File(%s): %v", id, err)
+	}
+	return rec
+}
+
 // registerN registers files 1..n of table, each of size bytes.
 func (e *env) registerN(tableID string, n int, size int64) []coord.FileRecord {
 	e.t.Helper()
@@ -378,6 +387,10 @@ func AcquireAtOnce(ctx context.Context, tableID string, ttl time.Duration, cs ..
 	return won, held, errors.Join(errs...)
 }
 
+// sourceCreated is a source object's creation time, in whole seconds so
+// that every backend stores it exactly.
+var sourceCreated = time.Date(2026, 1, 31, 23, 59, 58, 0, time.UTC)
+
 func testRegistry(t *testing.T, newCoordinator NewFunc) {
 	t.Run("register assigns the file id, the staged state and increasing arrival numbers", func(t *testing.T) {
 		e := newEnv(t, newCoordinator)
@@ -585,6 +598,33 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 			if err != nil || !equalIDs(ids(got), tc.want) {
 				t.Fatalf("ListFiles(%q) = %v, %v; want %v", tc.state, ids(got), err, tc.want)
 			}
+		}
+	})
+	t.Run("register and quarantine keep the source creation time they are given", func(t *testing.T) {
+		e := newEnv(t, newCoordinator)
+		for i, tc := range []struct {
+			name string
+			call func(coord.FileRecord) (coord.FileRecord, error)
+		}{
+			{"RegisterFile", func(f coord.FileRecord) (coord.FileRecord, error) {
+				rec, _, err := e.c.RegisterFile(e.ctx, f)
+				return rec, err
+			}},
+			{"Quarantine", func(f coord.FileRecord) (coord.FileRecord, error) { return e.c.Quarantine(e.ctx, f, "bad") }},
+		} {
+			f := file("db.t", i+1, 10)
+			f.SourceCreated = sourceCreated.Add(time.Duration(i) * time.Second)
+			rec, err := tc.call(f)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if stored := e.file(rec.ID).SourceCreated; !rec.SourceCreated.Equal(f.SourceCreated) || !stored.Equal(f.SourceCreated) {
+				t.Fatalf("%s: source created %s, stored %s; want %s", tc.name, rec.SourceCreated, stored, f.SourceCreated)
+			}
+		}
+		rec := e.register(file("db.t", 9, 10))
+		if !rec.SourceCreated.IsZero() || !e.file(rec.ID).SourceCreated.IsZero() {
+			t.Fatalf("source created = %s for a file registered without it, want zero", rec.SourceCreated)
 		}
 	})
 }
