@@ -36,11 +36,15 @@ const MaxBatchFiles = 400
 type FileState string
 
 // File states. A file goes staged → batched → merged, or to quarantined.
+// A file that staging found nothing to merge in is skipped instead: it is
+// never pending nor counted, expires like a merged file, and is staged again
+// when registered (after the configuration includes its table, say).
 const (
 	StateStaged      FileState = "staged"      // staged, waiting for a batch
 	StateBatched     FileState = "batched"     // in an open batch
 	StateMerged      FileState = "merged"      // its batch completed
 	StateQuarantined FileState = "quarantined" // permanently bad until replayed
+	StateSkipped     FileState = "skipped"     // nothing to merge: no events, or its table is excluded
 )
 
 // FileRecord is the registry entry of one source file.
@@ -54,7 +58,7 @@ type FileRecord struct {
 	StagedPath string    `firestore:"stagedPath" json:"stagedPath"`       // lake-relative path of the staged parquet file
 	Events     int64     `firestore:"events" json:"events"`               // change events in the file
 	State      FileState `firestore:"state" json:"state"`                 // set by the coordinator
-	Reason     string    `firestore:"reason" json:"reason,omitempty"`     // why the file is quarantined
+	Reason     string    `firestore:"reason" json:"reason,omitempty"`     // why the file is quarantined or skipped
 	Record     string    `firestore:"record" json:"record,omitempty"`     // where in the file the problem is (record number)
 	ArrivalSeq int64     `firestore:"arrivalSeq" json:"arrivalSeq"`       // per-table arrival order, set by the coordinator
 	BatchSeq   int64     `firestore:"batchSeq" json:"batchSeq,omitempty"` // the batch that took the file, 0 before
@@ -71,11 +75,13 @@ type FileRecord struct {
 	SourceCreated time.Time `firestore:"sourceCreated,omitempty" json:"sourceCreated,omitzero"`
 	// StagedAt is when the coordinator registered the file.
 	StagedAt time.Time `firestore:"stagedAt,omitempty" json:"stagedAt,omitzero"`
-	// DoneAt is when the file was merged; zero before. Expire selects on it.
+	// DoneAt is when the file was merged or skipped; zero before. Expire
+	// selects on it.
 	DoneAt time.Time `firestore:"doneAt,omitempty" json:"doneAt,omitzero"`
 	// ExpireAt is when the record may be deleted (a Firestore TTL policy
 	// reads it); zero, and absent from the document, until the file is
-	// merged, so that staged and quarantined records never expire.
+	// merged or skipped, so that staged and quarantined records never
+	// expire.
 	ExpireAt time.Time `firestore:"expireAt,omitempty" json:"expireAt,omitzero"`
 }
 

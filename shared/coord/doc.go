@@ -29,6 +29,13 @@
 // be kept (Options.Retention) longer than notifications can be re-delivered,
 // or a very late duplicate would be registered and merged again.
 //
+// A file that staging found nothing to merge in (no events, or a table the
+// configuration excludes) is recorded as skipped (Skip), so that the
+// reconcile, which lists the source bucket for files whose notification
+// never arrived, does not stage it again.
+// A skipped record is no work: never pending, batched or counted; it
+// expires like a merged one, and registering the file stages it again.
+//
 // A file in an open batch may be quarantined by the merge (for example for an
 // incompatible schema change); the open batch keeps the file, returned with
 // State quarantined. The merge processes only the files of a batch whose

@@ -22,6 +22,7 @@ import (
 //
 //	tables/<table>.json                      TableDoc with the lease: counters, open batch, status
 //	files/<table>/<FileID>.json              one FileRecord per source object
+//	files/<table>/<FileID>.skipped.json      the FileRecord of a skipped source object
 //	pending/<table>/<arrival:020d>_<FileID>  empty marker per staged file, listed in arrival order
 //	batches/<table>/<seq:020d>.json          batch records
 //
@@ -48,6 +49,16 @@ import (
 // lease of another holder on this host whose process is gone frees it in
 // the same compare-and-swap that takes it, so of several processes taking
 // over at once one wins, and the others find the winner alive.
+//
+// A skipped record is the only one that both expires and may change (a
+// registration stages the file again), and the store has no conditional
+// delete: Expire could delete a record that a registration had just
+// rewritten. So skipped records live apart, are written once (put-if-absent)
+// and never rewritten; RegisterFile and Quarantine look only at the
+// <FileID>.json record and create it, and readers prefer it to a skipped
+// record of the same file. Skip creates the table document when there is
+// none, so that the table is found (File, Files, Expire), but assigns no
+// arrival number: the table has no status until a file is staged.
 //
 // Counts of pending and quarantined files are computed from the records
 // rather than kept as counters that a crash could skew. Two registrations
@@ -117,9 +128,16 @@ var errConflict = errors.New("concurrent update")
 // this is seconds of continuous contention.
 const maxAttempts = 2000
 
+// skippedSuffix ends the name of a skipped record; file ids hold no '.'.
+const skippedSuffix = ".skipped.json"
+
 func (l *Local) tableName(tableID string) string { return l.root + "/tables/" + tableID + ".json" }
+func (l *Local) filesPrefix() string             { return l.root + "/files/" }
 func (l *Local) fileName(tableID, id string) string {
-	return l.root + "/files/" + tableID + "/" + id + ".json"
+	return l.filesPrefix() + tableID + "/" + id + ".json"
+}
+func (l *Local) skippedName(tableID, id string) string {
+	return l.filesPrefix() + tableID + "/" + id + skippedSuffix
 }
 func (l *Local) markerPrefix(tableID string) string { return l.root + "/pending/" + tableID + "/" }
 func (l *Local) markerName(tableID string, arrival int64, id string) string {
@@ -127,6 +145,29 @@ func (l *Local) markerName(tableID string, arrival int64, id string) string {
 }
 func (l *Local) batchName(tableID string, seq int64) string {
 	return fmt.Sprintf("%s/batches/%s/%020d.json", l.root, tableID, seq)
+}
+
+// parseFileName splits the name of a record under files/ into its table and
+// file id, and tells whether it is a skipped record; ok is false for
+// anything else.
+func (l *Local) parseFileName(name string) (tableID, id string, skipped, ok bool) {
+	rest, ok := strings.CutPrefix(name, l.filesPrefix())
+	if !ok {
+		return "", "", false, false
+	}
+	tableID, base, ok := strings.Cut(rest, "/")
+	if !ok || strings.Contains(base, "/") {
+		return "", "", false, false
+	}
+	if id, skipped = strings.CutSuffix(base, skippedSuffix); !skipped {
+		if id, ok = strings.CutSuffix(base, ".json"); !ok {
+			return "", "", false, false
+		}
+	}
+	if ValidFileID(id) != nil {
+		return "", "", false, false
+	}
+	return tableID, id, skipped, true
 }
 
 // read decodes the object name into dst and returns its generation, or 0
@@ -378,7 +419,7 @@ func (l *Local) RegisterFile(ctx context.Context, in FileRecord) (FileRecord, bo
 		if err != nil {
 			return err
 		}
-		if gen != 0 && cur.State != StateQuarantined {
+		if !Stages(cur, gen != 0) {
 			rec, created = cur, false
 			return nil
 		}
@@ -446,6 +487,64 @@ func (l *Local) Quarantine(ctx context.Context, in FileRecord, reason string) (F
 	return rec, nil
 }
 
+// Skip implements pipeline.Registry.
+func (l *Local) Skip(ctx context.Context, in FileRecord, reason string) (FileRecord, error) {
+	if err := ValidFile(in); err != nil {
+		return FileRecord{}, fmt.Errorf("skip file: %w", err)
+	}
+	id := FileID(in.Bucket, in.Name, in.Generation)
+	var rec FileRecord
+	err := retry(ctx, func() error {
+		cur, found, err := l.lookup(ctx, in.Table, id)
+		if err != nil || found {
+			rec = cur
+			return err
+		}
+		if err := l.ensureTable(ctx, in.Table); err != nil {
+			return err
+		}
+		next := SkipRecord(in, reason, l.now(), l.retention)
+		if err := l.write(ctx, l.skippedName(in.Table, id), &next, 0); err != nil {
+			return err // errConflict: skipped meanwhile; look again
+		}
+		rec = next
+		return nil
+	})
+	if err != nil {
+		return FileRecord{}, fmt.Errorf("skip %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
+	}
+	return rec, nil
+}
+
+// ensureTable creates the table document when there is none.
+func (l *Local) ensureTable(ctx context.Context, tableID string) error {
+	name := l.tableName(tableID)
+	_, err := l.store.Stat(ctx, name)
+	if !errors.Is(err, objstore.ErrNotExist) {
+		if err != nil {
+			return fmt.Errorf("stat %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := l.write(ctx, name, &TableDoc{Table: tableID}, 0); err != nil && !errors.Is(err, errConflict) {
+		return err // errConflict: created meanwhile, which is all we want
+	}
+	return nil
+}
+
+// lookup reads the record of file id in table tableID: the record that
+// takes part in the table's work, else the skipped one.
+func (l *Local) lookup(ctx context.Context, tableID, id string) (FileRecord, bool, error) {
+	for _, name := range []string{l.fileName(tableID, id), l.skippedName(tableID, id)} {
+		var rec FileRecord
+		gen, err := l.read(ctx, name, &rec)
+		if err != nil || gen != 0 {
+			return rec, err == nil, err
+		}
+	}
+	return FileRecord{}, false, nil
+}
+
 // tableIDs lists the tables that have a table document.
 func (l *Local) tableIDs(ctx context.Context) ([]string, error) {
 	prefix := l.root + "/tables/"
@@ -474,12 +573,11 @@ func (l *Local) File(ctx context.Context, id string) (FileRecord, error) {
 		return FileRecord{}, fmt.Errorf("file %s: %w", id, err)
 	}
 	for _, table := range tables {
-		var rec FileRecord
-		gen, err := l.read(ctx, l.fileName(table, id), &rec)
+		rec, found, err := l.lookup(ctx, table, id)
 		if err != nil {
 			return FileRecord{}, fmt.Errorf("file %s: %w", id, err)
 		}
-		if gen != 0 {
+		if found {
 			return rec, nil
 		}
 	}
@@ -546,31 +644,68 @@ func (l *Local) Pending(ctx context.Context, tableID string, limit int) ([]FileR
 	return out, nil
 }
 
-// ListFiles implements pipeline.Registry.
+// ListFiles implements pipeline.Registry. Skipped records, which have no
+// arrival number, come first, by file id, as in Firestore.
 func (l *Local) ListFiles(ctx context.Context, tableID string, state FileState) ([]FileRecord, error) {
 	if err := ValidTableID(tableID); err != nil {
 		return nil, err
 	}
-	prefix := l.root + "/files/" + tableID + "/"
-	var names []string
-	if err := l.store.List(ctx, prefix, "", func(info objstore.Info) error {
-		names = append(names, info.Name)
-		return nil
-	}); err != nil {
+	stored, err := l.records(ctx, tableID)
+	if err != nil {
 		return nil, fmt.Errorf("list files of %s: %w", tableID, err)
 	}
-	var out []FileRecord
-	for _, name := range names {
-		var rec FileRecord
-		gen, err := l.read(ctx, name, &rec)
-		if err != nil {
-			return nil, fmt.Errorf("list files of %s: %w", tableID, err)
-		}
-		if gen != 0 && (state == "" || rec.State == state) {
-			out = append(out, rec)
+	// A file that was skipped and then staged has both records; the
+	// staged one is current.
+	live := map[string]bool{}
+	for _, s := range stored {
+		if !s.skipped {
+			live[s.rec.ID] = true
 		}
 	}
-	slices.SortFunc(out, func(a, b FileRecord) int { return compareInt(a.ArrivalSeq, b.ArrivalSeq) })
+	var out []FileRecord
+	for _, s := range stored {
+		if (!s.skipped || !live[s.rec.ID]) && (state == "" || s.rec.State == state) {
+			out = append(out, s.rec)
+		}
+	}
+	slices.SortFunc(out, func(a, b FileRecord) int {
+		if c := compareInt(a.ArrivalSeq, b.ArrivalSeq); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// storedRecord is a record as stored, with its object name.
+type storedRecord struct {
+	name    string
+	skipped bool // a skipped record, written once
+	rec     FileRecord
+}
+
+// records reads every record in tableID's folder, skipped ones included.
+func (l *Local) records(ctx context.Context, tableID string) ([]storedRecord, error) {
+	prefix := l.filesPrefix() + tableID + "/"
+	var stored []storedRecord
+	if err := l.store.List(ctx, prefix, "", func(info objstore.Info) error {
+		if table, _, skipped, ok := l.parseFileName(info.Name); ok && table == tableID {
+			stored = append(stored, storedRecord{name: info.Name, skipped: skipped})
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	out := stored[:0]
+	for _, s := range stored {
+		gen, err := l.read(ctx, s.name, &s.rec)
+		if err != nil {
+			return nil, err
+		}
+		if gen != 0 {
+			out = append(out, s)
+		}
+	}
 	return out, nil
 }
 
@@ -842,16 +977,18 @@ func (l *Local) expireTable(ctx context.Context, tableID string, before time.Tim
 		}
 		n++
 	}
-	files, err := l.ListFiles(ctx, tableID, StateMerged)
+	stored, err := l.records(ctx, tableID)
 	if err != nil {
 		return n, err
 	}
-	// A merged record never changes again, so deleting it races with nothing.
-	for _, f := range files {
-		if !f.DoneAt.Before(before) {
+	// A merged record never changes again, and a skipped record is never
+	// rewritten (registering the file again writes the other record), so
+	// deleting them races with nothing.
+	for _, s := range stored {
+		if !Expired(s.rec, before) {
 			continue
 		}
-		if err := l.remove(ctx, l.fileName(tableID, f.ID)); err != nil {
+		if err := l.remove(ctx, s.name); err != nil {
 			return n, err
 		}
 		n++

@@ -297,10 +297,27 @@ func NewRecord(f FileRecord, arrival int64, now time.Time) FileRecord {
 	return f
 }
 
-// QuarantineRecord returns the record after quarantining: cur when the file was
-// known (exists), else f as a new record with the given arrival number.
+// Stages reports whether RegisterFile stages a file whose stored record is
+// cur (exists false: there is none): an unknown file, a quarantined one (a
+// replay after a fix) or a skipped one (after the configuration includes
+// its table, say). Any other record is returned unchanged.
+func Stages(cur FileRecord, exists bool) bool {
+	return !exists || cur.State == StateQuarantined || cur.State == StateSkipped
+}
+
+// Tracked reports whether a stored record takes part in its table's work:
+// staged, batched, merged or quarantined. A skipped record does not, so
+// RegisterFile and Quarantine record its file anew, with a new arrival
+// number and the caller's table, as if it were unknown.
+func Tracked(cur FileRecord, exists bool) bool {
+	return exists && cur.State != StateSkipped
+}
+
+// QuarantineRecord returns the record after quarantining: cur when the file
+// was known (exists, see Tracked), else f as a new record with the given
+// arrival number.
 func QuarantineRecord(cur FileRecord, exists bool, f FileRecord, reason string, arrival int64, now time.Time) (FileRecord, error) {
-	if exists {
+	if Tracked(cur, exists) {
 		if cur.State == StateMerged {
 			return cur, fmt.Errorf("quarantine %s (%s): already merged in batch %d: %w",
 				cur.Name, cur.ID, cur.BatchSeq, ErrInvalidState)
@@ -313,6 +330,23 @@ func QuarantineRecord(cur FileRecord, exists bool, f FileRecord, reason string, 
 	return rec, nil
 }
 
+// SkipRecord returns the record of a file that staging found nothing to
+// merge in, skipped for reason: done now and expiring after retention, like
+// a merged file. It has no arrival number: it never enters the work queue.
+func SkipRecord(f FileRecord, reason string, now time.Time, retention time.Duration) FileRecord {
+	rec := NewRecord(f, 0, now)
+	rec.State, rec.Reason = StateSkipped, reason
+	rec.DoneAt, rec.ExpireAt = now, now.Add(retention)
+	return rec
+}
+
+// Expired reports whether Expire deletes f at the cutoff before: a merged
+// or skipped file done before it. Staged, batched and quarantined records
+// never expire.
+func Expired(f FileRecord, before time.Time) bool {
+	return (f.State == StateMerged || f.State == StateSkipped) && !f.DoneAt.IsZero() && f.DoneAt.Before(before)
+}
+
 // ValidTableID rejects table ids that cannot name a document or object.
 func ValidTableID(tableID string) error {
 	if tableID == "" || tableID == "." || tableID == ".." || strings.ContainsAny(tableID, "/\\\x00\r\n") ||
@@ -322,7 +356,7 @@ func ValidTableID(tableID string) error {
 	return nil
 }
 
-// ValidFile checks what RegisterFile and Quarantine need.
+// ValidFile checks what RegisterFile, Quarantine and Skip need.
 func ValidFile(f FileRecord) error {
 	if err := ValidTableID(f.Table); err != nil {
 		return err

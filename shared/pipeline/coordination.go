@@ -42,16 +42,27 @@ type Leaser interface {
 type Registry interface {
 	// RegisterFile records a staged file as pending. It is idempotent per
 	// file id: a file already known is returned unchanged with created
-	// false. A quarantined file is staged again (a replay after a fix),
+	// false. A quarantined file (a replay after a fix) or a skipped one
+	// (after the configuration includes its table, say) is staged again,
 	// with a new arrival number, and created true. The backend sets ID,
-	// State, ArrivalSeq, StagedAt and clears BatchSeq, Reason and Record;
-	// it keeps the other fields, SourceCreated included, as the caller
-	// passes them.
+	// State, ArrivalSeq, StagedAt and clears BatchSeq, Reason, Record,
+	// DoneAt and ExpireAt; it keeps the other fields, SourceCreated
+	// included, as the caller passes them.
 	RegisterFile(ctx context.Context, f coord.FileRecord) (rec coord.FileRecord, created bool, err error)
 	// Quarantine records a permanently bad file with the reason (f.Record
 	// says where in the file). A staged or batched file leaves the work
-	// queue; a merged file cannot be quarantined (coord.ErrInvalidState).
+	// queue; a merged file cannot be quarantined (coord.ErrInvalidState);
+	// a skipped file is recorded anew, as an unknown one is.
 	Quarantine(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
+	// Skip records a file that staging read and found nothing to merge in
+	// (no events, or its table is excluded by configuration; f.Table may be
+	// "_unknown._unknown"), so that the reconcile does not stage it again:
+	// State coord.StateSkipped with the reason, done now and expiring after
+	// the retention, as a merged file does. A skipped file is never
+	// pending, in a batch or counted in a table's status, and a table with
+	// only skipped files has none. When the file is already recorded, in
+	// any state, Skip returns its record unchanged.
+	Skip(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
 	// File returns the record of a file id, or coord.ErrNotFound.
 	File(ctx context.Context, id string) (coord.FileRecord, error)
 	// Pending returns staged files not yet in a batch, in arrival order, at
@@ -91,9 +102,9 @@ type Status interface {
 
 // Expirer forgets what no longer needs remembering.
 type Expirer interface {
-	// Expire deletes records of files merged before the cutoff and done
-	// batches completed before it, except each table's latest batch. It
-	// returns how many records it deleted.
+	// Expire deletes records of files merged or skipped before the cutoff
+	// and done batches completed before it, except each table's latest
+	// batch. It returns how many records it deleted.
 	Expire(ctx context.Context, before time.Time) (int, error)
 }
 

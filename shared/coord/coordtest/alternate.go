@@ -79,3 +79,7 @@ func (a *alternate) Status(ctx context.Context, tableID string) (coord.TableStat
 func (a *alternate) Expire(ctx context.Context, before time.Time) (int, error) {
 	return a.pick().Expire(ctx, before)
 }
+
+func (a *alternate) Skip(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error) {
+	return a.pick().Skip(ctx, f, reason)
+}

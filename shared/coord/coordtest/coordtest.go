@@ -51,6 +51,7 @@ type Coordinator interface {
 
 	RegisterFile(ctx context.Context, f coord.FileRecord) (rec coord.FileRecord, created bool, err error)
 	Quarantine(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
+	Skip(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
 	File(ctx context.Context, id string) (coord.FileRecord, error)
 	Pending(ctx context.Context, tableID string, limit int) ([]coord.FileRecord, error)
 	ListFiles(ctx context.Context, tableID string, state coord.FileState) ([]coord.FileRecord, error)
@@ -76,6 +77,7 @@ const ttl = 30 * time.Second
 func Run(t *testing.T, newCoordinator NewFunc) {
 	t.Run("Lease", func(t *testing.T) { testLease(t, newCoordinator) })
 	t.Run("Registry", func(t *testing.T) { testRegistry(t, newCoordinator) })
+	t.Run("Skip", func(t *testing.T) { testSkip(t, newCoordinator) })
 	t.Run("Batches", func(t *testing.T) { testBatches(t, newCoordinator) })
 	t.Run("Status", func(t *testing.T) { testStatus(t, newCoordinator) })
 	t.Run("Expire", func(t *testing.T) { testExpire(t, newCoordinator) })
@@ -600,7 +602,7 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 			}
 		}
 	})
-	t.Run("register and quarantine keep the source creation time they are given", func(t *testing.T) {
+	t.Run("register, quarantine and skip keep the source creation time they are given", func(t *testing.T) {
 		e := newEnv(t, newCoordinator)
 		for i, tc := range []struct {
 			name string
@@ -611,6 +613,7 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 				return rec, err
 			}},
 			{"Quarantine", func(f coord.FileRecord) (coord.FileRecord, error) { return e.c.Quarantine(e.ctx, f, "bad") }},
+			{"Skip", func(f coord.FileRecord) (coord.FileRecord, error) { return e.c.Skip(e.ctx, f, "no events") }},
 		} {
 			f := file("db.t", i+1, 10)
 			f.SourceCreated = sourceCreated.Add(time.Duration(i) * time.Second)
@@ -1029,6 +1032,14 @@ func testValidation(t *testing.T, newCoordinator NewFunc) {
 		}},
 		{"file rejects an id with a slash", func() error {
 			_, err := e.c.File(e.ctx, "a/b")
+			return err
+		}},
+		{"skip rejects a file without a name", func() error {
+			_, err := e.c.Skip(e.ctx, noName, "no events")
+			return err
+		}},
+		{"skip rejects a table id with a slash", func() error {
+			_, err := e.c.Skip(e.ctx, slash, "no events")
 			return err
 		}},
 		{"next batch rejects a lease of a malformed table", func() error {

@@ -38,7 +38,7 @@ import (
 // Expire filters on doneAt alone, served by the automatic single-field
 // index. TTL policies on the expireAt field of dsdelta_files and
 // dsdelta_batches delete records the same way Expire does; expireAt is absent
-// until a file is merged or a batch is done.
+// until a file is merged or skipped or a batch is done.
 const (
 	collLeases  = "dsdelta_leases"
 	collTables  = "dsdelta_tables"
@@ -246,7 +246,7 @@ func (f *Coordinator) RegisterFile(ctx context.Context, in coord.FileRecord) (co
 		if err != nil {
 			return err
 		}
-		if exists && cur.State != coord.StateQuarantined {
+		if !coord.Stages(cur, exists) {
 			rec = cur
 			return nil
 		}
@@ -254,7 +254,7 @@ func (f *Coordinator) RegisterFile(ctx context.Context, in coord.FileRecord) (co
 		if _, err := getDoc(tx, tref, &t); err != nil {
 			return err
 		}
-		if exists {
+		if exists && cur.State == coord.StateQuarantined {
 			t.Quarantined--
 		}
 		t.LastArrivalSeq++
@@ -286,7 +286,8 @@ func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reaso
 		if err != nil {
 			return err
 		}
-		if exists {
+		known := coord.Tracked(cur, exists)
+		if known {
 			// The file stays with the table it was registered for.
 			in.Table = cur.Table
 		}
@@ -296,7 +297,7 @@ func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reaso
 			return err
 		}
 		var arrival int64
-		if !exists {
+		if !known {
 			t.LastArrivalSeq++
 			arrival = t.LastArrivalSeq
 		}
@@ -304,10 +305,10 @@ func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reaso
 		if err != nil {
 			return err
 		}
-		if !exists || cur.State != coord.StateQuarantined {
+		if !known || cur.State != coord.StateQuarantined {
 			t.Quarantined++
 		}
-		if exists && cur.State == coord.StateStaged {
+		if known && cur.State == coord.StateStaged {
 			t.Pending--
 		}
 		if err := tx.Set(fref, rec); err != nil {
@@ -317,6 +318,34 @@ func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reaso
 	})
 	if err != nil {
 		return coord.FileRecord{}, fmt.Errorf("quarantine %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
+	}
+	return rec, nil
+}
+
+// Skip implements pipeline.Registry. A skipped file is not counted, so the
+// table document is left alone.
+func (f *Coordinator) Skip(ctx context.Context, in coord.FileRecord, reason string) (coord.FileRecord, error) {
+	if err := coord.ValidFile(in); err != nil {
+		return coord.FileRecord{}, fmt.Errorf("skip file: %w", err)
+	}
+	id := coord.FileID(in.Bucket, in.Name, in.Generation)
+	var rec coord.FileRecord
+	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		fref := f.files.Doc(id)
+		var cur coord.FileRecord
+		exists, err := getDoc(tx, fref, &cur)
+		if err != nil {
+			return err
+		}
+		if exists {
+			rec = cur
+			return nil
+		}
+		rec = coord.SkipRecord(in, reason, f.now(), f.retention)
+		return tx.Set(fref, rec)
+	})
+	if err != nil {
+		return coord.FileRecord{}, fmt.Errorf("skip %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
 	}
 	return rec, nil
 }
@@ -573,6 +602,12 @@ func (f *Coordinator) Statuses(ctx context.Context) ([]coord.TableStatus, error)
 	return out, nil
 }
 
+// deletion is a document Expire deletes, under its preconditions.
+type deletion struct {
+	ref      *firestore.DocumentRef
+	preconds []firestore.Precondition
+}
+
 // Expire implements pipeline.Expirer.
 func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error) {
 	tables, err := f.tables.Documents(ctx).GetAll()
@@ -587,14 +622,23 @@ func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error)
 		}
 		lastSeq[s.Ref.ID] = t.LastBatchSeq
 	}
-	var refs []*firestore.DocumentRef
-	// Only merged files and done batches have doneAt.
-	files, err := f.files.Where("doneAt", "<", before).Select().Documents(ctx).GetAll()
+	var dels []deletion
+	// Only merged and skipped files and done batches have doneAt.
+	files, err := f.files.Where("doneAt", "<", before).Select("state", "doneAt").Documents(ctx).GetAll()
 	if err != nil {
-		return 0, fmt.Errorf("expire: list merged files: %w", err)
+		return 0, fmt.Errorf("expire: list merged and skipped files: %w", err)
 	}
 	for _, s := range files {
-		refs = append(refs, s.Ref)
+		var rec coord.FileRecord
+		if err := s.DataTo(&rec); err != nil {
+			return 0, fmt.Errorf("expire: decode %s: %w", s.Ref.Path, err)
+		}
+		if !coord.Expired(rec, before) {
+			continue
+		}
+		// A skipped file may be registered again meanwhile: delete the
+		// record only as it was read.
+		dels = append(dels, deletion{s.Ref, []firestore.Precondition{firestore.LastUpdateTime(s.UpdateTime)}})
 	}
 	batches, err := f.batches.Where("doneAt", "<", before).Select("table", "seq").Documents(ctx).GetAll()
 	if err != nil {
@@ -608,18 +652,18 @@ func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error)
 		if bd.Seq == lastSeq[bd.Table] {
 			continue // keep each table's latest batch for inspection
 		}
-		refs = append(refs, s.Ref)
+		dels = append(dels, deletion{ref: s.Ref}) // a done batch never changes
 	}
-	if len(refs) == 0 {
+	if len(dels) == 0 {
 		return 0, nil
 	}
 	bw := f.client.BulkWriter(ctx)
-	jobs := make([]*firestore.BulkWriterJob, 0, len(refs))
-	for _, ref := range refs {
-		job, err := bw.Delete(ref)
+	jobs := make([]*firestore.BulkWriterJob, 0, len(dels))
+	for _, d := range dels {
+		job, err := bw.Delete(d.ref, d.preconds...)
 		if err != nil {
 			bw.End()
-			return 0, fmt.Errorf("expire: delete %s: %w", ref.Path, err)
+			return 0, fmt.Errorf("expire: delete %s: %w", d.ref.Path, err)
 		}
 		jobs = append(jobs, job)
 	}
@@ -627,11 +671,15 @@ func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error)
 	n := 0
 	var errs []error
 	for i, job := range jobs {
-		if _, err := job.Results(); err != nil {
-			errs = append(errs, fmt.Errorf("delete %s: %w", refs[i].Path, err))
-			continue
+		_, err := job.Results()
+		switch {
+		case status.Code(err) == codes.FailedPrecondition:
+			// Changed since it was read: registered again, so kept.
+		case err != nil:
+			errs = append(errs, fmt.Errorf("delete %s: %w", dels[i].ref.Path, err))
+		default:
+			n++
 		}
-		n++
 	}
 	if len(errs) > 0 {
 		return n, fmt.Errorf("expire: %w", errors.Join(errs...))
