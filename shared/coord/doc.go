@@ -32,7 +32,7 @@
 // A file that staging found nothing to merge in (no events, or a table the
 // configuration excludes) is recorded as skipped (Skip), so that the
 // reconcile, which lists the source bucket for files whose notification
-// never arrived, does not stage it again.
+// never arrived (Files tells it which are known), does not stage it again.
 // A skipped record is no work: never pending, batched or counted; it
 // expires like a merged one, and registering the file stages it again.
 //

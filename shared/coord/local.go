@@ -584,6 +584,85 @@ func (l *Local) File(ctx context.Context, id string) (FileRecord, error) {
 	return FileRecord{}, fmt.Errorf("file %s: %w", id, ErrNotFound)
 }
 
+// maxProbes is how many (file, table) pairs Files probes one by one; beyond
+// it, one listing of every record is cheaper than the probes, two reads
+// each for an unknown file.
+const maxProbes = 128
+
+// Files implements pipeline.Registry. Records are kept per table: a few ids
+// are probed in each table, many are found in one listing of all records.
+func (l *Local) Files(ctx context.Context, ids []string) (map[string]FileRecord, error) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if err := ValidFileID(id); err != nil {
+			return nil, fmt.Errorf("files: %w", err)
+		}
+		want[id] = true
+	}
+	out := make(map[string]FileRecord, len(want))
+	if len(want) == 0 {
+		return out, nil
+	}
+	tables, err := l.tableIDs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("files: %w", err)
+	}
+	if len(want)*len(tables) > maxProbes {
+		if err := l.findFiles(ctx, want, out); err != nil {
+			return nil, fmt.Errorf("files: %w", err)
+		}
+		return out, nil
+	}
+	for id := range want {
+		for _, table := range tables {
+			rec, found, err := l.lookup(ctx, table, id)
+			if err != nil {
+				return nil, fmt.Errorf("files: %w", err)
+			}
+			if found {
+				out[id] = rec
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// findFiles adds to out the records of the wanted ids, found by listing
+// every record once: of each file, the first table's record that takes part
+// in the work, else its first skipped record, as lookup and File choose.
+func (l *Local) findFiles(ctx context.Context, want map[string]bool, out map[string]FileRecord) error {
+	type found struct {
+		name    string
+		skipped bool
+	}
+	names := map[string]found{}
+	prefix := l.filesPrefix()
+	if err := l.store.List(ctx, prefix, "", func(info objstore.Info) error {
+		_, id, skipped, ok := l.parseFileName(info.Name)
+		if !ok || !want[id] {
+			return nil
+		}
+		if cur, seen := names[id]; !seen || (cur.skipped && !skipped) {
+			names[id] = found{info.Name, skipped}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("list %s: %w", prefix, err)
+	}
+	for id, f := range names {
+		var rec FileRecord
+		gen, err := l.read(ctx, f.name, &rec)
+		if err != nil {
+			return err
+		}
+		if gen != 0 { // else expired since the listing
+			out[id] = rec
+		}
+	}
+	return nil
+}
+
 // pending lists up to limit staged files of table t in arrival order,
 // skipping files of t's open batch, and deletes markers that can never
 // become valid again.

@@ -65,6 +65,10 @@ type Registry interface {
 	Skip(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
 	// File returns the record of a file id, or coord.ErrNotFound.
 	File(ctx context.Context, id string) (coord.FileRecord, error)
+	// Files returns the records of the ids that are known, in any state,
+	// by id; unknown ids are absent from the map. It takes any number of
+	// ids and rejects invalid ones (coord.ValidFileID).
+	Files(ctx context.Context, ids []string) (map[string]coord.FileRecord, error)
 	// Pending returns staged files not yet in a batch, in arrival order, at
 	// most limit (all when limit <= 0).
 	Pending(ctx context.Context, tableID string, limit int) ([]coord.FileRecord, error)

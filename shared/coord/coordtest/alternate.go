@@ -83,3 +83,7 @@ func (a *alternate) Expire(ctx context.Context, before time.Time) (int, error) {
 func (a *alternate) Skip(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error) {
 	return a.pick().Skip(ctx, f, reason)
 }
+
+func (a *alternate) Files(ctx context.Context, ids []string) (map[string]coord.FileRecord, error) {
+	return a.pick().Files(ctx, ids)
+}

@@ -53,6 +53,7 @@ type Coordinator interface {
 	Quarantine(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
 	Skip(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
 	File(ctx context.Context, id string) (coord.FileRecord, error)
+	Files(ctx context.Context, ids []string) (map[string]coord.FileRecord, error)
 	Pending(ctx context.Context, tableID string, limit int) ([]coord.FileRecord, error)
 	ListFiles(ctx context.Context, tableID string, state coord.FileState) ([]coord.FileRecord, error)
 
@@ -78,6 +79,7 @@ func Run(t *testing.T, newCoordinator NewFunc) {
 	t.Run("Lease", func(t *testing.T) { testLease(t, newCoordinator) })
 	t.Run("Registry", func(t *testing.T) { testRegistry(t, newCoordinator) })
 	t.Run("Skip", func(t *testing.T) { testSkip(t, newCoordinator) })
+	t.Run("Files", func(t *testing.T) { testFiles(t, newCoordinator) })
 	t.Run("Batches", func(t *testing.T) { testBatches(t, newCoordinator) })
 	t.Run("Status", func(t *testing.T) { testStatus(t, newCoordinator) })
 	t.Run("Expire", func(t *testing.T) { testExpire(t, newCoordinator) })
@@ -1040,6 +1042,14 @@ func testValidation(t *testing.T, newCoordinator NewFunc) {
 		}},
 		{"skip rejects a table id with a slash", func() error {
 			_, err := e.c.Skip(e.ctx, slash, "no events")
+			return err
+		}},
+		{"files rejects an id with a slash among valid ones", func() error {
+			_, err := e.c.Files(e.ctx, []string{coord.FileID("b", "n", 1), "a/b"})
+			return err
+		}},
+		{"files rejects an empty id", func() error {
+			_, err := e.c.Files(e.ctx, []string{""})
 			return err
 		}},
 		{"next batch rejects a lease of a malformed table", func() error {

@@ -237,6 +237,9 @@ func testSkip(t *testing.T, newCoordinator NewFunc) {
 		if got := e.file(rec.ID); !sameRecord(got, rec) {
 			t.Fatalf("File(%s) = %+v\nwant the re-staged record %+v", rec.ID, got, rec)
 		}
+		if got, err := e.c.Files(e.ctx, []string{rec.ID}); err != nil || !sameRecord(got[rec.ID], rec) {
+			t.Fatalf("Files(%s) = %+v, %v; want the re-staged record", rec.ID, got, err)
+		}
 		if s := e.status("db.t"); s.Pending != 2 || s.Quarantined != 0 {
 			t.Fatalf("status = %d pending, %d quarantined; want 2, 0", s.Pending, s.Quarantined)
 		}

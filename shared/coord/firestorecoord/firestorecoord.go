@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -45,6 +46,9 @@ const (
 	collFiles   = "dsdelta_files"
 	collBatches = "dsdelta_batches"
 )
+
+// getAllRefs bounds the documents of one GetAll call in Files.
+const getAllRefs = 300
 
 // Options configures New.
 type Options struct {
@@ -348,6 +352,39 @@ func (f *Coordinator) Skip(ctx context.Context, in coord.FileRecord, reason stri
 		return coord.FileRecord{}, fmt.Errorf("skip %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
 	}
 	return rec, nil
+}
+
+// Files implements pipeline.Registry, reading getAllRefs documents a call.
+func (f *Coordinator) Files(ctx context.Context, ids []string) (map[string]coord.FileRecord, error) {
+	refs := make([]*firestore.DocumentRef, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if err := coord.ValidFileID(id); err != nil {
+			return nil, fmt.Errorf("files: %w", err)
+		}
+		if !seen[id] {
+			seen[id] = true
+			refs = append(refs, f.files.Doc(id))
+		}
+	}
+	out := make(map[string]coord.FileRecord, len(refs))
+	for chunk := range slices.Chunk(refs, getAllRefs) {
+		snaps, err := f.client.GetAll(ctx, chunk)
+		if err != nil {
+			return nil, fmt.Errorf("files: read %d records: %w", len(chunk), err)
+		}
+		for _, snap := range snaps {
+			if !snap.Exists() {
+				continue
+			}
+			var rec coord.FileRecord
+			if err := snap.DataTo(&rec); err != nil {
+				return nil, fmt.Errorf("files: decode %s: %w", snap.Ref.Path, err)
+			}
+			out[snap.Ref.ID] = rec
+		}
+	}
+	return out, nil
 }
 
 // File implements pipeline.Registry.
