@@ -21,6 +21,11 @@ var (
 	// ErrInvalidState is returned for a change the record's state forbids,
 	// such as quarantining a file that was already merged.
 	ErrInvalidState = errors.New("invalid state change")
+	// ErrConflict is returned when a compare-and-swap lost to another
+	// writer: by PutWatermark when the stored revision is no longer the one
+	// the caller read, and by a backend that gave up retrying under
+	// contention.
+	ErrConflict = errors.New("concurrent update")
 )
 
 // DefaultRetention is how long records of merged files and done batches are
@@ -95,6 +100,24 @@ func FileID(bucket, name string, generation int64) string {
 	h.Write([]byte{0})
 	h.Write([]byte(strconv.FormatInt(generation, 10)))
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// MaxWatermarkKeyBytes bounds a watermark key. ListWatermarks orders keys
+// by a Firestore query, which considers only the first 1,500 bytes of a
+// string (the emulator 1,499), so keys stay below that with a margin; it is
+// room enough for gs://<bucket, 222 bytes at most>/<object name prefix,
+// 1,024 bytes at most>.
+const MaxWatermarkKeyBytes = 1400
+
+// MaxWatermarkBytes bounds a watermark document, well inside Firestore's
+// 1 MiB per document.
+const MaxWatermarkBytes = 512 << 10
+
+// WatermarkID is the document id of a watermark key: a hash, because keys
+// contain '/' and can be long. The key itself is stored in the document.
+func WatermarkID(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:16])
 }
 
 // Lease is a held table lease.

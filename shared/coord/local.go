@@ -25,6 +25,7 @@ import (
 //	files/<table>/<FileID>.skipped.json      the FileRecord of a skipped source object
 //	pending/<table>/<arrival:020d>_<FileID>  empty marker per staged file, listed in arrival order
 //	batches/<table>/<seq:020d>.json          batch records
+//	watermarks/<WatermarkID>.json            WatermarkDoc, opaque to the coordinator
 //
 // There are no multi-object transactions, so every change is a sequence of
 // single-object compare-and-swap writes (put-if-absent, or IfGenerationMatch
@@ -121,9 +122,6 @@ func NewLocal(store objstore.Store, opts LocalOptions) (*Local, error) {
 	return l, nil
 }
 
-// errConflict reports that a compare-and-swap lost a race; callers retry.
-var errConflict = errors.New("concurrent update")
-
 // maxAttempts bounds compare-and-swap retries; each retry waits a little, so
 // this is seconds of continuous contention.
 const maxAttempts = 2000
@@ -145,6 +143,9 @@ func (l *Local) markerName(tableID string, arrival int64, id string) string {
 }
 func (l *Local) batchName(tableID string, seq int64) string {
 	return fmt.Sprintf("%s/batches/%s/%020d.json", l.root, tableID, seq)
+}
+func (l *Local) watermarkName(key string) string {
+	return l.root + "/watermarks/" + WatermarkID(key) + ".json"
 }
 
 // parseFileName splits the name of a record under files/ into its table and
@@ -201,7 +202,7 @@ func (l *Local) read(ctx context.Context, name string, dst any) (int64, error) {
 		}
 		return before.Generation, nil
 	}
-	return 0, fmt.Errorf("read %s: changing too fast: %w", name, errConflict)
+	return 0, fmt.Errorf("read %s: changing too fast: %w", name, ErrConflict)
 }
 
 func (l *Local) readAll(ctx context.Context, name string) ([]byte, error) {
@@ -218,7 +219,8 @@ func (l *Local) readAll(ctx context.Context, name string) ([]byte, error) {
 }
 
 // write stores v as name if the object's generation is still gen (absent
-// when gen is 0); it returns errConflict when it is not.
+// when gen is 0); it returns ErrConflict when it is not, which the
+// callers of retry retry.
 func (l *Local) write(ctx context.Context, name string, v any, gen int64) error {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -232,7 +234,7 @@ func (l *Local) write(ctx context.Context, name string, v any, gen int64) error 
 	}
 	_, err = l.store.Write(ctx, name, bytes.NewReader(data), opts)
 	if errors.Is(err, objstore.ErrExists) || errors.Is(err, objstore.ErrPrecondition) {
-		return fmt.Errorf("write %s: %w", name, errConflict)
+		return fmt.Errorf("write %s: %w", name, ErrConflict)
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
@@ -271,18 +273,18 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// retry runs fn until it does not return errConflict.
+// retry runs fn until it does not return ErrConflict.
 func retry(ctx context.Context, fn func() error) error {
 	for attempt := range maxAttempts {
 		err := fn()
-		if !errors.Is(err, errConflict) {
+		if !errors.Is(err, ErrConflict) {
 			return err
 		}
 		if err := backoff(ctx, attempt); err != nil {
 			return err
 		}
 	}
-	return fmt.Errorf("gave up after %d attempts: %w", maxAttempts, errConflict)
+	return fmt.Errorf("gave up after %d attempts: %w", maxAttempts, ErrConflict)
 }
 
 // updateTable applies fn to the table document and writes it back by
@@ -436,7 +438,7 @@ func (l *Local) RegisterFile(ctx context.Context, in FileRecord) (FileRecord, bo
 			if rmErr := l.remove(ctx, marker); rmErr != nil {
 				return errors.Join(err, rmErr)
 			}
-			return err // errConflict: somebody else registered it; look again
+			return err // ErrConflict: somebody else registered it; look again
 		}
 		rec, created = next, true
 		return nil
@@ -505,7 +507,7 @@ func (l *Local) Skip(ctx context.Context, in FileRecord, reason string) (FileRec
 		}
 		next := SkipRecord(in, reason, l.now(), l.retention)
 		if err := l.write(ctx, l.skippedName(in.Table, id), &next, 0); err != nil {
-			return err // errConflict: skipped meanwhile; look again
+			return err // ErrConflict: skipped meanwhile; look again
 		}
 		rec = next
 		return nil
@@ -526,8 +528,8 @@ func (l *Local) ensureTable(ctx context.Context, tableID string) error {
 		}
 		return nil
 	}
-	if err := l.write(ctx, name, &TableDoc{Table: tableID}, 0); err != nil && !errors.Is(err, errConflict) {
-		return err // errConflict: created meanwhile, which is all we want
+	if err := l.write(ctx, name, &TableDoc{Table: tableID}, 0); err != nil && !errors.Is(err, ErrConflict) {
+		return err // ErrConflict: created meanwhile, which is all we want
 	}
 	return nil
 }
@@ -1099,4 +1101,87 @@ func (l *Local) expireTable(ctx context.Context, tableID string, before time.Tim
 		}
 	}
 	return n, nil
+}
+
+// Watermark implements pipeline.Watermarks.
+func (l *Local) Watermark(ctx context.Context, key string) ([]byte, int64, error) {
+	if err := ValidWatermarkKey(key); err != nil {
+		return nil, 0, err
+	}
+	var d WatermarkDoc
+	gen, err := l.read(ctx, l.watermarkName(key), &d)
+	if err != nil {
+		return nil, 0, fmt.Errorf("watermark %q: %w", key, err)
+	}
+	data, rev, err := d.Get(gen != 0, key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("watermark %q: %w", key, err)
+	}
+	return data, rev, nil
+}
+
+// PutWatermark implements pipeline.Watermarks: one compare-and-swap on the
+// generation read, so that of writers from the same revision one wins.
+func (l *Local) PutWatermark(ctx context.Context, key string, data []byte, rev int64) (int64, error) {
+	if err := ValidWatermark(key, data, rev); err != nil {
+		return 0, err
+	}
+	name := l.watermarkName(key)
+	var next WatermarkDoc
+	err := func() error {
+		var cur WatermarkDoc
+		gen, err := l.read(ctx, name, &cur)
+		if err != nil {
+			return err
+		}
+		if next, err = cur.Put(gen != 0, key, data, rev, l.now()); err != nil {
+			return err
+		}
+		return l.write(ctx, name, &next, gen) // ErrConflict: another writer stored first
+	}()
+	if err != nil {
+		return 0, fmt.Errorf("put watermark %q at revision %d: %w", key, rev, err)
+	}
+	return next.Rev, nil
+}
+
+// ListWatermarks implements pipeline.Watermarks. Documents are named by a
+// hash of their key, so every one is read to find the keys; they are read
+// again, one at a time, to call fn in key order.
+func (l *Local) ListWatermarks(ctx context.Context, prefix string, fn func(key string, data []byte) error) error {
+	dir := l.root + "/watermarks/"
+	var names []string
+	if err := l.store.List(ctx, dir, "", func(info objstore.Info) error {
+		names = append(names, info.Name)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("list watermarks: %w", err)
+	}
+	type entry struct{ key, name string }
+	var found []entry
+	for _, name := range names {
+		var d WatermarkDoc
+		gen, err := l.read(ctx, name, &d)
+		if err != nil {
+			return fmt.Errorf("list watermarks: %w", err)
+		}
+		if gen != 0 && strings.HasPrefix(d.Key, prefix) {
+			found = append(found, entry{d.Key, name})
+		}
+	}
+	slices.SortFunc(found, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	for _, e := range found {
+		var d WatermarkDoc
+		gen, err := l.read(ctx, e.name, &d)
+		if err != nil {
+			return fmt.Errorf("list watermarks: %w", err)
+		}
+		if gen == 0 || d.Key != e.key {
+			continue // deleted since the listing
+		}
+		if err := fn(d.Key, d.Data); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -12,8 +12,9 @@ import (
 // need: Stage uses the Registry; MergeTable the Leaser, Batches and
 // Registry; Maintain the Status and Registry (it takes no lease: its
 // rewrites commit optimistically beside the merges); MergeWakeUp adds the
-// Status to MergeTable's, and MaintainAll the Expirer to Maintain's. A
-// backend
+// Status to MergeTable's, and MaintainAll the Expirer to Maintain's; the
+// reconcile, which stages the files whose notification never arrived, keeps
+// its progress in the Watermarks. A backend
 // (coord.Local, firestorecoord.Coordinator) provides them all, and one
 // conformance suite (coordtest) checks every one of them on each backend.
 // Package coord describes how they work together: exactly once, the lease,
@@ -112,15 +113,35 @@ type Expirer interface {
 	Expire(ctx context.Context, before time.Time) (int, error)
 }
 
+// Watermarks keeps the reconcile's progress through each source folder, as
+// documents opaque to the coordinator. Keys are arbitrary strings (such as
+// "gs://bucket/prefix/folder") of at most coord.MaxWatermarkKeyBytes of
+// UTF-8, and documents at most coord.MaxWatermarkBytes. Watermarks never
+// expire.
+type Watermarks interface {
+	// Watermark returns the document stored under key and its revision;
+	// nil and 0 when there is none.
+	Watermark(ctx context.Context, key string) (data []byte, rev int64, err error)
+	// PutWatermark stores data under key when the stored revision is still
+	// rev (0: none stored) and returns the new revision, one more than
+	// rev; coord.ErrConflict when another writer stored first.
+	PutWatermark(ctx context.Context, key string, data []byte, rev int64) (int64, error)
+	// ListWatermarks calls fn for every stored key starting with prefix,
+	// in key order, with its document. An error from fn stops the listing
+	// and is returned unchanged.
+	ListWatermarks(ctx context.Context, prefix string, fn func(key string, data []byte) error) error
+}
+
 // Coordination is the coordination a Pipeline runs over. A use case uses
 // only some of it (see above), so a caller that runs only those may leave
 // the rest nil.
 type Coordination struct {
-	Registry Registry
-	Leaser   Leaser
-	Batches  Batches
-	Status   Status
-	Expirer  Expirer
+	Registry   Registry
+	Leaser     Leaser
+	Batches    Batches
+	Status     Status
+	Expirer    Expirer
+	Watermarks Watermarks
 }
 
 // Coordinator is a backend that provides every part of the coordination,
@@ -131,9 +152,10 @@ type Coordinator interface {
 	Batches
 	Status
 	Expirer
+	Watermarks
 }
 
 // Coordinate returns the Coordination that c provides in full.
 func Coordinate(c Coordinator) Coordination {
-	return Coordination{Registry: c, Leaser: c, Batches: c, Status: c, Expirer: c}
+	return Coordination{Registry: c, Leaser: c, Batches: c, Status: c, Expirer: c, Watermarks: c}
 }

@@ -87,3 +87,15 @@ func (a *alternate) Skip(ctx context.Context, f coord.FileRecord, reason string)
 func (a *alternate) Files(ctx context.Context, ids []string) (map[string]coord.FileRecord, error) {
 	return a.pick().Files(ctx, ids)
 }
+
+func (a *alternate) Watermark(ctx context.Context, key string) ([]byte, int64, error) {
+	return a.pick().Watermark(ctx, key)
+}
+
+func (a *alternate) PutWatermark(ctx context.Context, key string, data []byte, rev int64) (int64, error) {
+	return a.pick().PutWatermark(ctx, key, data, rev)
+}
+
+func (a *alternate) ListWatermarks(ctx context.Context, prefix string, fn func(key string, data []byte) error) error {
+	return a.pick().ListWatermarks(ctx, prefix, fn)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,8 +42,8 @@ func (c *Clock) Advance(d time.Duration) {
 
 // Coordinator is what the suite checks: every method of a backend, which
 // the use cases ask for in parts (pipeline.Leaser, Registry, Batches,
-// Status and Expirer document them). The suite is a consumer of its own and
-// does not import pipeline, which backends never see.
+// Status, Expirer and Watermarks document them). The suite is a consumer
+// of its own and does not import pipeline, which backends never see.
 type Coordinator interface {
 	Acquire(ctx context.Context, tableID, holder string, ttl time.Duration) (coord.Lease, error)
 	Renew(ctx context.Context, l coord.Lease, ttl time.Duration) (coord.Lease, error)
@@ -64,6 +65,10 @@ type Coordinator interface {
 	Status(ctx context.Context, tableID string) (coord.TableStatus, error)
 
 	Expire(ctx context.Context, before time.Time) (int, error)
+
+	Watermark(ctx context.Context, key string) (data []byte, rev int64, err error)
+	PutWatermark(ctx context.Context, key string, data []byte, rev int64) (int64, error)
+	ListWatermarks(ctx context.Context, prefix string, fn func(key string, data []byte) error) error
 }
 
 // NewFunc returns a fresh, empty coordinator for test t whose clock is now.
@@ -83,6 +88,7 @@ func Run(t *testing.T, newCoordinator NewFunc) {
 	t.Run("Batches", func(t *testing.T) { testBatches(t, newCoordinator) })
 	t.Run("Status", func(t *testing.T) { testStatus(t, newCoordinator) })
 	t.Run("Expire", func(t *testing.T) { testExpire(t, newCoordinator) })
+	t.Run("Watermarks", func(t *testing.T) { testWatermarks(t, newCoordinator) })
 	t.Run("Validation", func(t *testing.T) { testValidation(t, newCoordinator) })
 }
 
@@ -1050,6 +1056,22 @@ func testValidation(t *testing.T, newCoordinator NewFunc) {
 		}},
 		{"files rejects an empty id", func() error {
 			_, err := e.c.Files(e.ctx, []string{""})
+			return err
+		}},
+		{"put watermark rejects an empty key", func() error {
+			_, err := e.c.PutWatermark(e.ctx, "", []byte("x"), 0)
+			return err
+		}},
+		{"put watermark rejects a key longer than the limit", func() error {
+			_, err := e.c.PutWatermark(e.ctx, strings.Repeat("k", coord.MaxWatermarkKeyBytes+1), []byte("x"), 0)
+			return err
+		}},
+		{"put watermark rejects a negative revision", func() error {
+			_, err := e.c.PutWatermark(e.ctx, "gs://b/p", []byte("x"), -1)
+			return err
+		}},
+		{"watermark rejects a key that is not UTF-8", func() error {
+			_, _, err := e.c.Watermark(e.ctx, "gs://b/\xff")
 			return err
 		}},
 		{"next batch rejects a lease of a malformed table", func() error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -21,6 +22,7 @@ import (
 //	dsdelta_tables/{table}              counters, open batch, status
 //	dsdelta_files/{FileID}              one FileRecord per source object
 //	dsdelta_batches/{table}__{seq:020d} batch records
+//	dsdelta_watermarks/{WatermarkID}    WatermarkDoc: key, data, rev
 //
 // Every change touching several documents runs in one transaction, and the
 // lease token is checked in the transaction that writes.
@@ -36,15 +38,18 @@ import (
 //	  {"fieldPath": "table", "order": "ASCENDING"},
 //	  {"fieldPath": "arrivalSeq", "order": "ASCENDING"}]}
 //
-// Expire filters on doneAt alone, served by the automatic single-field
-// index. TTL policies on the expireAt field of dsdelta_files and
-// dsdelta_batches delete records the same way Expire does; expireAt is absent
-// until a file is merged or skipped or a batch is done.
+// Expire filters on doneAt alone, and ListWatermarks on key alone, served by
+// the automatic single-field indexes. TTL policies on the expireAt field of
+// dsdelta_files and dsdelta_batches delete records the same way Expire does;
+// expireAt is absent until a file is merged or skipped or a batch is done.
+// dsdelta_watermarks has no TTL policy and its documents no expireAt: a
+// watermark lost would send the reconcile back over a whole folder.
 const (
-	collLeases  = "dsdelta_leases"
-	collTables  = "dsdelta_tables"
-	collFiles   = "dsdelta_files"
-	collBatches = "dsdelta_batches"
+	collLeases     = "dsdelta_leases"
+	collTables     = "dsdelta_tables"
+	collFiles      = "dsdelta_files"
+	collBatches    = "dsdelta_batches"
+	collWatermarks = "dsdelta_watermarks"
 )
 
 // getAllRefs bounds the documents of one GetAll call in Files.
@@ -69,11 +74,11 @@ type Options struct {
 // (pipeline.Coordinator), as coord.Local does, and the conformance suite
 // (coordtest) checks it the same way.
 type Coordinator struct {
-	client                         *firestore.Client
-	leases, tables, files, batches *firestore.CollectionRef
-	now                            func() time.Time
-	retention                      time.Duration
-	attempts                       int
+	client                                     *firestore.Client
+	leases, tables, files, batches, watermarks *firestore.CollectionRef
+	now                                        func() time.Time
+	retention                                  time.Duration
+	attempts                                   int
 }
 
 // New returns a Coordinator over client. The client stays owned by the
@@ -83,14 +88,15 @@ func New(ctx context.Context, client *firestore.Client, opts Options) (*Coordina
 		return nil, errors.New("new firestore coordinator: nil client")
 	}
 	f := &Coordinator{
-		client:    client,
-		leases:    client.Collection(opts.Prefix + collLeases),
-		tables:    client.Collection(opts.Prefix + collTables),
-		files:     client.Collection(opts.Prefix + collFiles),
-		batches:   client.Collection(opts.Prefix + collBatches),
-		now:       opts.Now,
-		retention: opts.Retention,
-		attempts:  opts.MaxAttempts,
+		client:     client,
+		leases:     client.Collection(opts.Prefix + collLeases),
+		tables:     client.Collection(opts.Prefix + collTables),
+		files:      client.Collection(opts.Prefix + collFiles),
+		batches:    client.Collection(opts.Prefix + collBatches),
+		watermarks: client.Collection(opts.Prefix + collWatermarks),
+		now:        opts.Now,
+		retention:  opts.Retention,
+		attempts:   opts.MaxAttempts,
 	}
 	if f.now == nil {
 		f.now = time.Now
@@ -722,4 +728,83 @@ func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error)
 		return n, fmt.Errorf("expire: %w", errors.Join(errs...))
 	}
 	return n, nil
+}
+
+// Watermark implements pipeline.Watermarks.
+func (f *Coordinator) Watermark(ctx context.Context, key string) ([]byte, int64, error) {
+	if err := coord.ValidWatermarkKey(key); err != nil {
+		return nil, 0, err
+	}
+	var d coord.WatermarkDoc
+	snap, err := f.watermarks.Doc(coord.WatermarkID(key)).Get(ctx)
+	switch {
+	case status.Code(err) == codes.NotFound:
+		return d.Get(false, key)
+	case err != nil:
+		return nil, 0, fmt.Errorf("watermark %q: %w", key, err)
+	}
+	if err := snap.DataTo(&d); err != nil {
+		return nil, 0, fmt.Errorf("watermark %q: decode %s: %w", key, snap.Ref.Path, err)
+	}
+	data, rev, err := d.Get(true, key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("watermark %q: %w", key, err)
+	}
+	return data, rev, nil
+}
+
+// PutWatermark implements pipeline.Watermarks: the stored revision is
+// compared in the transaction that writes.
+func (f *Coordinator) PutWatermark(ctx context.Context, key string, data []byte, rev int64) (int64, error) {
+	if err := coord.ValidWatermark(key, data, rev); err != nil {
+		return 0, err
+	}
+	ref := f.watermarks.Doc(coord.WatermarkID(key))
+	var next coord.WatermarkDoc
+	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		var cur coord.WatermarkDoc
+		exists, err := getDoc(tx, ref, &cur)
+		if err != nil {
+			return err
+		}
+		if next, err = cur.Put(exists, key, data, rev, f.now()); err != nil {
+			return err
+		}
+		return tx.Set(ref, next)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("put watermark %q at revision %d: %w", key, rev, err)
+	}
+	return next.Rev, nil
+}
+
+// ListWatermarks implements pipeline.Watermarks. Keys with the prefix are
+// contiguous in key order, so the query starts at the prefix and stops at
+// the first key without it.
+func (f *Coordinator) ListWatermarks(ctx context.Context, prefix string, fn func(key string, data []byte) error) error {
+	q := f.watermarks.OrderBy("key", firestore.Asc)
+	if prefix != "" {
+		q = f.watermarks.Where("key", ">=", prefix).OrderBy("key", firestore.Asc)
+	}
+	it := q.Documents(ctx)
+	defer it.Stop()
+	for {
+		snap, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("list watermarks: %w", err)
+		}
+		var d coord.WatermarkDoc
+		if err := snap.DataTo(&d); err != nil {
+			return fmt.Errorf("list watermarks: decode %s: %w", snap.Ref.Path, err)
+		}
+		if !strings.HasPrefix(d.Key, prefix) {
+			return nil
+		}
+		if err := fn(d.Key, d.Data); err != nil {
+			return err
+		}
+	}
 }
