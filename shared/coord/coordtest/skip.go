@@ -184,6 +184,12 @@ func testSkip(t *testing.T, newCoordinator NewFunc) {
 			t.Fatalf("ListFiles = %v, %v; want one record", ids(all), err)
 		}
 	})
+	testSkipLifecycle(t, newCoordinator)
+}
+
+// testSkipLifecycle checks what becomes of a skipped record: it expires, or
+// its file is staged or quarantined again.
+func testSkipLifecycle(t *testing.T, newCoordinator NewFunc) {
 	t.Run("a skipped file expires after the retention with the same cutoff as a merged file", func(t *testing.T) {
 		e := newEnv(t, newCoordinator)
 		staged := e.register(file("db.t", 1, 10))
