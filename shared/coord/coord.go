@@ -21,6 +21,11 @@ var (
 	// ErrInvalidState is returned for a change the record's state forbids,
 	// such as quarantining a file that was already merged.
 	ErrInvalidState = errors.New("invalid state change")
+	// ErrConflict is returned when a compare-and-swap lost to another
+	// writer: by PutWatermark when the stored revision is no longer the one
+	// the caller read, and by a backend that gave up retrying under
+	// contention.
+	ErrConflict = errors.New("concurrent update")
 )
 
 // DefaultRetention is how long records of merged files and done batches are
@@ -36,11 +41,15 @@ const MaxBatchFiles = 400
 type FileState string
 
 // File states. A file goes staged → batched → merged, or to quarantined.
+// A file that staging found nothing to merge in is skipped instead: it is
+// never pending nor counted, expires like a merged file, and is staged again
+// when registered (after the configuration includes its table, say).
 const (
 	StateStaged      FileState = "staged"      // staged, waiting for a batch
 	StateBatched     FileState = "batched"     // in an open batch
 	StateMerged      FileState = "merged"      // its batch completed
 	StateQuarantined FileState = "quarantined" // permanently bad until replayed
+	StateSkipped     FileState = "skipped"     // nothing to merge: no events, or its table is excluded
 )
 
 // FileRecord is the registry entry of one source file.
@@ -54,7 +63,7 @@ type FileRecord struct {
 	StagedPath string    `firestore:"stagedPath" json:"stagedPath"`       // lake-relative path of the staged parquet file
 	Events     int64     `firestore:"events" json:"events"`               // change events in the file
 	State      FileState `firestore:"state" json:"state"`                 // set by the coordinator
-	Reason     string    `firestore:"reason" json:"reason,omitempty"`     // why the file is quarantined
+	Reason     string    `firestore:"reason" json:"reason,omitempty"`     // why the file is quarantined or skipped
 	Record     string    `firestore:"record" json:"record,omitempty"`     // where in the file the problem is (record number)
 	ArrivalSeq int64     `firestore:"arrivalSeq" json:"arrivalSeq"`       // per-table arrival order, set by the coordinator
 	BatchSeq   int64     `firestore:"batchSeq" json:"batchSeq,omitempty"` // the batch that took the file, 0 before
@@ -66,13 +75,18 @@ type FileRecord struct {
 	// time to the largest MaxSourceTime of the batch.
 	MinSourceTime time.Time `firestore:"minSourceTime,omitempty" json:"minSourceTime,omitzero"`
 	MaxSourceTime time.Time `firestore:"maxSourceTime,omitempty" json:"maxSourceTime,omitzero"`
+	// SourceCreated is when the source object was created, zero when
+	// unknown; the coordinator keeps what the caller passes.
+	SourceCreated time.Time `firestore:"sourceCreated,omitempty" json:"sourceCreated,omitzero"`
 	// StagedAt is when the coordinator registered the file.
 	StagedAt time.Time `firestore:"stagedAt,omitempty" json:"stagedAt,omitzero"`
-	// DoneAt is when the file was merged; zero before. Expire selects on it.
+	// DoneAt is when the file was merged or skipped; zero before. Expire
+	// selects on it.
 	DoneAt time.Time `firestore:"doneAt,omitempty" json:"doneAt,omitzero"`
 	// ExpireAt is when the record may be deleted (a Firestore TTL policy
 	// reads it); zero, and absent from the document, until the file is
-	// merged, so that staged and quarantined records never expire.
+	// merged or skipped, so that staged and quarantined records never
+	// expire.
 	ExpireAt time.Time `firestore:"expireAt,omitempty" json:"expireAt,omitzero"`
 }
 
@@ -86,6 +100,24 @@ func FileID(bucket, name string, generation int64) string {
 	h.Write([]byte{0})
 	h.Write([]byte(strconv.FormatInt(generation, 10)))
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// MaxWatermarkKeyBytes bounds a watermark key. ListWatermarks orders keys
+// by a Firestore query, which considers only the first 1,500 bytes of a
+// string (the emulator 1,499), so keys stay below that with a margin; it is
+// room enough for gs://<bucket, 222 bytes at most>/<object name prefix,
+// 1,024 bytes at most>.
+const MaxWatermarkKeyBytes = 1400
+
+// MaxWatermarkBytes bounds a watermark document, well inside Firestore's
+// 1 MiB per document.
+const MaxWatermarkBytes = 512 << 10
+
+// WatermarkID is the document id of a watermark key: a hash, because keys
+// contain '/' and can be long. The key itself is stored in the document.
+func WatermarkID(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:16])
 }
 
 // Lease is a held table lease.

@@ -1,18 +1,19 @@
 // Package coord coordinates the pipeline's work on each table: a lease with a
 // fencing token so that one merge runs per table at a time, a registry of
 // staged files (idempotent per source object), merge batches with sequence
-// numbers, and per-table status.
+// numbers, per-table status, and the watermarks of the reconcile.
 //
 // The use cases ask for each part through an interface of their own
-// (pipeline.Leaser, Registry, Batches, Status, Expirer), which documents
-// its methods. Two backends provide them all, safe for concurrent use, also
-// from several processes sharing the same backing store: Local (NewLocal)
-// over an objstore.Store for the embedded mode, storing JSON documents
-// under _dsdelta/coord/ in the lake, and Firestore for the cloud, in
-// package firestorecoord so that this package links no cloud SDK. Both apply the
-// same rules to the same documents (state.go) and differ only in how they
-// read and write atomically. One conformance suite (package coordtest) runs
-// against both so the embedded mode cannot drift from the cloud mode.
+// (pipeline.Leaser, Registry, Batches, Status, Expirer, Watermarks), which
+// documents its methods. Two backends provide them all, safe for concurrent
+// use, also from several processes sharing the same backing store: Local
+// (NewLocal) over an objstore.Store for the embedded mode, storing JSON
+// documents under _dsdelta/coord/ in the lake, and Firestore for the cloud,
+// in package firestorecoord so that this package links no cloud SDK. Both
+// apply the same rules to the same documents (state.go) and differ only in
+// how they read and write atomically. One conformance suite (package
+// coordtest) runs against both so the embedded mode cannot drift from the
+// cloud mode.
 //
 // # Exactly once
 //
@@ -28,6 +29,13 @@
 // commits succeeded and marks the files merged. Records of merged files must
 // be kept (Options.Retention) longer than notifications can be re-delivered,
 // or a very late duplicate would be registered and merged again.
+//
+// A file that staging found nothing to merge in (no events, or a table the
+// configuration excludes) is recorded as skipped (Skip), so that the
+// reconcile, which lists the source bucket for files whose notification
+// never arrived (Files tells it which are known), does not stage it again.
+// A skipped record is no work: never pending, batched or counted; it
+// expires like a merged one, and registering the file stages it again.
 //
 // A file in an open batch may be quarantined by the merge (for example for an
 // incompatible schema change); the open batch keeps the file, returned with
@@ -51,6 +59,18 @@
 // commits and txn versions, so a stale holder can waste work but not corrupt
 // a table. Expiry is judged with the coordinator's clock (Options.Now), so
 // TTLs must be large against clock skew between workers.
+//
+// # Watermarks
+//
+// The reconcile keeps its progress through each source folder in a
+// watermark: a document opaque to the coordinator (at most
+// MaxWatermarkBytes) under a key such as "gs://bucket/prefix/folder",
+// stored under WatermarkID(key) with the key inside: in watermarks/ by the
+// local backend, in the dsdelta_watermarks collection by Firestore. Each put
+// compares the revision the writer read (PutWatermark returns ErrConflict
+// when another writer stored first), so two reconciles never both advance
+// a folder from the same point. Watermarks never expire: neither Expire nor
+// a TTL policy touches them.
 //
 // # No lost wake-ups
 //

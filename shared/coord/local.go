@@ -22,8 +22,10 @@ import (
 //
 //	tables/<table>.json                      TableDoc with the lease: counters, open batch, status
 //	files/<table>/<FileID>.json              one FileRecord per source object
+//	files/<table>/<FileID>.skipped.json      the FileRecord of a skipped source object
 //	pending/<table>/<arrival:020d>_<FileID>  empty marker per staged file, listed in arrival order
 //	batches/<table>/<seq:020d>.json          batch records
+//	watermarks/<WatermarkID>.json            WatermarkDoc, opaque to the coordinator
 //
 // There are no multi-object transactions, so every change is a sequence of
 // single-object compare-and-swap writes (put-if-absent, or IfGenerationMatch
@@ -48,6 +50,16 @@ import (
 // lease of another holder on this host whose process is gone frees it in
 // the same compare-and-swap that takes it, so of several processes taking
 // over at once one wins, and the others find the winner alive.
+//
+// A skipped record is the only one that both expires and may change (a
+// registration stages the file again), and the store has no conditional
+// delete: Expire could delete a record that a registration had just
+// rewritten. So skipped records live apart, are written once (put-if-absent)
+// and never rewritten; RegisterFile and Quarantine look only at the
+// <FileID>.json record and create it, and readers prefer it to a skipped
+// record of the same file. Skip creates the table document when there is
+// none, so that the table is found (File, Files, Expire), but assigns no
+// arrival number: the table has no status until a file is staged.
 //
 // Counts of pending and quarantined files are computed from the records
 // rather than kept as counters that a crash could skew. Two registrations
@@ -110,16 +122,20 @@ func NewLocal(store objstore.Store, opts LocalOptions) (*Local, error) {
 	return l, nil
 }
 
-// errConflict reports that a compare-and-swap lost a race; callers retry.
-var errConflict = errors.New("concurrent update")
-
 // maxAttempts bounds compare-and-swap retries; each retry waits a little, so
 // this is seconds of continuous contention.
 const maxAttempts = 2000
 
+// skippedSuffix ends the name of a skipped record; file ids hold no '.'.
+const skippedSuffix = ".skipped.json"
+
 func (l *Local) tableName(tableID string) string { return l.root + "/tables/" + tableID + ".json" }
+func (l *Local) filesPrefix() string             { return l.root + "/files/" }
 func (l *Local) fileName(tableID, id string) string {
-	return l.root + "/files/" + tableID + "/" + id + ".json"
+	return l.filesPrefix() + tableID + "/" + id + ".json"
+}
+func (l *Local) skippedName(tableID, id string) string {
+	return l.filesPrefix() + tableID + "/" + id + skippedSuffix
 }
 func (l *Local) markerPrefix(tableID string) string { return l.root + "/pending/" + tableID + "/" }
 func (l *Local) markerName(tableID string, arrival int64, id string) string {
@@ -127,6 +143,32 @@ func (l *Local) markerName(tableID string, arrival int64, id string) string {
 }
 func (l *Local) batchName(tableID string, seq int64) string {
 	return fmt.Sprintf("%s/batches/%s/%020d.json", l.root, tableID, seq)
+}
+func (l *Local) watermarkName(key string) string {
+	return l.root + "/watermarks/" + WatermarkID(key) + ".json"
+}
+
+// parseFileName splits the name of a record under files/ into its table and
+// file id, and tells whether it is a skipped record; ok is false for
+// anything else.
+func (l *Local) parseFileName(name string) (tableID, id string, skipped, ok bool) {
+	rest, ok := strings.CutPrefix(name, l.filesPrefix())
+	if !ok {
+		return "", "", false, false
+	}
+	tableID, base, ok := strings.Cut(rest, "/")
+	if !ok || strings.Contains(base, "/") {
+		return "", "", false, false
+	}
+	if id, skipped = strings.CutSuffix(base, skippedSuffix); !skipped {
+		if id, ok = strings.CutSuffix(base, ".json"); !ok {
+			return "", "", false, false
+		}
+	}
+	if ValidFileID(id) != nil {
+		return "", "", false, false
+	}
+	return tableID, id, skipped, true
 }
 
 // read decodes the object name into dst and returns its generation, or 0
@@ -160,7 +202,7 @@ func (l *Local) read(ctx context.Context, name string, dst any) (int64, error) {
 		}
 		return before.Generation, nil
 	}
-	return 0, fmt.Errorf("read %s: changing too fast: %w", name, errConflict)
+	return 0, fmt.Errorf("read %s: changing too fast: %w", name, ErrConflict)
 }
 
 func (l *Local) readAll(ctx context.Context, name string) ([]byte, error) {
@@ -177,7 +219,8 @@ func (l *Local) readAll(ctx context.Context, name string) ([]byte, error) {
 }
 
 // write stores v as name if the object's generation is still gen (absent
-// when gen is 0); it returns errConflict when it is not.
+// when gen is 0); it returns ErrConflict when it is not, which the
+// callers of retry retry.
 func (l *Local) write(ctx context.Context, name string, v any, gen int64) error {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -191,7 +234,7 @@ func (l *Local) write(ctx context.Context, name string, v any, gen int64) error 
 	}
 	_, err = l.store.Write(ctx, name, bytes.NewReader(data), opts)
 	if errors.Is(err, objstore.ErrExists) || errors.Is(err, objstore.ErrPrecondition) {
-		return fmt.Errorf("write %s: %w", name, errConflict)
+		return fmt.Errorf("write %s: %w", name, ErrConflict)
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
@@ -230,18 +273,18 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// retry runs fn until it does not return errConflict.
+// retry runs fn until it does not return ErrConflict.
 func retry(ctx context.Context, fn func() error) error {
 	for attempt := range maxAttempts {
 		err := fn()
-		if !errors.Is(err, errConflict) {
+		if !errors.Is(err, ErrConflict) {
 			return err
 		}
 		if err := backoff(ctx, attempt); err != nil {
 			return err
 		}
 	}
-	return fmt.Errorf("gave up after %d attempts: %w", maxAttempts, errConflict)
+	return fmt.Errorf("gave up after %d attempts: %w", maxAttempts, ErrConflict)
 }
 
 // updateTable applies fn to the table document and writes it back by
@@ -378,7 +421,7 @@ func (l *Local) RegisterFile(ctx context.Context, in FileRecord) (FileRecord, bo
 		if err != nil {
 			return err
 		}
-		if gen != 0 && cur.State != StateQuarantined {
+		if !Stages(cur, gen != 0) {
 			rec, created = cur, false
 			return nil
 		}
@@ -395,7 +438,7 @@ func (l *Local) RegisterFile(ctx context.Context, in FileRecord) (FileRecord, bo
 			if rmErr := l.remove(ctx, marker); rmErr != nil {
 				return errors.Join(err, rmErr)
 			}
-			return err // errConflict: somebody else registered it; look again
+			return err // ErrConflict: somebody else registered it; look again
 		}
 		rec, created = next, true
 		return nil
@@ -446,6 +489,64 @@ func (l *Local) Quarantine(ctx context.Context, in FileRecord, reason string) (F
 	return rec, nil
 }
 
+// Skip implements pipeline.Registry.
+func (l *Local) Skip(ctx context.Context, in FileRecord, reason string) (FileRecord, error) {
+	if err := ValidFile(in); err != nil {
+		return FileRecord{}, fmt.Errorf("skip file: %w", err)
+	}
+	id := FileID(in.Bucket, in.Name, in.Generation)
+	var rec FileRecord
+	err := retry(ctx, func() error {
+		cur, found, err := l.lookup(ctx, in.Table, id)
+		if err != nil || found {
+			rec = cur
+			return err
+		}
+		if err := l.ensureTable(ctx, in.Table); err != nil {
+			return err
+		}
+		next := SkipRecord(in, reason, l.now(), l.retention)
+		if err := l.write(ctx, l.skippedName(in.Table, id), &next, 0); err != nil {
+			return err // ErrConflict: skipped meanwhile; look again
+		}
+		rec = next
+		return nil
+	})
+	if err != nil {
+		return FileRecord{}, fmt.Errorf("skip %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
+	}
+	return rec, nil
+}
+
+// ensureTable creates the table document when there is none.
+func (l *Local) ensureTable(ctx context.Context, tableID string) error {
+	name := l.tableName(tableID)
+	_, err := l.store.Stat(ctx, name)
+	if !errors.Is(err, objstore.ErrNotExist) {
+		if err != nil {
+			return fmt.Errorf("stat %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := l.write(ctx, name, &TableDoc{Table: tableID}, 0); err != nil && !errors.Is(err, ErrConflict) {
+		return err // ErrConflict: created meanwhile, which is all we want
+	}
+	return nil
+}
+
+// lookup reads the record of file id in table tableID: the record that
+// takes part in the table's work, else the skipped one.
+func (l *Local) lookup(ctx context.Context, tableID, id string) (FileRecord, bool, error) {
+	for _, name := range []string{l.fileName(tableID, id), l.skippedName(tableID, id)} {
+		var rec FileRecord
+		gen, err := l.read(ctx, name, &rec)
+		if err != nil || gen != 0 {
+			return rec, err == nil, err
+		}
+	}
+	return FileRecord{}, false, nil
+}
+
 // tableIDs lists the tables that have a table document.
 func (l *Local) tableIDs(ctx context.Context) ([]string, error) {
 	prefix := l.root + "/tables/"
@@ -474,16 +575,94 @@ func (l *Local) File(ctx context.Context, id string) (FileRecord, error) {
 		return FileRecord{}, fmt.Errorf("file %s: %w", id, err)
 	}
 	for _, table := range tables {
-		var rec FileRecord
-		gen, err := l.read(ctx, l.fileName(table, id), &rec)
+		rec, found, err := l.lookup(ctx, table, id)
 		if err != nil {
 			return FileRecord{}, fmt.Errorf("file %s: %w", id, err)
 		}
-		if gen != 0 {
+		if found {
 			return rec, nil
 		}
 	}
 	return FileRecord{}, fmt.Errorf("file %s: %w", id, ErrNotFound)
+}
+
+// maxProbes is how many (file, table) pairs Files probes one by one; beyond
+// it, one listing of every record is cheaper than the probes, two reads
+// each for an unknown file.
+const maxProbes = 128
+
+// Files implements pipeline.Registry. Records are kept per table: a few ids
+// are probed in each table, many are found in one listing of all records.
+func (l *Local) Files(ctx context.Context, ids []string) (map[string]FileRecord, error) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if err := ValidFileID(id); err != nil {
+			return nil, fmt.Errorf("files: %w", err)
+		}
+		want[id] = true
+	}
+	out := make(map[string]FileRecord, len(want))
+	if len(want) == 0 {
+		return out, nil
+	}
+	tables, err := l.tableIDs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("files: %w", err)
+	}
+	if len(want)*len(tables) > maxProbes {
+		if err := l.findFiles(ctx, want, out); err != nil {
+			return nil, fmt.Errorf("files: %w", err)
+		}
+		return out, nil
+	}
+	for id := range want {
+		for _, table := range tables {
+			rec, found, err := l.lookup(ctx, table, id)
+			if err != nil {
+				return nil, fmt.Errorf("files: %w", err)
+			}
+			if found {
+				out[id] = rec
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// findFiles adds to out the records of the wanted ids, found by listing
+// every record once: of each file, the first table's record that takes part
+// in the work, else its first skipped record, as lookup and File choose.
+func (l *Local) findFiles(ctx context.Context, want map[string]bool, out map[string]FileRecord) error {
+	type found struct {
+		name    string
+		skipped bool
+	}
+	names := map[string]found{}
+	prefix := l.filesPrefix()
+	if err := l.store.List(ctx, prefix, "", func(info objstore.Info) error {
+		_, id, skipped, ok := l.parseFileName(info.Name)
+		if !ok || !want[id] {
+			return nil
+		}
+		if cur, seen := names[id]; !seen || (cur.skipped && !skipped) {
+			names[id] = found{info.Name, skipped}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("list %s: %w", prefix, err)
+	}
+	for id, f := range names {
+		var rec FileRecord
+		gen, err := l.read(ctx, f.name, &rec)
+		if err != nil {
+			return err
+		}
+		if gen != 0 { // else expired since the listing
+			out[id] = rec
+		}
+	}
+	return nil
 }
 
 // pending lists up to limit staged files of table t in arrival order,
@@ -546,31 +725,68 @@ func (l *Local) Pending(ctx context.Context, tableID string, limit int) ([]FileR
 	return out, nil
 }
 
-// ListFiles implements pipeline.Registry.
+// ListFiles implements pipeline.Registry. Skipped records, which have no
+// arrival number, come first, by file id, as in Firestore.
 func (l *Local) ListFiles(ctx context.Context, tableID string, state FileState) ([]FileRecord, error) {
 	if err := ValidTableID(tableID); err != nil {
 		return nil, err
 	}
-	prefix := l.root + "/files/" + tableID + "/"
-	var names []string
-	if err := l.store.List(ctx, prefix, "", func(info objstore.Info) error {
-		names = append(names, info.Name)
-		return nil
-	}); err != nil {
+	stored, err := l.records(ctx, tableID)
+	if err != nil {
 		return nil, fmt.Errorf("list files of %s: %w", tableID, err)
 	}
-	var out []FileRecord
-	for _, name := range names {
-		var rec FileRecord
-		gen, err := l.read(ctx, name, &rec)
-		if err != nil {
-			return nil, fmt.Errorf("list files of %s: %w", tableID, err)
-		}
-		if gen != 0 && (state == "" || rec.State == state) {
-			out = append(out, rec)
+	// A file that was skipped and then staged has both records; the
+	// staged one is current.
+	live := map[string]bool{}
+	for _, s := range stored {
+		if !s.skipped {
+			live[s.rec.ID] = true
 		}
 	}
-	slices.SortFunc(out, func(a, b FileRecord) int { return compareInt(a.ArrivalSeq, b.ArrivalSeq) })
+	var out []FileRecord
+	for _, s := range stored {
+		if (!s.skipped || !live[s.rec.ID]) && (state == "" || s.rec.State == state) {
+			out = append(out, s.rec)
+		}
+	}
+	slices.SortFunc(out, func(a, b FileRecord) int {
+		if c := compareInt(a.ArrivalSeq, b.ArrivalSeq); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// storedRecord is a record as stored, with its object name.
+type storedRecord struct {
+	name    string
+	skipped bool // a skipped record, written once
+	rec     FileRecord
+}
+
+// records reads every record in tableID's folder, skipped ones included.
+func (l *Local) records(ctx context.Context, tableID string) ([]storedRecord, error) {
+	prefix := l.filesPrefix() + tableID + "/"
+	var stored []storedRecord
+	if err := l.store.List(ctx, prefix, "", func(info objstore.Info) error {
+		if table, _, skipped, ok := l.parseFileName(info.Name); ok && table == tableID {
+			stored = append(stored, storedRecord{name: info.Name, skipped: skipped})
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	out := stored[:0]
+	for _, s := range stored {
+		gen, err := l.read(ctx, s.name, &s.rec)
+		if err != nil {
+			return nil, err
+		}
+		if gen != 0 {
+			out = append(out, s)
+		}
+	}
 	return out, nil
 }
 
@@ -842,16 +1058,18 @@ func (l *Local) expireTable(ctx context.Context, tableID string, before time.Tim
 		}
 		n++
 	}
-	files, err := l.ListFiles(ctx, tableID, StateMerged)
+	stored, err := l.records(ctx, tableID)
 	if err != nil {
 		return n, err
 	}
-	// A merged record never changes again, so deleting it races with nothing.
-	for _, f := range files {
-		if !f.DoneAt.Before(before) {
+	// A merged record never changes again, and a skipped record is never
+	// rewritten (registering the file again writes the other record), so
+	// deleting them races with nothing.
+	for _, s := range stored {
+		if !Expired(s.rec, before) {
 			continue
 		}
-		if err := l.remove(ctx, l.fileName(tableID, f.ID)); err != nil {
+		if err := l.remove(ctx, s.name); err != nil {
 			return n, err
 		}
 		n++
@@ -883,4 +1101,87 @@ func (l *Local) expireTable(ctx context.Context, tableID string, before time.Tim
 		}
 	}
 	return n, nil
+}
+
+// Watermark implements pipeline.Watermarks.
+func (l *Local) Watermark(ctx context.Context, key string) ([]byte, int64, error) {
+	if err := ValidWatermarkKey(key); err != nil {
+		return nil, 0, err
+	}
+	var d WatermarkDoc
+	gen, err := l.read(ctx, l.watermarkName(key), &d)
+	if err != nil {
+		return nil, 0, fmt.Errorf("watermark %q: %w", key, err)
+	}
+	data, rev, err := d.Get(gen != 0, key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("watermark %q: %w", key, err)
+	}
+	return data, rev, nil
+}
+
+// PutWatermark implements pipeline.Watermarks: one compare-and-swap on the
+// generation read, so that of writers from the same revision one wins.
+func (l *Local) PutWatermark(ctx context.Context, key string, data []byte, rev int64) (int64, error) {
+	if err := ValidWatermark(key, data, rev); err != nil {
+		return 0, err
+	}
+	name := l.watermarkName(key)
+	var next WatermarkDoc
+	err := func() error {
+		var cur WatermarkDoc
+		gen, err := l.read(ctx, name, &cur)
+		if err != nil {
+			return err
+		}
+		if next, err = cur.Put(gen != 0, key, data, rev, l.now()); err != nil {
+			return err
+		}
+		return l.write(ctx, name, &next, gen) // ErrConflict: another writer stored first
+	}()
+	if err != nil {
+		return 0, fmt.Errorf("put watermark %q at revision %d: %w", key, rev, err)
+	}
+	return next.Rev, nil
+}
+
+// ListWatermarks implements pipeline.Watermarks. Documents are named by a
+// hash of their key, so every one is read to find the keys; they are read
+// again, one at a time, to call fn in key order.
+func (l *Local) ListWatermarks(ctx context.Context, prefix string, fn func(key string, data []byte) error) error {
+	dir := l.root + "/watermarks/"
+	var names []string
+	if err := l.store.List(ctx, dir, "", func(info objstore.Info) error {
+		names = append(names, info.Name)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("list watermarks: %w", err)
+	}
+	type entry struct{ key, name string }
+	var found []entry
+	for _, name := range names {
+		var d WatermarkDoc
+		gen, err := l.read(ctx, name, &d)
+		if err != nil {
+			return fmt.Errorf("list watermarks: %w", err)
+		}
+		if gen != 0 && strings.HasPrefix(d.Key, prefix) {
+			found = append(found, entry{d.Key, name})
+		}
+	}
+	slices.SortFunc(found, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	for _, e := range found {
+		var d WatermarkDoc
+		gen, err := l.read(ctx, e.name, &d)
+		if err != nil {
+			return fmt.Errorf("list watermarks: %w", err)
+		}
+		if gen == 0 || d.Key != e.key {
+			continue // deleted since the listing
+		}
+		if err := fn(d.Key, d.Data); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // This file holds the documents every backend stores and the rules that
@@ -297,10 +298,27 @@ func NewRecord(f FileRecord, arrival int64, now time.Time) FileRecord {
 	return f
 }
 
-// QuarantineRecord returns the record after quarantining: cur when the file was
-// known (exists), else f as a new record with the given arrival number.
+// Stages reports whether RegisterFile stages a file whose stored record is
+// cur (exists false: there is none): an unknown file, a quarantined one (a
+// replay after a fix) or a skipped one (after the configuration includes
+// its table, say). Any other record is returned unchanged.
+func Stages(cur FileRecord, exists bool) bool {
+	return !exists || cur.State == StateQuarantined || cur.State == StateSkipped
+}
+
+// Tracked reports whether a stored record takes part in its table's work:
+// staged, batched, merged or quarantined. A skipped record does not, so
+// RegisterFile and Quarantine record its file anew, with a new arrival
+// number and the caller's table, as if it were unknown.
+func Tracked(cur FileRecord, exists bool) bool {
+	return exists && cur.State != StateSkipped
+}
+
+// QuarantineRecord returns the record after quarantining: cur when the file
+// was known (exists, see Tracked), else f as a new record with the given
+// arrival number.
 func QuarantineRecord(cur FileRecord, exists bool, f FileRecord, reason string, arrival int64, now time.Time) (FileRecord, error) {
-	if exists {
+	if Tracked(cur, exists) {
 		if cur.State == StateMerged {
 			return cur, fmt.Errorf("quarantine %s (%s): already merged in batch %d: %w",
 				cur.Name, cur.ID, cur.BatchSeq, ErrInvalidState)
@@ -313,6 +331,88 @@ func QuarantineRecord(cur FileRecord, exists bool, f FileRecord, reason string, 
 	return rec, nil
 }
 
+// SkipRecord returns the record of a file that staging found nothing to
+// merge in, skipped for reason: done now and expiring after retention, like
+// a merged file. It has no arrival number: it never enters the work queue.
+func SkipRecord(f FileRecord, reason string, now time.Time, retention time.Duration) FileRecord {
+	rec := NewRecord(f, 0, now)
+	rec.State, rec.Reason = StateSkipped, reason
+	rec.DoneAt, rec.ExpireAt = now, now.Add(retention)
+	return rec
+}
+
+// Expired reports whether Expire deletes f at the cutoff before: a merged
+// or skipped file done before it. Staged, batched and quarantined records
+// never expire.
+func Expired(f FileRecord, before time.Time) bool {
+	return (f.State == StateMerged || f.State == StateSkipped) && !f.DoneAt.IsZero() && f.DoneAt.Before(before)
+}
+
+// WatermarkDoc is a stored watermark: a document opaque to the coordinator,
+// kept under WatermarkID(Key) with a revision that PutWatermark compares.
+// It never expires.
+type WatermarkDoc struct {
+	Key     string    `firestore:"key" json:"key"`
+	Data    []byte    `firestore:"data" json:"data,omitempty"`
+	Rev     int64     `firestore:"rev" json:"rev"`
+	Updated time.Time `firestore:"updated,omitempty" json:"updated,omitzero"`
+}
+
+// Get returns the data and revision of the stored document d of key (exists
+// false: there is none): nil and 0 when there is none.
+func (d WatermarkDoc) Get(exists bool, key string) ([]byte, int64, error) {
+	if !exists {
+		return nil, 0, nil
+	}
+	if d.Key != key {
+		return nil, 0, fmt.Errorf("its document %s holds another key, %q", WatermarkID(key), d.Key)
+	}
+	return d.Data, d.Rev, nil
+}
+
+// Put returns the document after storing data under key when the stored
+// revision (0 when exists is false) is still rev: the next revision, one
+// more than the stored one. Otherwise it returns ErrConflict.
+func (d WatermarkDoc) Put(exists bool, key string, data []byte, rev int64, now time.Time) (WatermarkDoc, error) {
+	_, stored, err := d.Get(exists, key)
+	if err != nil {
+		return d, err
+	}
+	if stored != rev {
+		return d, fmt.Errorf("stored revision is %d: %w", stored, ErrConflict)
+	}
+	return WatermarkDoc{Key: key, Data: data, Rev: stored + 1, Updated: now}, nil
+}
+
+// ValidWatermarkKey rejects keys that no query can select: empty, longer
+// than MaxWatermarkKeyBytes, or not UTF-8 (Firestore strings are UTF-8).
+func ValidWatermarkKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("watermark key is empty")
+	case len(key) > MaxWatermarkKeyBytes:
+		return fmt.Errorf("watermark key of %d bytes is longer than %d", len(key), MaxWatermarkKeyBytes)
+	case !utf8.ValidString(key):
+		return fmt.Errorf("watermark key %q is not UTF-8", key)
+	}
+	return nil
+}
+
+// ValidWatermark checks what PutWatermark needs: a valid key, at most
+// MaxWatermarkBytes of data and a revision that is not negative.
+func ValidWatermark(key string, data []byte, rev int64) error {
+	if err := ValidWatermarkKey(key); err != nil {
+		return err
+	}
+	if len(data) > MaxWatermarkBytes {
+		return fmt.Errorf("watermark %q: document of %d bytes is larger than %d", key, len(data), MaxWatermarkBytes)
+	}
+	if rev < 0 {
+		return fmt.Errorf("watermark %q: revision %d is negative", key, rev)
+	}
+	return nil
+}
+
 // ValidTableID rejects table ids that cannot name a document or object.
 func ValidTableID(tableID string) error {
 	if tableID == "" || tableID == "." || tableID == ".." || strings.ContainsAny(tableID, "/\\\x00\r\n") ||
@@ -322,7 +422,7 @@ func ValidTableID(tableID string) error {
 	return nil
 }
 
-// ValidFile checks what RegisterFile and Quarantine need.
+// ValidFile checks what RegisterFile, Quarantine and Skip need.
 func ValidFile(f FileRecord) error {
 	if err := ValidTableID(f.Table); err != nil {
 		return err

@@ -12,8 +12,9 @@ import (
 // need: Stage uses the Registry; MergeTable the Leaser, Batches and
 // Registry; Maintain the Status and Registry (it takes no lease: its
 // rewrites commit optimistically beside the merges); MergeWakeUp adds the
-// Status to MergeTable's, and MaintainAll the Expirer to Maintain's. A
-// backend
+// Status to MergeTable's, and MaintainAll the Expirer to Maintain's; the
+// reconcile, which stages the files whose notification never arrived, keeps
+// its progress in the Watermarks. A backend
 // (coord.Local, firestorecoord.Coordinator) provides them all, and one
 // conformance suite (coordtest) checks every one of them on each backend.
 // Package coord describes how they work together: exactly once, the lease,
@@ -42,16 +43,33 @@ type Leaser interface {
 type Registry interface {
 	// RegisterFile records a staged file as pending. It is idempotent per
 	// file id: a file already known is returned unchanged with created
-	// false. A quarantined file is staged again (a replay after a fix),
+	// false. A quarantined file (a replay after a fix) or a skipped one
+	// (after the configuration includes its table, say) is staged again,
 	// with a new arrival number, and created true. The backend sets ID,
-	// State, ArrivalSeq, StagedAt and clears BatchSeq, Reason and Record.
+	// State, ArrivalSeq, StagedAt and clears BatchSeq, Reason, Record,
+	// DoneAt and ExpireAt; it keeps the other fields, SourceCreated
+	// included, as the caller passes them.
 	RegisterFile(ctx context.Context, f coord.FileRecord) (rec coord.FileRecord, created bool, err error)
 	// Quarantine records a permanently bad file with the reason (f.Record
 	// says where in the file). A staged or batched file leaves the work
-	// queue; a merged file cannot be quarantined (coord.ErrInvalidState).
+	// queue; a merged file cannot be quarantined (coord.ErrInvalidState);
+	// a skipped file is recorded anew, as an unknown one is.
 	Quarantine(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
+	// Skip records a file that staging read and found nothing to merge in
+	// (no events, or its table is excluded by configuration; f.Table may be
+	// "_unknown._unknown"), so that the reconcile does not stage it again:
+	// State coord.StateSkipped with the reason, done now and expiring after
+	// the retention, as a merged file does. A skipped file is never
+	// pending, in a batch or counted in a table's status, and a table with
+	// only skipped files has none. When the file is already recorded, in
+	// any state, Skip returns its record unchanged.
+	Skip(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
 	// File returns the record of a file id, or coord.ErrNotFound.
 	File(ctx context.Context, id string) (coord.FileRecord, error)
+	// Files returns the records of the ids that are known, in any state,
+	// by id; unknown ids are absent from the map. It takes any number of
+	// ids and rejects invalid ones (coord.ValidFileID).
+	Files(ctx context.Context, ids []string) (map[string]coord.FileRecord, error)
 	// Pending returns staged files not yet in a batch, in arrival order, at
 	// most limit (all when limit <= 0).
 	Pending(ctx context.Context, tableID string, limit int) ([]coord.FileRecord, error)
@@ -89,21 +107,41 @@ type Status interface {
 
 // Expirer forgets what no longer needs remembering.
 type Expirer interface {
-	// Expire deletes records of files merged before the cutoff and done
-	// batches completed before it, except each table's latest batch. It
-	// returns how many records it deleted.
+	// Expire deletes records of files merged or skipped before the cutoff
+	// and done batches completed before it, except each table's latest
+	// batch. It returns how many records it deleted.
 	Expire(ctx context.Context, before time.Time) (int, error)
+}
+
+// Watermarks keeps the reconcile's progress through each source folder, as
+// documents opaque to the coordinator. Keys are arbitrary strings (such as
+// "gs://bucket/prefix/folder") of at most coord.MaxWatermarkKeyBytes of
+// UTF-8, and documents at most coord.MaxWatermarkBytes. Watermarks never
+// expire.
+type Watermarks interface {
+	// Watermark returns the document stored under key and its revision;
+	// nil and 0 when there is none.
+	Watermark(ctx context.Context, key string) (data []byte, rev int64, err error)
+	// PutWatermark stores data under key when the stored revision is still
+	// rev (0: none stored) and returns the new revision, one more than
+	// rev; coord.ErrConflict when another writer stored first.
+	PutWatermark(ctx context.Context, key string, data []byte, rev int64) (int64, error)
+	// ListWatermarks calls fn for every stored key starting with prefix,
+	// in key order, with its document. An error from fn stops the listing
+	// and is returned unchanged.
+	ListWatermarks(ctx context.Context, prefix string, fn func(key string, data []byte) error) error
 }
 
 // Coordination is the coordination a Pipeline runs over. A use case uses
 // only some of it (see above), so a caller that runs only those may leave
 // the rest nil.
 type Coordination struct {
-	Registry Registry
-	Leaser   Leaser
-	Batches  Batches
-	Status   Status
-	Expirer  Expirer
+	Registry   Registry
+	Leaser     Leaser
+	Batches    Batches
+	Status     Status
+	Expirer    Expirer
+	Watermarks Watermarks
 }
 
 // Coordinator is a backend that provides every part of the coordination,
@@ -114,9 +152,10 @@ type Coordinator interface {
 	Batches
 	Status
 	Expirer
+	Watermarks
 }
 
 // Coordinate returns the Coordination that c provides in full.
 func Coordinate(c Coordinator) Coordination {
-	return Coordination{Registry: c, Leaser: c, Batches: c, Status: c, Expirer: c}
+	return Coordination{Registry: c, Leaser: c, Batches: c, Status: c, Expirer: c, Watermarks: c}
 }

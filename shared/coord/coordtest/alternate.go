@@ -79,3 +79,23 @@ func (a *alternate) Status(ctx context.Context, tableID string) (coord.TableStat
 func (a *alternate) Expire(ctx context.Context, before time.Time) (int, error) {
 	return a.pick().Expire(ctx, before)
 }
+
+func (a *alternate) Skip(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error) {
+	return a.pick().Skip(ctx, f, reason)
+}
+
+func (a *alternate) Files(ctx context.Context, ids []string) (map[string]coord.FileRecord, error) {
+	return a.pick().Files(ctx, ids)
+}
+
+func (a *alternate) Watermark(ctx context.Context, key string) ([]byte, int64, error) {
+	return a.pick().Watermark(ctx, key)
+}
+
+func (a *alternate) PutWatermark(ctx context.Context, key string, data []byte, rev int64) (int64, error) {
+	return a.pick().PutWatermark(ctx, key, data, rev)
+}
+
+func (a *alternate) ListWatermarks(ctx context.Context, prefix string, fn func(key string, data []byte) error) error {
+	return a.pick().ListWatermarks(ctx, prefix, fn)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,8 +42,8 @@ func (c *Clock) Advance(d time.Duration) {
 
 // Coordinator is what the suite checks: every method of a backend, which
 // the use cases ask for in parts (pipeline.Leaser, Registry, Batches,
-// Status and Expirer document them). The suite is a consumer of its own and
-// does not import pipeline, which backends never see.
+// Status, Expirer and Watermarks document them). The suite is a consumer
+// of its own and does not import pipeline, which backends never see.
 type Coordinator interface {
 	Acquire(ctx context.Context, tableID, holder string, ttl time.Duration) (coord.Lease, error)
 	Renew(ctx context.Context, l coord.Lease, ttl time.Duration) (coord.Lease, error)
@@ -51,7 +52,9 @@ type Coordinator interface {
 
 	RegisterFile(ctx context.Context, f coord.FileRecord) (rec coord.FileRecord, created bool, err error)
 	Quarantine(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
+	Skip(ctx context.Context, f coord.FileRecord, reason string) (coord.FileRecord, error)
 	File(ctx context.Context, id string) (coord.FileRecord, error)
+	Files(ctx context.Context, ids []string) (map[string]coord.FileRecord, error)
 	Pending(ctx context.Context, tableID string, limit int) ([]coord.FileRecord, error)
 	ListFiles(ctx context.Context, tableID string, state coord.FileState) ([]coord.FileRecord, error)
 
@@ -62,6 +65,10 @@ type Coordinator interface {
 	Status(ctx context.Context, tableID string) (coord.TableStatus, error)
 
 	Expire(ctx context.Context, before time.Time) (int, error)
+
+	Watermark(ctx context.Context, key string) (data []byte, rev int64, err error)
+	PutWatermark(ctx context.Context, key string, data []byte, rev int64) (int64, error)
+	ListWatermarks(ctx context.Context, prefix string, fn func(key string, data []byte) error) error
 }
 
 // NewFunc returns a fresh, empty coordinator for test t whose clock is now.
@@ -76,9 +83,12 @@ const ttl = 30 * time.Second
 func Run(t *testing.T, newCoordinator NewFunc) {
 	t.Run("Lease", func(t *testing.T) { testLease(t, newCoordinator) })
 	t.Run("Registry", func(t *testing.T) { testRegistry(t, newCoordinator) })
+	t.Run("Skip", func(t *testing.T) { testSkip(t, newCoordinator) })
+	t.Run("Files", func(t *testing.T) { testFiles(t, newCoordinator) })
 	t.Run("Batches", func(t *testing.T) { testBatches(t, newCoordinator) })
 	t.Run("Status", func(t *testing.T) { testStatus(t, newCoordinator) })
 	t.Run("Expire", func(t *testing.T) { testExpire(t, newCoordinator) })
+	t.Run("Watermarks", func(t *testing.T) { testWatermarks(t, newCoordinator) })
 	t.Run("Validation", func(t *testing.T) { testValidation(t, newCoordinator) })
 }
 
@@ -128,6 +138,15 @@ func (e *env) register(f coord.FileRecord) coord.FileRecord {
 	}
 	if !created {
 		e.t.Fatalf("RegisterFile(%s) created = false for a new file", f.Name)
+	}
+	return rec
+}
+
+func (e *env) file(id string) coord.FileRecord {
+	e.t.Helper()
+	rec, err := e.c.File(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("File(%s): %v", id, err)
 	}
 	return rec
 }
@@ -378,6 +397,10 @@ func AcquireAtOnce(ctx context.Context, tableID string, ttl time.Duration, cs ..
 	return won, held, errors.Join(errs...)
 }
 
+// sourceCreated is a source object's creation time, in whole seconds so
+// that every backend stores it exactly.
+var sourceCreated = time.Date(2026, 1, 31, 23, 59, 58, 0, time.UTC)
+
 func testRegistry(t *testing.T, newCoordinator NewFunc) {
 	t.Run("register assigns the file id, the staged state and increasing arrival numbers", func(t *testing.T) {
 		e := newEnv(t, newCoordinator)
@@ -585,6 +608,34 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 			if err != nil || !equalIDs(ids(got), tc.want) {
 				t.Fatalf("ListFiles(%q) = %v, %v; want %v", tc.state, ids(got), err, tc.want)
 			}
+		}
+	})
+	t.Run("register, quarantine and skip keep the source creation time they are given", func(t *testing.T) {
+		e := newEnv(t, newCoordinator)
+		for i, tc := range []struct {
+			name string
+			call func(coord.FileRecord) (coord.FileRecord, error)
+		}{
+			{"RegisterFile", func(f coord.FileRecord) (coord.FileRecord, error) {
+				rec, _, err := e.c.RegisterFile(e.ctx, f)
+				return rec, err
+			}},
+			{"Quarantine", func(f coord.FileRecord) (coord.FileRecord, error) { return e.c.Quarantine(e.ctx, f, "bad") }},
+			{"Skip", func(f coord.FileRecord) (coord.FileRecord, error) { return e.c.Skip(e.ctx, f, "no events") }},
+		} {
+			f := file("db.t", i+1, 10)
+			f.SourceCreated = sourceCreated.Add(time.Duration(i) * time.Second)
+			rec, err := tc.call(f)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if stored := e.file(rec.ID).SourceCreated; !rec.SourceCreated.Equal(f.SourceCreated) || !stored.Equal(f.SourceCreated) {
+				t.Fatalf("%s: source created %s, stored %s; want %s", tc.name, rec.SourceCreated, stored, f.SourceCreated)
+			}
+		}
+		rec := e.register(file("db.t", 9, 10))
+		if !rec.SourceCreated.IsZero() || !e.file(rec.ID).SourceCreated.IsZero() {
+			t.Fatalf("source created = %s for a file registered without it, want zero", rec.SourceCreated)
 		}
 	})
 }
@@ -989,6 +1040,38 @@ func testValidation(t *testing.T, newCoordinator NewFunc) {
 		}},
 		{"file rejects an id with a slash", func() error {
 			_, err := e.c.File(e.ctx, "a/b")
+			return err
+		}},
+		{"skip rejects a file without a name", func() error {
+			_, err := e.c.Skip(e.ctx, noName, "no events")
+			return err
+		}},
+		{"skip rejects a table id with a slash", func() error {
+			_, err := e.c.Skip(e.ctx, slash, "no events")
+			return err
+		}},
+		{"files rejects an id with a slash among valid ones", func() error {
+			_, err := e.c.Files(e.ctx, []string{coord.FileID("b", "n", 1), "a/b"})
+			return err
+		}},
+		{"files rejects an empty id", func() error {
+			_, err := e.c.Files(e.ctx, []string{""})
+			return err
+		}},
+		{"put watermark rejects an empty key", func() error {
+			_, err := e.c.PutWatermark(e.ctx, "", []byte("x"), 0)
+			return err
+		}},
+		{"put watermark rejects a key longer than the limit", func() error {
+			_, err := e.c.PutWatermark(e.ctx, strings.Repeat("k", coord.MaxWatermarkKeyBytes+1), []byte("x"), 0)
+			return err
+		}},
+		{"put watermark rejects a negative revision", func() error {
+			_, err := e.c.PutWatermark(e.ctx, "gs://b/p", []byte("x"), -1)
+			return err
+		}},
+		{"watermark rejects a key that is not UTF-8", func() error {
+			_, _, err := e.c.Watermark(e.ctx, "gs://b/\xff")
 			return err
 		}},
 		{"next batch rejects a lease of a malformed table", func() error {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -20,6 +22,7 @@ import (
 //	dsdelta_tables/{table}              counters, open batch, status
 //	dsdelta_files/{FileID}              one FileRecord per source object
 //	dsdelta_batches/{table}__{seq:020d} batch records
+//	dsdelta_watermarks/{WatermarkID}    WatermarkDoc: key, data, rev
 //
 // Every change touching several documents runs in one transaction, and the
 // lease token is checked in the transaction that writes.
@@ -35,16 +38,22 @@ import (
 //	  {"fieldPath": "table", "order": "ASCENDING"},
 //	  {"fieldPath": "arrivalSeq", "order": "ASCENDING"}]}
 //
-// Expire filters on doneAt alone, served by the automatic single-field
-// index. TTL policies on the expireAt field of dsdelta_files and
-// dsdelta_batches delete records the same way Expire does; expireAt is absent
-// until a file is merged or a batch is done.
+// Expire filters on doneAt alone, and ListWatermarks on key alone, served by
+// the automatic single-field indexes. TTL policies on the expireAt field of
+// dsdelta_files and dsdelta_batches delete records the same way Expire does;
+// expireAt is absent until a file is merged or skipped or a batch is done.
+// dsdelta_watermarks has no TTL policy and its documents no expireAt: a
+// watermark lost would send the reconcile back over a whole folder.
 const (
-	collLeases  = "dsdelta_leases"
-	collTables  = "dsdelta_tables"
-	collFiles   = "dsdelta_files"
-	collBatches = "dsdelta_batches"
+	collLeases     = "dsdelta_leases"
+	collTables     = "dsdelta_tables"
+	collFiles      = "dsdelta_files"
+	collBatches    = "dsdelta_batches"
+	collWatermarks = "dsdelta_watermarks"
 )
+
+// getAllRefs bounds the documents of one GetAll call in Files.
+const getAllRefs = 300
 
 // Options configures New.
 type Options struct {
@@ -65,11 +74,11 @@ type Options struct {
 // (pipeline.Coordinator), as coord.Local does, and the conformance suite
 // (coordtest) checks it the same way.
 type Coordinator struct {
-	client                         *firestore.Client
-	leases, tables, files, batches *firestore.CollectionRef
-	now                            func() time.Time
-	retention                      time.Duration
-	attempts                       int
+	client                                     *firestore.Client
+	leases, tables, files, batches, watermarks *firestore.CollectionRef
+	now                                        func() time.Time
+	retention                                  time.Duration
+	attempts                                   int
 }
 
 // New returns a Coordinator over client. The client stays owned by the
@@ -79,14 +88,15 @@ func New(ctx context.Context, client *firestore.Client, opts Options) (*Coordina
 		return nil, errors.New("new firestore coordinator: nil client")
 	}
 	f := &Coordinator{
-		client:    client,
-		leases:    client.Collection(opts.Prefix + collLeases),
-		tables:    client.Collection(opts.Prefix + collTables),
-		files:     client.Collection(opts.Prefix + collFiles),
-		batches:   client.Collection(opts.Prefix + collBatches),
-		now:       opts.Now,
-		retention: opts.Retention,
-		attempts:  opts.MaxAttempts,
+		client:     client,
+		leases:     client.Collection(opts.Prefix + collLeases),
+		tables:     client.Collection(opts.Prefix + collTables),
+		files:      client.Collection(opts.Prefix + collFiles),
+		batches:    client.Collection(opts.Prefix + collBatches),
+		watermarks: client.Collection(opts.Prefix + collWatermarks),
+		now:        opts.Now,
+		retention:  opts.Retention,
+		attempts:   opts.MaxAttempts,
 	}
 	if f.now == nil {
 		f.now = time.Now
@@ -246,7 +256,7 @@ func (f *Coordinator) RegisterFile(ctx context.Context, in coord.FileRecord) (co
 		if err != nil {
 			return err
 		}
-		if exists && cur.State != coord.StateQuarantined {
+		if !coord.Stages(cur, exists) {
 			rec = cur
 			return nil
 		}
@@ -254,7 +264,7 @@ func (f *Coordinator) RegisterFile(ctx context.Context, in coord.FileRecord) (co
 		if _, err := getDoc(tx, tref, &t); err != nil {
 			return err
 		}
-		if exists {
+		if exists && cur.State == coord.StateQuarantined {
 			t.Quarantined--
 		}
 		t.LastArrivalSeq++
@@ -286,7 +296,8 @@ func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reaso
 		if err != nil {
 			return err
 		}
-		if exists {
+		known := coord.Tracked(cur, exists)
+		if known {
 			// The file stays with the table it was registered for.
 			in.Table = cur.Table
 		}
@@ -296,7 +307,7 @@ func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reaso
 			return err
 		}
 		var arrival int64
-		if !exists {
+		if !known {
 			t.LastArrivalSeq++
 			arrival = t.LastArrivalSeq
 		}
@@ -304,10 +315,10 @@ func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reaso
 		if err != nil {
 			return err
 		}
-		if !exists || cur.State != coord.StateQuarantined {
+		if !known || cur.State != coord.StateQuarantined {
 			t.Quarantined++
 		}
-		if exists && cur.State == coord.StateStaged {
+		if known && cur.State == coord.StateStaged {
 			t.Pending--
 		}
 		if err := tx.Set(fref, rec); err != nil {
@@ -319,6 +330,67 @@ func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reaso
 		return coord.FileRecord{}, fmt.Errorf("quarantine %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
 	}
 	return rec, nil
+}
+
+// Skip implements pipeline.Registry. A skipped file is not counted, so the
+// table document is left alone.
+func (f *Coordinator) Skip(ctx context.Context, in coord.FileRecord, reason string) (coord.FileRecord, error) {
+	if err := coord.ValidFile(in); err != nil {
+		return coord.FileRecord{}, fmt.Errorf("skip file: %w", err)
+	}
+	id := coord.FileID(in.Bucket, in.Name, in.Generation)
+	var rec coord.FileRecord
+	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		fref := f.files.Doc(id)
+		var cur coord.FileRecord
+		exists, err := getDoc(tx, fref, &cur)
+		if err != nil {
+			return err
+		}
+		if exists {
+			rec = cur
+			return nil
+		}
+		rec = coord.SkipRecord(in, reason, f.now(), f.retention)
+		return tx.Set(fref, rec)
+	})
+	if err != nil {
+		return coord.FileRecord{}, fmt.Errorf("skip %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
+	}
+	return rec, nil
+}
+
+// Files implements pipeline.Registry, reading getAllRefs documents a call.
+func (f *Coordinator) Files(ctx context.Context, ids []string) (map[string]coord.FileRecord, error) {
+	refs := make([]*firestore.DocumentRef, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if err := coord.ValidFileID(id); err != nil {
+			return nil, fmt.Errorf("files: %w", err)
+		}
+		if !seen[id] {
+			seen[id] = true
+			refs = append(refs, f.files.Doc(id))
+		}
+	}
+	out := make(map[string]coord.FileRecord, len(refs))
+	for chunk := range slices.Chunk(refs, getAllRefs) {
+		snaps, err := f.client.GetAll(ctx, chunk)
+		if err != nil {
+			return nil, fmt.Errorf("files: read %d records: %w", len(chunk), err)
+		}
+		for _, snap := range snaps {
+			if !snap.Exists() {
+				continue
+			}
+			var rec coord.FileRecord
+			if err := snap.DataTo(&rec); err != nil {
+				return nil, fmt.Errorf("files: decode %s: %w", snap.Ref.Path, err)
+			}
+			out[snap.Ref.ID] = rec
+		}
+	}
+	return out, nil
 }
 
 // File implements pipeline.Registry.
@@ -573,6 +645,12 @@ func (f *Coordinator) Statuses(ctx context.Context) ([]coord.TableStatus, error)
 	return out, nil
 }
 
+// deletion is a document Expire deletes, under its preconditions.
+type deletion struct {
+	ref      *firestore.DocumentRef
+	preconds []firestore.Precondition
+}
+
 // Expire implements pipeline.Expirer.
 func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error) {
 	tables, err := f.tables.Documents(ctx).GetAll()
@@ -587,14 +665,23 @@ func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error)
 		}
 		lastSeq[s.Ref.ID] = t.LastBatchSeq
 	}
-	var refs []*firestore.DocumentRef
-	// Only merged files and done batches have doneAt.
-	files, err := f.files.Where("doneAt", "<", before).Select().Documents(ctx).GetAll()
+	var dels []deletion
+	// Only merged and skipped files and done batches have doneAt.
+	files, err := f.files.Where("doneAt", "<", before).Select("state", "doneAt").Documents(ctx).GetAll()
 	if err != nil {
-		return 0, fmt.Errorf("expire: list merged files: %w", err)
+		return 0, fmt.Errorf("expire: list merged and skipped files: %w", err)
 	}
 	for _, s := range files {
-		refs = append(refs, s.Ref)
+		var rec coord.FileRecord
+		if err := s.DataTo(&rec); err != nil {
+			return 0, fmt.Errorf("expire: decode %s: %w", s.Ref.Path, err)
+		}
+		if !coord.Expired(rec, before) {
+			continue
+		}
+		// A skipped file may be registered again meanwhile: delete the
+		// record only as it was read.
+		dels = append(dels, deletion{s.Ref, []firestore.Precondition{firestore.LastUpdateTime(s.UpdateTime)}})
 	}
 	batches, err := f.batches.Where("doneAt", "<", before).Select("table", "seq").Documents(ctx).GetAll()
 	if err != nil {
@@ -608,18 +695,18 @@ func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error)
 		if bd.Seq == lastSeq[bd.Table] {
 			continue // keep each table's latest batch for inspection
 		}
-		refs = append(refs, s.Ref)
+		dels = append(dels, deletion{ref: s.Ref}) // a done batch never changes
 	}
-	if len(refs) == 0 {
+	if len(dels) == 0 {
 		return 0, nil
 	}
 	bw := f.client.BulkWriter(ctx)
-	jobs := make([]*firestore.BulkWriterJob, 0, len(refs))
-	for _, ref := range refs {
-		job, err := bw.Delete(ref)
+	jobs := make([]*firestore.BulkWriterJob, 0, len(dels))
+	for _, d := range dels {
+		job, err := bw.Delete(d.ref, d.preconds...)
 		if err != nil {
 			bw.End()
-			return 0, fmt.Errorf("expire: delete %s: %w", ref.Path, err)
+			return 0, fmt.Errorf("expire: delete %s: %w", d.ref.Path, err)
 		}
 		jobs = append(jobs, job)
 	}
@@ -627,14 +714,97 @@ func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error)
 	n := 0
 	var errs []error
 	for i, job := range jobs {
-		if _, err := job.Results(); err != nil {
-			errs = append(errs, fmt.Errorf("delete %s: %w", refs[i].Path, err))
-			continue
+		_, err := job.Results()
+		switch {
+		case status.Code(err) == codes.FailedPrecondition:
+			// Changed since it was read: registered again, so kept.
+		case err != nil:
+			errs = append(errs, fmt.Errorf("delete %s: %w", dels[i].ref.Path, err))
+		default:
+			n++
 		}
-		n++
 	}
 	if len(errs) > 0 {
 		return n, fmt.Errorf("expire: %w", errors.Join(errs...))
 	}
 	return n, nil
+}
+
+// Watermark implements pipeline.Watermarks.
+func (f *Coordinator) Watermark(ctx context.Context, key string) ([]byte, int64, error) {
+	if err := coord.ValidWatermarkKey(key); err != nil {
+		return nil, 0, err
+	}
+	var d coord.WatermarkDoc
+	snap, err := f.watermarks.Doc(coord.WatermarkID(key)).Get(ctx)
+	switch {
+	case status.Code(err) == codes.NotFound:
+		return d.Get(false, key)
+	case err != nil:
+		return nil, 0, fmt.Errorf("watermark %q: %w", key, err)
+	}
+	if err := snap.DataTo(&d); err != nil {
+		return nil, 0, fmt.Errorf("watermark %q: decode %s: %w", key, snap.Ref.Path, err)
+	}
+	data, rev, err := d.Get(true, key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("watermark %q: %w", key, err)
+	}
+	return data, rev, nil
+}
+
+// PutWatermark implements pipeline.Watermarks: the stored revision is
+// compared in the transaction that writes.
+func (f *Coordinator) PutWatermark(ctx context.Context, key string, data []byte, rev int64) (int64, error) {
+	if err := coord.ValidWatermark(key, data, rev); err != nil {
+		return 0, err
+	}
+	ref := f.watermarks.Doc(coord.WatermarkID(key))
+	var next coord.WatermarkDoc
+	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		var cur coord.WatermarkDoc
+		exists, err := getDoc(tx, ref, &cur)
+		if err != nil {
+			return err
+		}
+		if next, err = cur.Put(exists, key, data, rev, f.now()); err != nil {
+			return err
+		}
+		return tx.Set(ref, next)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("put watermark %q at revision %d: %w", key, rev, err)
+	}
+	return next.Rev, nil
+}
+
+// ListWatermarks implements pipeline.Watermarks. Keys with the prefix are
+// contiguous in key order, so the query starts at the prefix and stops at
+// the first key without it.
+func (f *Coordinator) ListWatermarks(ctx context.Context, prefix string, fn func(key string, data []byte) error) error {
+	q := f.watermarks.OrderBy("key", firestore.Asc)
+	if prefix != "" {
+		q = f.watermarks.Where("key", ">=", prefix).OrderBy("key", firestore.Asc)
+	}
+	it := q.Documents(ctx)
+	defer it.Stop()
+	for {
+		snap, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("list watermarks: %w", err)
+		}
+		var d coord.WatermarkDoc
+		if err := snap.DataTo(&d); err != nil {
+			return fmt.Errorf("list watermarks: decode %s: %w", snap.Ref.Path, err)
+		}
+		if !strings.HasPrefix(d.Key, prefix) {
+			return nil
+		}
+		if err := fn(d.Key, d.Data); err != nil {
+			return err
+		}
+	}
 }
