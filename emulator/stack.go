@@ -22,6 +22,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/internal/emuproc"
 	"github.com/dsdelta/dsdelta/internal/fakegcs"
+	"github.com/dsdelta/dsdelta/shared/config"
 )
 
 // ErrMissingTool is returned by Start when a program the stack needs is not
@@ -69,7 +70,7 @@ type Options struct {
 	// LogLevel is DSDELTA_LOG_LEVEL for the functions ("" = info).
 	LogLevel string
 	// Config is DSDELTA_CONFIG for the functions: inline YAML or JSON
-	// ("" = defaults).
+	// ("" = defaults). Start refuses one that shared/config refuses.
 	Config string
 	// FunctionEnv is added to every function server's environment, after
 	// the stack's own variables, e.g. GOMEMLIMIT as terraform sets it.
@@ -97,6 +98,14 @@ func (o *Options) defaults() {
 	if o.MergeBudget <= 0 {
 		o.MergeBudget = DefaultMergeBudget
 	}
+}
+
+// validate refuses what the stack or its functions would fail on later.
+func (o *Options) validate() error {
+	if _, err := config.Parse([]byte(o.Config)); err != nil {
+		return fmt.Errorf("the functions' configuration (Options.Config): %w", err)
+	}
+	return nil
 }
 
 // function is one served entry point.
@@ -177,6 +186,9 @@ func CheckTools() error {
 // stopped again.
 func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	opts.defaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	if err := CheckTools(); err != nil {
 		return nil, err
 	}
