@@ -12,6 +12,10 @@
 //	go run ./emulator --simulate
 //	go run ./emulator --config dsdelta.yaml
 //
+// onfile also has a push subscription on the reconcile topic
+// (DSDELTA_RECONCILE_TOPIC), where compact's reconcile publishes the
+// notifications that never came.
+//
 // Every part runs as a child process in a process group of its own; Ctrl-C
 // (or SIGTERM) stops them all, and a supervisor per child stops it even if
 // the emulator is killed.

@@ -240,6 +240,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	subs := []pushSubscription{
 		{name: "onfile", topic: TopicNotifications, endpoint: s.FunctionURL(FuncOnFile), ack: 120 * time.Second, deadLetter: true, maxAttempts: 10},
+		{name: "onfile-reconcile", topic: TopicReconcile, endpoint: s.FunctionURL(FuncOnFile), ack: 120 * time.Second, deadLetter: true, maxAttempts: 10},
 		{name: "merge", topic: TopicMerge, endpoint: s.FunctionURL(FuncMerge), ack: 600 * time.Second, deadLetter: true, maxAttempts: 20},
 		{name: "compact", topic: TopicCompact, endpoint: s.FunctionURL(FuncCompact), ack: 600 * time.Second},
 	}
@@ -372,6 +373,7 @@ func (s *Stack) functionEnv(target string, port int) []string {
 		"DSDELTA_LAKE_URL="+lake,
 		"DSDELTA_WAKE_TOPIC="+TopicMerge,
 		"DSDELTA_DEAD_LETTER_TOPIC="+TopicDeadLetter,
+		"DSDELTA_RECONCILE_TOPIC="+TopicReconcile,
 		"DSDELTA_MERGE_BUDGET="+o.MergeBudget.String(),
 	)
 	if o.LeaseTTL > 0 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,6 +196,15 @@ func TestConfigFileReachesTheFunctionsAsTheyReadIt(t *testing.T) {
 	}
 	if env.Config.BatchMaxFiles != 3 || env.Config.Table("shop.customers").Mode != config.ModeSCD2 {
 		t.Errorf("the function read batch_max_files %d and mode %q, want 3 and scd2", env.Config.BatchMaxFiles, env.Config.Table("shop.customers").Mode)
+	}
+}
+
+func TestEveryFunctionIsToldTheReconcileTopic(t *testing.T) {
+	s := &Stack{opts: Options{Project: "p"}}
+	for _, target := range []string{FuncOnFile, FuncMerge, FuncCompact} {
+		if env := s.functionEnv(target, 8080); !slices.Contains(env, "DSDELTA_RECONCILE_TOPIC="+TopicReconcile) {
+			t.Errorf("%s's environment %q lacks DSDELTA_RECONCILE_TOPIC=%s", target, env, TopicReconcile)
+		}
 	}
 }
 
