@@ -14,7 +14,10 @@
 //
 // onfile also has a push subscription on the reconcile topic
 // (DSDELTA_RECONCILE_TOPIC), where compact's reconcile publishes the
-// notifications that never came.
+// notifications that never came. The notification subscription reaches
+// onfile through a small proxy in the emulator's process, which tests use
+// to lose a share of the notifications on purpose
+// (Options.DropNotifications, Stack.SetDropRate, Stack.Dropped).
 //
 // Every part runs as a child process in a process group of its own; Ctrl-C
 // (or SIGTERM) stops them all, and a supervisor per child stops it even if

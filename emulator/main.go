@@ -136,7 +136,7 @@ dsdelta emulator stack is running (Ctrl-C stops everything)
   Pub/Sub emulator    %s
   Firestore emulator  %s
   fake-gcs-server     %s   buckets: gs://%s (source, notifications -> %s), gs://%s (lake)
-  onfile function     %s   push subscriptions "onfile" on %s and %q on %s (dead letters -> %s)
+  onfile function     %s   push subscriptions "onfile" on %s (through the drop filter %s) and %q on %s (dead letters -> %s)
   merge function      %s   push subscription "merge" on %s
   compact function    %s   push subscription "compact" on %s, scheduled every %s
   dead letters        pull subscription %q
@@ -145,7 +145,7 @@ dsdelta emulator stack is running (Ctrl-C stops everything)
 Use the CLI against it from another shell:
 `, hostOf(env, "PUBSUB_EMULATOR_HOST"), hostOf(env, "FIRESTORE_EMULATOR_HOST"), hostOf(env, "STORAGE_EMULATOR_HOST"),
 		o.SourceBucket, TopicNotifications, o.LakeBucket,
-		s.FunctionURL(FuncOnFile), TopicNotifications, "onfile-reconcile", TopicReconcile, TopicDeadLetter,
+		s.FunctionURL(FuncOnFile), TopicNotifications, s.drops.URL(), "onfile-reconcile", TopicReconcile, TopicDeadLetter,
 		s.FunctionURL(FuncMerge), TopicMerge,
 		s.FunctionURL(FuncCompact), TopicCompact, tickText(o.Tick),
 		SubscriptionDeadLetters, s.DataDir())

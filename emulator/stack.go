@@ -72,6 +72,14 @@ type Options struct {
 	// Config is DSDELTA_CONFIG for the functions: inline YAML or JSON
 	// ("" = defaults). Start refuses one that shared/config refuses.
 	Config string
+	// DropNotifications is the share (0 to 1) of object notifications the
+	// stack loses on purpose: their push is acknowledged without reaching
+	// onfile, as if GCS had never sent them, and the object's name is
+	// recorded (Stack.Dropped). Draws are seeded by DropSeed;
+	// Stack.SetDropRate changes the share while the stack runs. For tests
+	// of the reconcile, whose topic never passes this filter.
+	DropNotifications float64
+	DropSeed          uint64
 	// FunctionEnv is added to every function server's environment, after
 	// the stack's own variables, e.g. GOMEMLIMIT as terraform sets it.
 	FunctionEnv []string
@@ -102,6 +110,9 @@ func (o *Options) defaults() {
 
 // validate refuses what the stack or its functions would fail on later.
 func (o *Options) validate() error {
+	if !(o.DropNotifications >= 0 && o.DropNotifications <= 1) {
+		return fmt.Errorf("DropNotifications %v is not a share between 0 and 1", o.DropNotifications)
+	}
 	if _, err := config.Parse([]byte(o.Config)); err != nil {
 		return fmt.Errorf("the functions' configuration (Options.Config): %w", err)
 	}
@@ -133,6 +144,8 @@ type Stack struct {
 
 	pubsub  *pubsub.Client
 	storage *storage.Client
+	// drops stands between the notification topic and onfile.
+	drops *dropFilter
 
 	stopTicker context.CancelFunc
 	tickerDone chan struct{}
@@ -238,8 +251,13 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if s.pubsub, err = newPubSubClient(ctx, opts.Project, s.host(portPubSub)); err != nil {
 		return nil, err
 	}
+	if s.drops, err = startDropFilter(s.FunctionURL(FuncOnFile), opts.DropNotifications, opts.DropSeed); err != nil {
+		return nil, err
+	}
 	subs := []pushSubscription{
-		{name: "onfile", topic: TopicNotifications, endpoint: s.FunctionURL(FuncOnFile), ack: 120 * time.Second, deadLetter: true, maxAttempts: 10},
+		{name: "onfile", topic: TopicNotifications, endpoint: s.drops.URL(), ack: 120 * time.Second, deadLetter: true, maxAttempts: 10},
+		// What the reconcile hands over goes straight to onfile: it makes
+		// up for lost notifications and must not be lost itself.
 		{name: "onfile-reconcile", topic: TopicReconcile, endpoint: s.FunctionURL(FuncOnFile), ack: 120 * time.Second, deadLetter: true, maxAttempts: 10},
 		{name: "merge", topic: TopicMerge, endpoint: s.FunctionURL(FuncMerge), ack: 600 * time.Second, deadLetter: true, maxAttempts: 20},
 		{name: "compact", topic: TopicCompact, endpoint: s.FunctionURL(FuncCompact), ack: 600 * time.Second},
@@ -433,6 +451,14 @@ func (s *Stack) FunctionURL(target string) string {
 	return "http://" + s.host(p)
 }
 
+// SetDropRate sets the share (0 to 1, clamped) of object notifications the
+// stack loses from now on; see Options.DropNotifications.
+func (s *Stack) SetDropRate(p float64) { s.drops.setRate(p) }
+
+// Dropped returns the names of the objects whose notifications the stack
+// has lost so far, in the order it lost them.
+func (s *Stack) Dropped() []string { return s.drops.droppedNames() }
+
 // Storage returns the stack's client of fake-gcs-server.
 func (s *Stack) Storage() *storage.Client { return s.storage }
 
@@ -529,6 +555,10 @@ func (s *Stack) Close() {
 		})
 	}
 	wg.Wait()
+	if s.drops != nil {
+		s.drops.close()
+		s.drops = nil
+	}
 	if s.pubsub != nil {
 		s.pubsub.Close()
 		s.pubsub = nil

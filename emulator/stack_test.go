@@ -214,6 +214,8 @@ func TestStartRefusesBadOptions(t *testing.T) {
 		opts Options
 		want string
 	}{
+		{"a drop share above 1", Options{DropNotifications: 1.5}, "DropNotifications"},
+		{"a negative drop share", Options{DropNotifications: -0.1}, "DropNotifications"},
 		{"a configuration with an unknown key", Options{Config: "batch_max_filez: 3\n"}, "batch_max_filez"},
 	}
 	for _, tc := range tests {
