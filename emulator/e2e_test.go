@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -128,8 +129,8 @@ func TestStackConvergesToTheSourceUnderFaults(t *testing.T) {
 	})
 	opts := s.Options()
 	fs, co, lake := stackClients(t, ctx, s)
-	written := map[string]int{} // table → objects written (generations)
-	refs := map[string]*dssim.Table{}
+	src := newSourceLog()
+	written, refs := src.written, src.refs
 	simulate := func(seed uint64, tables []dssim.TableSpec, perFile int) *dssim.Result {
 		t.Helper()
 		res, err := Simulate(ctx, s.Storage(), opts.SourceBucket, dssim.Options{
@@ -139,12 +140,7 @@ func TestStackConvergesToTheSourceUnderFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range res.Files {
-			written[f.Table]++
-		}
-		for id, tb := range res.Tables {
-			refs[id] = tb
-		}
+		src.add(res.Files, res.Tables)
 		return res
 	}
 
@@ -315,6 +311,24 @@ func TestStackConvergesToTheSourceUnderFaults(t *testing.T) {
 			t.Errorf("dead letter: %s", l)
 		}
 	})
+}
+
+// sourceLog is what a test wrote to a stack's source bucket.
+type sourceLog struct {
+	written map[string]int          // table → objects written (generations)
+	refs    map[string]*dssim.Table // table → reference state
+}
+
+func newSourceLog() *sourceLog {
+	return &sourceLog{written: map[string]int{}, refs: map[string]*dssim.Table{}}
+}
+
+// add records written files and the reference state of their tables.
+func (l *sourceLog) add(files []dssim.File, tables map[string]*dssim.Table) {
+	for _, f := range files {
+		l.written[f.Table]++
+	}
+	maps.Copy(l.refs, tables)
 }
 
 func tableIDs(res *dssim.Result) []string {

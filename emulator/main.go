@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 )
 
@@ -56,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.MergeBudget, "merge-budget", DefaultMergeBudget, "time budget of one merge invocation")
 	fs.DurationVar(&o.LeaseTTL, "lease-ttl", 30*time.Second, "table lease time to live")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "functions' log level (debug, info, warn, error)")
+	configFile := fs.String("config", "", "the functions' configuration file (YAML or JSON), as terraform passes it to them in DSDELTA_CONFIG (default: the defaults)")
 	quiet := fs.Bool("quiet", false, "do not copy the functions' logs to the terminal (they stay in the data dir)")
 	simulate := fs.Bool("simulate", false, "write a simulated Datastream stream into the source bucket once the stack runs")
 	var sim SimulateOptions
@@ -71,6 +73,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if *configFile != "" {
+		var err error
+		if o.Config, err = readConfig(*configFile); err != nil {
+			return err
+		}
 	}
 	if !*quiet {
 		o.FunctionLogs = stdout
@@ -106,6 +114,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// readConfig returns the text of a configuration file once shared/config
+// accepts it, as the functions will read it; a bad file is a usage error
+// that names the file and the setting.
+func readConfig(file string) (string, error) {
+	if _, err := config.Load(file); err != nil {
+		return "", fmt.Errorf("%w: --config: %w", errUsage, err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%w: --config: %w", errUsage, err)
+	}
+	return string(b), nil
+}
+
 func printSummary(w io.Writer, s *Stack) {
 	o := s.Options()
 	env := s.EmulatorEnv()
@@ -114,7 +136,7 @@ dsdelta emulator stack is running (Ctrl-C stops everything)
   Pub/Sub emulator    %s
   Firestore emulator  %s
   fake-gcs-server     %s   buckets: gs://%s (source, notifications -> %s), gs://%s (lake)
-  onfile function     %s   push subscription "onfile" on %s (dead letters -> %s)
+  onfile function     %s   push subscriptions "onfile" on %s (through the drop filter %s) and %q on %s (dead letters -> %s)
   merge function      %s   push subscription "merge" on %s
   compact function    %s   push subscription "compact" on %s, scheduled every %s
   dead letters        pull subscription %q
@@ -123,7 +145,7 @@ dsdelta emulator stack is running (Ctrl-C stops everything)
 Use the CLI against it from another shell:
 `, hostOf(env, "PUBSUB_EMULATOR_HOST"), hostOf(env, "FIRESTORE_EMULATOR_HOST"), hostOf(env, "STORAGE_EMULATOR_HOST"),
 		o.SourceBucket, TopicNotifications, o.LakeBucket,
-		s.FunctionURL(FuncOnFile), TopicNotifications, TopicDeadLetter,
+		s.FunctionURL(FuncOnFile), TopicNotifications, s.drops.URL(), "onfile-reconcile", TopicReconcile, TopicDeadLetter,
 		s.FunctionURL(FuncMerge), TopicMerge,
 		s.FunctionURL(FuncCompact), TopicCompact, tickText(o.Tick),
 		SubscriptionDeadLetters, s.DataDir())

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -18,18 +19,38 @@ import (
 // object, exactly as GCS and fake-gcs-server publish it, to the stack's
 // notification topic. Publishing it again plays a duplicated notification.
 func (s *Stack) Notify(ctx context.Context, bucket, name string) error {
+	return s.publishFinalize(ctx, "notify", TopicNotifications, bucket, name, nil)
+}
+
+// ReconciledAttribute marks a notification that the reconcile published
+// for an object whose own notification never came.
+const ReconciledAttribute = "dsdeltaReconciled"
+
+// PublishReconcile hands an object to onfile as compact's reconcile does:
+// its finalize notification, as Notify publishes it, with
+// ReconciledAttribute set, on the reconcile topic, which the drop filter
+// does not stand in front of.
+func (s *Stack) PublishReconcile(ctx context.Context, bucket, name string) error {
+	return s.publishFinalize(ctx, "reconcile", TopicReconcile, bucket, name, map[string]string{ReconciledAttribute: "true"})
+}
+
+// publishFinalize publishes the finalize notification of an object's
+// current generation, with extra attributes, to topic; what names the
+// operation in errors.
+func (s *Stack) publishFinalize(ctx context.Context, what, topic, bucket, name string, extra map[string]string) error {
 	attrs, err := s.storage.Bucket(bucket).Object(name).Attrs(ctx)
 	if err != nil {
-		return fmt.Errorf("notify gs://%s/%s: %w", bucket, name, err)
+		return fmt.Errorf("%s gs://%s/%s: %w", what, bucket, name, err)
 	}
 	msg, err := finalizeNotification(attrs, time.Now())
 	if err != nil {
-		return fmt.Errorf("notify gs://%s/%s: %w", bucket, name, err)
+		return fmt.Errorf("%s gs://%s/%s: %w", what, bucket, name, err)
 	}
-	pub := s.pubsub.Publisher(TopicNotifications)
+	maps.Copy(msg.Attributes, extra)
+	pub := s.pubsub.Publisher(topic)
 	defer pub.Stop()
 	if _, err := pub.Publish(ctx, msg).Get(ctx); err != nil {
-		return fmt.Errorf("notify gs://%s/%s: publish: %w", bucket, name, err)
+		return fmt.Errorf("%s gs://%s/%s: publish to %s: %w", what, bucket, name, topic, err)
 	}
 	return nil
 }

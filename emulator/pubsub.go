@@ -26,6 +26,10 @@ const (
 	TopicCompact = "dsdelta-compact"
 	// TopicDeadLetter receives quarantined files and undeliverable messages.
 	TopicDeadLetter = "dsdelta-dead-letter"
+	// TopicReconcile receives what compact's reconcile hands to onfile:
+	// object notifications, in the GCS format, for source objects whose
+	// notification never came (DSDELTA_RECONCILE_TOPIC).
+	TopicReconcile = "dsdelta-reconcile"
 )
 
 // SubscriptionDeadLetters is a pull subscription on TopicDeadLetter that
@@ -62,7 +66,7 @@ type pushSubscription struct {
 // and a pull subscription keeping dead letters.
 func createTopology(ctx context.Context, c *pubsub.Client, project string, subs []pushSubscription) error {
 	topicName := func(id string) string { return "projects/" + project + "/topics/" + id }
-	for _, id := range []string{TopicNotifications, TopicMerge, TopicCompact, TopicDeadLetter} {
+	for _, id := range []string{TopicNotifications, TopicMerge, TopicCompact, TopicDeadLetter, TopicReconcile} {
 		if _, err := c.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: topicName(id)}); err != nil && !exists(err) {
 			return fmt.Errorf("create topic %s: %w", id, err)
 		}

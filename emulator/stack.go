@@ -22,6 +22,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/internal/emuproc"
 	"github.com/dsdelta/dsdelta/internal/fakegcs"
+	"github.com/dsdelta/dsdelta/shared/config"
 )
 
 // ErrMissingTool is returned by Start when a program the stack needs is not
@@ -69,8 +70,16 @@ type Options struct {
 	// LogLevel is DSDELTA_LOG_LEVEL for the functions ("" = info).
 	LogLevel string
 	// Config is DSDELTA_CONFIG for the functions: inline YAML or JSON
-	// ("" = defaults).
+	// ("" = defaults). Start refuses one that shared/config refuses.
 	Config string
+	// DropNotifications is the share (0 to 1) of object notifications the
+	// stack loses on purpose: their push is acknowledged without reaching
+	// onfile, as if GCS had never sent them, and the object's name is
+	// recorded (Stack.Dropped). Draws are seeded by DropSeed;
+	// Stack.SetDropRate changes the share while the stack runs. For tests
+	// of the reconcile, whose topic never passes this filter.
+	DropNotifications float64
+	DropSeed          uint64
 	// FunctionEnv is added to every function server's environment, after
 	// the stack's own variables, e.g. GOMEMLIMIT as terraform sets it.
 	FunctionEnv []string
@@ -99,6 +108,17 @@ func (o *Options) defaults() {
 	}
 }
 
+// validate refuses what the stack or its functions would fail on later.
+func (o *Options) validate() error {
+	if !(o.DropNotifications >= 0 && o.DropNotifications <= 1) {
+		return fmt.Errorf("DropNotifications %v is not a share between 0 and 1", o.DropNotifications)
+	}
+	if _, err := config.Parse([]byte(o.Config)); err != nil {
+		return fmt.Errorf("the functions' configuration (Options.Config): %w", err)
+	}
+	return nil
+}
+
 // function is one served entry point.
 type function struct {
 	target string
@@ -124,6 +144,8 @@ type Stack struct {
 
 	pubsub  *pubsub.Client
 	storage *storage.Client
+	// drops stands between the notification topic and onfile.
+	drops *dropFilter
 
 	stopTicker context.CancelFunc
 	tickerDone chan struct{}
@@ -177,6 +199,9 @@ func CheckTools() error {
 // stopped again.
 func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	opts.defaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	if err := CheckTools(); err != nil {
 		return nil, err
 	}
@@ -226,8 +251,14 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if s.pubsub, err = newPubSubClient(ctx, opts.Project, s.host(portPubSub)); err != nil {
 		return nil, err
 	}
+	if s.drops, err = startDropFilter(s.FunctionURL(FuncOnFile), opts.DropNotifications, opts.DropSeed); err != nil {
+		return nil, err
+	}
 	subs := []pushSubscription{
-		{name: "onfile", topic: TopicNotifications, endpoint: s.FunctionURL(FuncOnFile), ack: 120 * time.Second, deadLetter: true, maxAttempts: 10},
+		{name: "onfile", topic: TopicNotifications, endpoint: s.drops.URL(), ack: 120 * time.Second, deadLetter: true, maxAttempts: 10},
+		// What the reconcile hands over goes straight to onfile: it makes
+		// up for lost notifications and must not be lost itself.
+		{name: "onfile-reconcile", topic: TopicReconcile, endpoint: s.FunctionURL(FuncOnFile), ack: 120 * time.Second, deadLetter: true, maxAttempts: 10},
 		{name: "merge", topic: TopicMerge, endpoint: s.FunctionURL(FuncMerge), ack: 600 * time.Second, deadLetter: true, maxAttempts: 20},
 		{name: "compact", topic: TopicCompact, endpoint: s.FunctionURL(FuncCompact), ack: 600 * time.Second},
 	}
@@ -360,6 +391,7 @@ func (s *Stack) functionEnv(target string, port int) []string {
 		"DSDELTA_LAKE_URL="+lake,
 		"DSDELTA_WAKE_TOPIC="+TopicMerge,
 		"DSDELTA_DEAD_LETTER_TOPIC="+TopicDeadLetter,
+		"DSDELTA_RECONCILE_TOPIC="+TopicReconcile,
 		"DSDELTA_MERGE_BUDGET="+o.MergeBudget.String(),
 	)
 	if o.LeaseTTL > 0 {
@@ -418,6 +450,14 @@ func (s *Stack) FunctionURL(target string) string {
 	p := map[string]int{FuncOnFile: portOnFile, FuncMerge: portMerge, FuncCompact: portCompact}[target]
 	return "http://" + s.host(p)
 }
+
+// SetDropRate sets the share (0 to 1, clamped) of object notifications the
+// stack loses from now on; see Options.DropNotifications.
+func (s *Stack) SetDropRate(p float64) { s.drops.setRate(p) }
+
+// Dropped returns the names of the objects whose notifications the stack
+// has lost so far, in the order it lost them.
+func (s *Stack) Dropped() []string { return s.drops.droppedNames() }
 
 // Storage returns the stack's client of fake-gcs-server.
 func (s *Stack) Storage() *storage.Client { return s.storage }
@@ -515,6 +555,10 @@ func (s *Stack) Close() {
 		})
 	}
 	wg.Wait()
+	if s.drops != nil {
+		s.drops.close()
+		s.drops = nil
+	}
 	if s.pubsub != nil {
 		s.pubsub.Close()
 		s.pubsub = nil

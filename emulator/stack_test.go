@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/storage"
 
+	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/gcp"
 )
 
 func TestFinalizeNotificationParsesAsTheObjectItAnnounces(t *testing.T) {
@@ -128,5 +133,100 @@ func TestFunctionEnvComesLastSoItOverridesTheStacks(t *testing.T) {
 	if last["GOMEMLIMIT"] != "409MiB" || last["DSDELTA_LOG_LEVEL"] != "debug" || last["FUNCTION_TARGET"] != FuncMerge {
 		t.Errorf("GOMEMLIMIT=%q DSDELTA_LOG_LEVEL=%q FUNCTION_TARGET=%q, want 409MiB, debug (FunctionEnv wins) and %s",
 			last["GOMEMLIMIT"], last["DSDELTA_LOG_LEVEL"], last["FUNCTION_TARGET"], FuncMerge)
+	}
+}
+
+func TestRunRefusesABadConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, file, text string
+		want             []string // what the error must name
+	}{
+		{"an unknown key", "typo.yaml", "batch_max_files: 2\nbatch_max_filez: 3\n", []string{"typo.yaml", "batch_max_filez"}},
+		{"an unknown key in a table", "table.json", `{"tables": {"shop.customers": {"mode": "current", "modes": "scd2"}}}`, []string{"table.json", "modes"}},
+		{"a bad value", "negative.yaml", "batch_max_files: -1\n", []string{"negative.yaml", "batch_max_files"}},
+		{"a missing file", "absent.yaml", "", []string{"absent.yaml"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, tc.file)
+			if tc.text != "" {
+				if err := os.WriteFile(file, []byte(tc.text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// With no PATH, a run that got past the flags would fail
+			// with ErrMissingTool instead of starting a stack.
+			t.Setenv("PATH", t.TempDir())
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), []string{"--config", file}, &out, &errOut)
+			if !errors.Is(err, errUsage) {
+				t.Fatalf("run --config %s = %v, want a usage error", tc.file, err)
+			}
+			t.Log(err)
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not name %s: %v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigFileReachesTheFunctionsAsTheyReadIt(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "dsdelta.yaml")
+	text := "batch_max_files: 3\ntables:\n  shop.customers:\n    mode: scd2\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := readConfig(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Config: cfg}
+	o.defaults()
+	s := &Stack{opts: o}
+	for _, kv := range s.functionEnv(FuncCompact, 8080) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	env, err := gcp.EnvFromOS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Config.BatchMaxFiles != 3 || env.Config.Table("shop.customers").Mode != config.ModeSCD2 {
+		t.Errorf("the function read batch_max_files %d and mode %q, want 3 and scd2", env.Config.BatchMaxFiles, env.Config.Table("shop.customers").Mode)
+	}
+}
+
+func TestEveryFunctionIsToldTheReconcileTopic(t *testing.T) {
+	s := &Stack{opts: Options{Project: "p"}}
+	for _, target := range []string{FuncOnFile, FuncMerge, FuncCompact} {
+		if env := s.functionEnv(target, 8080); !slices.Contains(env, "DSDELTA_RECONCILE_TOPIC="+TopicReconcile) {
+			t.Errorf("%s's environment %q lacks DSDELTA_RECONCILE_TOPIC=%s", target, env, TopicReconcile)
+		}
+	}
+}
+
+func TestStartRefusesBadOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"a drop share above 1", Options{DropNotifications: 1.5}, "DropNotifications"},
+		{"a negative drop share", Options{DropNotifications: -0.1}, "DropNotifications"},
+		{"a configuration with an unknown key", Options{Config: "batch_max_filez: 3\n"}, "batch_max_filez"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Refused before the tools are looked for: with no PATH, a
+			// stack that got that far fails with ErrMissingTool instead.
+			t.Setenv("PATH", t.TempDir())
+			_, err := Start(t.Context(), tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Start = %v, want an error naming %s", err, tc.want)
+			}
+		})
 	}
 }
