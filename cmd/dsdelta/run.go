@@ -15,7 +15,6 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
-	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
@@ -111,7 +110,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	r := &runner{p: p, source: source, parallel: max(1, *parallel), stderr: stderr,
-		seen: map[string]bool{}, tables: map[string]*tableSummary{}, held: map[string]string{}, poll: time.Second}
+		tables: map[string]*tableSummary{}, held: map[string]string{}, poll: time.Second}
 	switch {
 	case *watch:
 		r.busy = fmt.Sprintf("trying again in %s", *interval) // the next pass waits
@@ -157,13 +156,13 @@ type runner struct {
 	wait bool
 	poll time.Duration
 	busy string
-	seen map[string]bool // name@generation already staged in this process
 	// held is, per table whose lease another process holds, the lease
 	// last announced ("lease held by host/pid until 13:02:11"), so that a
 	// wait is announced once per holder and the summary can say it.
 	held    map[string]string
 	tables  map[string]*tableSummary
-	skipped int
+	skipped int // files staging skipped
+	ignored int // objects of the source that are no data files, as the last pass listed them
 }
 
 func (r *runner) table(tableID string) *tableSummary {
@@ -181,16 +180,13 @@ func (r *runner) table(tableID string) *tableSummary {
 func (r *runner) pass(ctx context.Context) error {
 	res, err := r.p.RunOnce(ctx, pipeline.RunOptions{
 		Source: r.source, Parallel: r.parallel,
-		Done:     func(f datastream.SourceFile) bool { return r.seen[seenKey(f.Name, f.Generation)] },
 		Progress: r.progress, Busy: r.announce, Wait: r.wait, Poll: r.poll,
 	})
-	for _, f := range res.Files {
-		r.seen[seenKey(f.Name, f.Generation)] = true
-	}
 	if err != nil {
 		return err
 	}
 	r.skipped += res.Skipped
+	r.ignored = res.Ignored
 	for _, id := range res.Merged {
 		delete(r.held, id)
 	}
@@ -199,9 +195,6 @@ func (r *runner) pass(ctx context.Context) error {
 	}
 	return nil
 }
-
-// seenKey names a source object's generation among the files seen.
-func seenKey(name string, generation int64) string { return fmt.Sprintf("%s@%d", name, generation) }
 
 // progress says on stderr how far a large staging is, every 50 files.
 func (r *runner) progress(pr pipeline.StageProgress) {
@@ -245,7 +238,11 @@ func (r *runner) finish(ctx context.Context, w io.Writer) error {
 		t := r.table(u.Table)
 		t.pending, t.quarantined = u.Pending, nil
 		for _, f := range u.Quarantined {
-			if r.seen[seenKey(f.Name, f.Generation)] {
+			there, err := r.inSource(ctx, f)
+			if err != nil {
+				return err
+			}
+			if there {
 				t.quarantined = append(t.quarantined, f)
 			} else {
 				unseen++
@@ -262,6 +259,19 @@ func (r *runner) finish(ctx context.Context, w io.Writer) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %d files pending, %d quarantined (named above)", errIncomplete, pending, quarantined)
+}
+
+// inSource reports whether the source still holds the generation of a
+// registered file.
+func (r *runner) inSource(ctx context.Context, f coord.FileRecord) (bool, error) {
+	info, err := r.source.Stat(ctx, f.Name)
+	if errors.Is(err, objstore.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look for %s in the source: %w", f.Name, err)
+	}
+	return info.Generation == f.Generation, nil
 }
 
 func (r *runner) print(w io.Writer) {
@@ -283,8 +293,8 @@ func (r *runner) print(w io.Writer) {
 inserted, updated, deleted: keys of the current-state table this run changed; stale: events ignored, older than the stored row
 pending, quarantined: files not merged now, whichever run staged them; state v, history v: versions of the Delta tables
 `)
-	if r.skipped > 0 {
-		fmt.Fprintf(w, "%d files skipped (not Datastream data files, empty, or excluded)\n", r.skipped)
+	if n := r.skipped + r.ignored; n > 0 {
+		fmt.Fprintf(w, "%d files skipped (not Datastream data files, empty, or excluded)\n", n)
 	}
 	for _, id := range ids {
 		t := r.tables[id]

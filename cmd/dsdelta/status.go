@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 	"github.com/dsdelta/dsdelta/shared/delta"
@@ -28,11 +33,14 @@ type statusOutput struct {
 	HistoryVersion     int64    `json:"history_version"`
 	LastBatch          int64    `json:"last_batch"`
 	LeaseHolder        string   `json:"lease_holder,omitempty"`
-}
-
-// tableStatuses is what status reads of a coordination backend.
-type tableStatuses interface {
-	Statuses(ctx context.Context) ([]coord.TableStatus, error)
+	// UnregisteredFiles and OldestUnmergedAge are the view from the
+	// source's side (with --source only): objects past the grace period
+	// the registry does not know, and the age of the oldest object not
+	// merged, the lake's true lag. UnregisteredAtLeast says the listing's
+	// bounds stopped short.
+	UnregisteredFiles   *int     `json:"unregistered_files,omitempty"`
+	UnregisteredAtLeast bool     `json:"unregistered_at_least,omitempty"`
+	OldestUnmergedAge   *float64 `json:"oldest_unmerged_age_seconds,omitempty"`
 }
 
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -42,10 +50,19 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	database := fs.String("firestore-database", firestore.DefaultDatabaseID, "Firestore database of the deployment")
 	prefix := fs.String("firestore-prefix", "", "collection prefix (emulator tests)")
 	asJSON := fs.Bool("json", false, "print JSON lines")
+	sourceURL := fs.String("source", "", "the Datastream output (folder, or gs://bucket/prefix of a deployment): also report files the registry does not know and the age of the oldest file not merged")
+	cfgFile := fs.String("config", "", "configuration file (reconcile_grace and the reconcile's bounds)")
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
-	var c tableStatuses
+	var cfg config.Config
+	if *cfgFile != "" {
+		var err error
+		if cfg, err = config.Load(*cfgFile); err != nil {
+			return configError{err}
+		}
+	}
+	var c pipeline.Coordinator
 	var lake objstore.Store
 	if *lakeURL != "" {
 		var err error
@@ -77,6 +94,17 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	var lags map[string]*pipeline.SourceLag
+	if *sourceURL != "" {
+		if lags, err = sourceLags(ctx, *sourceURL, *project == "", pipeline.Coordinate(c), cfg); err != nil {
+			return err
+		}
+		for table := range lags {
+			if !slices.ContainsFunc(tables, func(t coord.TableStatus) bool { return t.Table == table }) {
+				tables = append(tables, coord.TableStatus{Table: table, StateVersion: -1, HistoryVersion: -1})
+			}
+		}
+	}
 	sort.Slice(tables, func(i, j int) bool { return tables[i].Table < tables[j].Table })
 	// With the lake at hand, report the tables' own versions (maintenance
 	// commits too), not only the last batch's.
@@ -105,21 +133,87 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		for _, t := range tables {
-			if err := enc.Encode(statusOutput{Table: t.Table, LagSeconds: secs(t.LastSourceTime), SinceCommitSeconds: secs(t.LastCommitTime),
+			out := statusOutput{Table: t.Table, LagSeconds: secs(t.LastSourceTime), SinceCommitSeconds: secs(t.LastCommitTime),
 				Pending: t.Pending, Quarantined: t.Quarantined, StateVersion: t.StateVersion, HistoryVersion: t.HistoryVersion,
-				LastBatch: t.LastBatchSeq, LeaseHolder: t.LeaseHolder}); err != nil {
+				LastBatch: t.LastBatchSeq, LeaseHolder: t.LeaseHolder}
+			if lags != nil {
+				l := lagOf(lags, t.Table)
+				out.UnregisteredFiles, out.UnregisteredAtLeast = &l.Unregistered, l.AtLeast
+				out.OldestUnmergedAge = secs(l.OldestUnmerged)
+				if out.OldestUnmergedAge == nil {
+					zero := 0.0
+					out.OldestUnmergedAge = &zero
+				}
+			}
+			if err := enc.Encode(out); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "table\tlag\tsince commit\tpending\tquarantined\tstate v\thistory v\tbatch\tlease")
+	header := "table\tlag\tsince commit\tpending\tquarantined\tstate v\thistory v\tbatch\tlease"
+	if lags != nil {
+		header += "\tunregistered\toldest unmerged"
+	}
+	fmt.Fprintln(tw, header)
 	for _, t := range tables {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", t.Table, dur(secs(t.LastSourceTime)), dur(secs(t.LastCommitTime)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s", t.Table, dur(secs(t.LastSourceTime)), dur(secs(t.LastCommitTime)),
 			t.Pending, t.Quarantined, ver(t.StateVersion), ver(t.HistoryVersion), t.LastBatchSeq, t.LeaseHolder)
+		if lags != nil {
+			l := lagOf(lags, t.Table)
+			n := strconv.Itoa(l.Unregistered)
+			if l.AtLeast {
+				n = ">=" + n
+			}
+			age := "0s"
+			if !l.OldestUnmerged.IsZero() {
+				age = dur(secs(l.OldestUnmerged))
+			}
+			fmt.Fprintf(tw, "\t%s\t%s", n, age)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// lagOf is a table's lag from the source's side, zero when it has none.
+func lagOf(lags map[string]*pipeline.SourceLag, table string) pipeline.SourceLag {
+	if l := lags[table]; l != nil {
+		return *l
+	}
+	return pipeline.SourceLag{Table: table}
+}
+
+// sourceLags looks at the source from the registry's side: an embedded
+// run's source folder (or bucket prefix, whose files it names relative to
+// the prefix, in the empty bucket), or a deployment's bucket and prefix.
+func sourceLags(ctx context.Context, url string, embedded bool, co pipeline.Coordination, cfg config.Config) (map[string]*pipeline.SourceLag, error) {
+	var src pipeline.Source
+	if embedded {
+		store, err := openStore(ctx, url, "source", true)
+		if err != nil {
+			return nil, err
+		}
+		defer store.Close()
+		src = pipeline.Source{Store: store}
+	} else {
+		bucket, prefix, ok := strings.Cut(strings.TrimPrefix(url, "gs://"), "/")
+		if !strings.HasPrefix(url, "gs://") || bucket == "" {
+			return nil, configError{fmt.Errorf("--source %q: a deployment's source is gs://bucket[/prefix]", url)}
+		}
+		store, err := openStore(ctx, "gs://"+bucket, "source", false)
+		if err != nil {
+			return nil, err
+		}
+		defer store.Close()
+		src = pipeline.Source{Store: store, Bucket: bucket}
+		if ok {
+			src.Prefix = prefix
+		}
+	}
+	p := &pipeline.Pipeline{Coordination: co, Config: cfg, Logger: slog.New(slog.DiscardHandler)}
+	return p.SourceLags(ctx, []pipeline.Source{src}, embedded)
 }
 
 func dur(s *float64) string {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrBadNotification marks a notification that does not describe an object.
@@ -25,6 +26,10 @@ type SourceFile struct {
 	// "google.cloud.storage.object.v1.finalized", "OBJECT_DELETE"...), or
 	// "" when unknown.
 	EventType string
+	// Created is when the object was created (the notification's
+	// timeCreated, or the listing's time for a file found by listing);
+	// zero when unknown. It dates the lake's end-to-end lag.
+	Created time.Time `json:",omitzero"`
 }
 
 // URL returns gs://bucket/name.
@@ -67,6 +72,18 @@ type storageObject struct {
 	Name       string          `json:"name"`
 	Generation json.RawMessage `json:"generation"`
 	Size       json.RawMessage `json:"size"`
+	// TimeCreated is RFC 3339; a value that does not parse is left out,
+	// since it only dates the file.
+	TimeCreated string `json:"timeCreated"`
+}
+
+// created parses the object's timeCreated, zero when absent or malformed.
+func (o storageObject) created() time.Time {
+	t, err := time.Parse(time.RFC3339Nano, o.TimeCreated)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // ParseStorageObjectData parses Eventarc's StorageObjectData JSON.
@@ -75,7 +92,7 @@ func ParseStorageObjectData(data []byte) (SourceFile, error) {
 	if err := json.Unmarshal(data, &o); err != nil {
 		return SourceFile{}, fmt.Errorf("%w: parse storage object data: %w", ErrBadNotification, err)
 	}
-	f := SourceFile{Bucket: o.Bucket, Name: o.Name}
+	f := SourceFile{Bucket: o.Bucket, Name: o.Name, Created: o.created()}
 	var err error
 	if f.Generation, err = int64Field("generation", o.Generation, true); err != nil {
 		return SourceFile{}, err
@@ -110,6 +127,7 @@ func ParsePubSubNotification(attrs map[string]string, data []byte) (SourceFile, 
 		if f.Name == "" {
 			f.Name = o.Name
 		}
+		f.Created = o.created()
 		if f.Generation == 0 {
 			g, err := int64Field("generation", o.Generation, false)
 			if err != nil {

@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 )
 
 const objectResource = `{"kind":"storage#object","id":"test_bucket_upvn/p/public_t/2024/06/13/11/19/7bb3_postgresql-backfill_-96622484_7_17761.avro/1718277583065345","name":"p/public_t/2024/06/13/11/19/7bb3_postgresql-backfill_-96622484_7_17761.avro","bucket":"test_bucket_upvn","generation":"1718277583065345","metageneration":"1","contentType":"application/octet-stream","timeCreated":"2024-06-13T11:19:43.068Z","size":"114082"}`
@@ -34,6 +36,9 @@ func TestParseNotification(t *testing.T) {
 			}
 			w := want
 			w.EventType = tt.eventType
+			if strings.Contains(tt.data, "timeCreated") || tt.data == push {
+				w.Created = time.Date(2024, 6, 13, 11, 19, 43, 68_000_000, time.UTC)
+			}
 			if got != w {
 				t.Errorf("got %+v, want %+v", got, w)
 			}

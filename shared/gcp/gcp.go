@@ -30,6 +30,7 @@ type Env struct {
 	LakeURL           string        // DSDELTA_LAKE_URL: gs://bucket[/prefix]
 	WakeTopic         string        // DSDELTA_WAKE_TOPIC: topic id or projects/P/topics/T
 	DeadLetterTopic   string        // DSDELTA_DEAD_LETTER_TOPIC
+	ReconcileTopic    string        // DSDELTA_RECONCILE_TOPIC: where the reconcile publishes the files it finds ("" = stage them in the tick)
 	FirestoreDatabase string        // DSDELTA_FIRESTORE_DATABASE (default "(default)")
 	CollectionPrefix  string        // DSDELTA_FIRESTORE_PREFIX (tests and emulators)
 	MergeBudget       time.Duration // DSDELTA_MERGE_BUDGET
@@ -47,6 +48,7 @@ func EnvFromOS() (Env, error) {
 		LakeURL:           os.Getenv("DSDELTA_LAKE_URL"),
 		WakeTopic:         os.Getenv("DSDELTA_WAKE_TOPIC"),
 		DeadLetterTopic:   os.Getenv("DSDELTA_DEAD_LETTER_TOPIC"),
+		ReconcileTopic:    os.Getenv("DSDELTA_RECONCILE_TOPIC"),
 		FirestoreDatabase: first(os.Getenv("DSDELTA_FIRESTORE_DATABASE"), firestore.DefaultDatabaseID),
 		CollectionPrefix:  os.Getenv("DSDELTA_FIRESTORE_PREFIX"),
 	}
@@ -82,6 +84,9 @@ func EnvFromOS() (Env, error) {
 		}
 		e.Config = c
 	}
+	if err := reconcileEnv(&e.Config); err != nil {
+		return e, err
+	}
 	if v := os.Getenv("DSDELTA_TOMBSTONE_RETENTION"); v != "" && e.Config.Defaults.TombstoneRetention == 0 {
 		d, err := config.ParseDuration(v)
 		if err != nil {
@@ -90,6 +95,32 @@ func EnvFromOS() (Env, error) {
 		e.Config.Defaults.TombstoneRetention = config.Duration(d)
 	}
 	return e, nil
+}
+
+// reconcileEnv fills the reconcile's settings that the configuration does
+// not set from DSDELTA_RECONCILE_GRACE, _LOOKBACK (durations) and _SINCE
+// (RFC 3339), as terraform's variables set them.
+func reconcileEnv(c *config.Config) error {
+	for _, d := range []struct {
+		name string
+		dst  *config.Duration
+	}{{"DSDELTA_RECONCILE_GRACE", &c.ReconcileGrace}, {"DSDELTA_RECONCILE_LOOKBACK", &c.ReconcileLookback}} {
+		if v := os.Getenv(d.name); v != "" && *d.dst == 0 {
+			v, err := config.ParseDuration(v)
+			if err != nil || v <= 0 {
+				return fmt.Errorf("%s %q is not a positive duration", d.name, os.Getenv(d.name))
+			}
+			*d.dst = config.Duration(v)
+		}
+	}
+	if v := os.Getenv("DSDELTA_RECONCILE_SINCE"); v != "" && c.ReconcileSince.IsZero() {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return fmt.Errorf("DSDELTA_RECONCILE_SINCE %q is not an RFC 3339 instant such as 2026-01-31T00:00:00Z", v)
+		}
+		c.ReconcileSince = t
+	}
+	return nil
 }
 
 func first(vals ...string) string {
@@ -133,7 +164,10 @@ type Services struct {
 	*pipeline.Pipeline
 	Env        Env
 	DeadLetter *pubsub.Publisher
-	close      func()
+	// reconcile publishes the files the reconcile finds; nil when
+	// DSDELTA_RECONCILE_TOPIC is not set.
+	reconcile *pubsub.Publisher
+	close     func()
 }
 
 // Close releases the clients.
@@ -188,20 +222,22 @@ func New(ctx context.Context, env Env, holder string) (*Services, error) {
 		wake = ps.Publisher(env.WakeTopic)
 		waker = pubsubWaker{wake}
 	}
-	var dead *pubsub.Publisher
+	var dead, reconcile *pubsub.Publisher
 	if env.DeadLetterTopic != "" {
 		dead = ps.Publisher(env.DeadLetterTopic)
+	}
+	if env.ReconcileTopic != "" {
+		reconcile = ps.Publisher(env.ReconcileTopic)
 	}
 	p := &pipeline.Pipeline{
 		Lake: lake, Sources: sources, Coordination: pipeline.Coordinate(co), Waker: waker,
 		Config: env.Config, Holder: holder, MergeBudget: env.MergeBudget, LeaseTTL: env.LeaseTTL, Logger: logger,
 	}
-	return &Services{Pipeline: p, Env: env, DeadLetter: dead, close: func() {
-		if wake != nil {
-			wake.Stop()
-		}
-		if dead != nil {
-			dead.Stop()
+	return &Services{Pipeline: p, Env: env, DeadLetter: dead, reconcile: reconcile, close: func() {
+		for _, pub := range []*pubsub.Publisher{wake, dead, reconcile} {
+			if pub != nil {
+				pub.Stop()
+			}
 		}
 		ps.Close()
 		fs.Close()

@@ -17,13 +17,22 @@ import (
 // listing. Close releases nothing.
 func NewMemory() *Bucket { return NewBucket(newMemory()) }
 
-func newMemory() *memory { return &memory{objects: make(map[string]memObject)} }
+// NewMemoryAt returns an empty in-memory store whose objects are dated by
+// now: tests of what depends on when objects were written.
+func NewMemoryAt(now func() time.Time) *Bucket {
+	m := newMemory()
+	m.now = now
+	return NewBucket(m)
+}
+
+func newMemory() *memory { return &memory{objects: make(map[string]memObject), now: time.Now} }
 
 // memory is the in-memory driver.
 type memory struct {
 	mu      sync.Mutex
 	objects map[string]memObject
 	lastGen int64
+	now     func() time.Time
 }
 
 // memObject is immutable once stored: a write stores a new slice, so readers
@@ -82,7 +91,7 @@ func (m *memory) Write(ctx context.Context, name string, r io.Reader, opts Write
 		return Info{}, ErrPrecondition
 	}
 	m.lastGen++
-	o := memObject{data: data, gen: m.lastGen, updated: time.Now()}
+	o := memObject{data: data, gen: m.lastGen, updated: m.now()}
 	m.objects[name] = o
 	return o.info(name), nil
 }

@@ -22,9 +22,6 @@ type RunOptions struct {
 	Source objstore.Store
 	// Parallel bounds the files staged at once (1 when < 1).
 	Parallel int
-	// Done reports files already staged by this process, which the pass
-	// does not stage again (nil: none).
-	Done func(f datastream.SourceFile) bool
 	// Progress is told, one call at a time, after each file staged (nil:
 	// nobody).
 	Progress func(StageProgress)
@@ -60,8 +57,10 @@ type TableRun struct {
 type RunResult struct {
 	// Files are the files the pass staged, skipped or quarantined.
 	Files []datastream.SourceFile
-	// Skipped counts files that are not data files, empty, or excluded.
-	Skipped int
+	// Skipped counts the files staging skipped: empty, holding no events,
+	// or of an excluded table. Ignored counts the source's objects that
+	// are no data files (by name), which are never staged.
+	Skipped, Ignored int
 	// Tables has an entry for every table the pass staged or merged and
 	// every table the registry knows.
 	Tables map[string]*TableRun
@@ -99,7 +98,7 @@ func (r *RunResult) table(tableID string) *TableRun {
 }
 
 // RunOnce is one pass of an embedded run: it stages every file under the
-// source not done yet, with bounded parallelism, merges every table with
+// source that the registry does not know yet, with bounded parallelism, merges every table with
 // pending work, maintains the tables it merged, and reads the versions the
 // tables have now. Quarantined files are left to Unmerged.
 func (p *Pipeline) RunOnce(ctx context.Context, o RunOptions) (RunResult, error) {
@@ -149,21 +148,39 @@ func (p *Pipeline) RunOnce(ctx context.Context, o RunOptions) (RunResult, error)
 	return res, nil
 }
 
-// stageAll stages the source's files not done yet, o.Parallel at a time.
+// stageAll stages the source's files the registry does not know yet,
+// o.Parallel at a time. It finds them as the cloud's reconcile does
+// (Reconcile, with no grace period and every object looked up), tick after
+// tick until a tick finds nothing more.
 func (p *Pipeline) stageAll(ctx context.Context, o RunOptions, res *RunResult) error {
-	var files []datastream.SourceFile
-	err := o.Source.List(ctx, "", "", func(info objstore.Info) error {
-		f := datastream.SourceFile{Name: info.Name, Generation: info.Generation, Size: info.Size}
-		if (o.Done != nil && o.Done(f)) || !p.Config.IsDataFile(info.Name) {
+	start := time.Now()
+	total := 0
+	for {
+		var found []datastream.SourceFile
+		rr, err := p.Reconcile(ctx, ReconcileOptions{
+			Sources:  []Source{{Store: o.Source}},
+			Embedded: true,
+			Announce: AnnounceFunc(func(_ context.Context, files []datastream.SourceFile) error {
+				found = append(found, files...)
+				return nil
+			}),
+		})
+		if err != nil {
+			return fmt.Errorf("list %s: %w", o.Source.URL(), err)
+		}
+		res.Ignored = rr.Ignored
+		if len(found) == 0 {
 			return nil
 		}
-		files = append(files, f)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("list %s: %w", o.Source.URL(), err)
+		total += len(found)
+		if err := p.stageFound(ctx, o, found, total, start, res); err != nil {
+			return err
+		}
 	}
-	start := time.Now()
+}
+
+// stageFound stages files a reconcile found, o.Parallel at a time.
+func (p *Pipeline) stageFound(ctx context.Context, o RunOptions, files []datastream.SourceFile, total int, start time.Time, res *RunResult) error {
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(1, o.Parallel))
@@ -187,7 +204,7 @@ func (p *Pipeline) stageAll(ctx context.Context, o RunOptions, res *RunResult) e
 				t.StagedEvents += sr.Events
 			}
 			if o.Progress != nil {
-				o.Progress(StageProgress{Done: len(res.Files), Total: len(files), Elapsed: time.Since(start)})
+				o.Progress(StageProgress{Done: len(res.Files), Total: total, Elapsed: time.Since(start)})
 			}
 			return nil
 		})

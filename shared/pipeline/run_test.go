@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
-	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
@@ -61,17 +59,13 @@ func TestRunOnce(t *testing.T) {
 		}
 	})
 
-	t.Run("files the caller has done are not staged again", func(t *testing.T) {
+	t.Run("files the registry knows, quarantined ones included, are not staged again", func(t *testing.T) {
 		p, source := setup(t)
 		first, err := p.RunOnce(ctx, RunOptions{Source: source})
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := map[string]bool{}
-		for _, f := range first.Files {
-			done[fmt.Sprintf("%s@%d", f.Name, f.Generation)] = true
-		}
-		res, err := p.RunOnce(ctx, RunOptions{Source: source, Done: func(f datastream.SourceFile) bool { return done[fmt.Sprintf("%s@%d", f.Name, f.Generation)] }})
+		res, err := p.RunOnce(ctx, RunOptions{Source: source})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -214,7 +214,7 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 		return res, nil
 	}
 	id := coord.FileID(f.Bucket, f.Name, f.Generation)
-	if rec, err := p.Registry.File(ctx, id); err == nil && rec.State != coord.StateQuarantined {
+	if rec, err := p.Registry.File(ctx, id); err == nil && rec.State != coord.StateQuarantined && rec.State != coord.StateSkipped {
 		res.Duplicate, res.Table, res.Events = true, rec.Table, rec.Events
 		return res, nil
 	} else if err != nil && !errors.Is(err, coord.ErrNotFound) {
@@ -249,7 +249,7 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 		}
 		res.Quarantined = err.Error()
 		res.Table = tid
-		if _, qerr := p.Registry.Quarantine(ctx, coord.FileRecord{ID: id, Table: tableOrUnknown(tid), Bucket: f.Bucket, Name: f.Name, Generation: f.Generation, Size: f.Size, SourceBytes: max(f.Size, 0), Record: recordOf(err)}, err.Error()); qerr != nil {
+		if _, qerr := p.Registry.Quarantine(ctx, coord.FileRecord{ID: id, Table: tableOrUnknown(tid), Bucket: f.Bucket, Name: f.Name, Generation: f.Generation, Size: f.Size, SourceBytes: max(f.Size, 0), SourceCreated: f.Created, Record: recordOf(err)}, err.Error()); qerr != nil {
 			return res, fmt.Errorf("stage %s: quarantine: %w", f.Name, qerr)
 		}
 		log.Warn("file quarantined", "event", "quarantined", "table", tid, "reason", err.Error())
@@ -257,17 +257,17 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 	}
 	if staged == nil { // a file without events
 		res.Skipped = "file holds no events"
-		return res, nil
+		return res, p.skip(ctx, f, id, UnknownTable, res.Skipped)
 	}
 	res.Table, res.Events = staged.Table, staged.Events
 	if !p.Config.Selected(staged.Table) {
 		res.Skipped = "table " + staged.Table + " is excluded by configuration"
-		return res, nil
+		return res, p.skip(ctx, f, id, staged.Table, res.Skipped)
 	}
 	rec, created, err := p.Registry.RegisterFile(ctx, coord.FileRecord{
 		ID: id, Table: staged.Table, Bucket: f.Bucket, Name: f.Name, Generation: f.Generation,
 		Size: staged.stagedBytes(), SourceBytes: max(f.Size, 0), StagedPath: stagingDir(staged.Table) + "/" + id + ".json", Events: staged.Events,
-		MinSourceTime: staged.MinSourceTS.Time(), MaxSourceTime: staged.MaxSourceTS.Time(),
+		MinSourceTime: staged.MinSourceTS.Time(), MaxSourceTime: staged.MaxSourceTS.Time(), SourceCreated: f.Created,
 	})
 	if err != nil {
 		return res, fmt.Errorf("stage %s: register: %w", f.Name, err)
@@ -289,6 +289,16 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 const UnknownTable = "_unknown._unknown"
 
 // tableOrUnknown is the table id t, or UnknownTable when it is empty.
+// skip records a file staging read and found nothing to merge in, so that
+// the reconcile knows it and does not hand it over again (Registry.Skip).
+func (p *Pipeline) skip(ctx context.Context, f datastream.SourceFile, id, tableID, reason string) error {
+	if _, err := p.Registry.Skip(ctx, coord.FileRecord{ID: id, Table: tableID, Bucket: f.Bucket, Name: f.Name,
+		Generation: f.Generation, Size: f.Size, SourceBytes: max(f.Size, 0), SourceCreated: f.Created}, reason); err != nil {
+		return fmt.Errorf("stage %s: record it skipped: %w", f.Name, err)
+	}
+	return nil
+}
+
 func tableOrUnknown(tableID string) string {
 	if tableID == "" {
 		return UnknownTable
