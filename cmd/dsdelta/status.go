@@ -213,7 +213,7 @@ func sourceLags(ctx context.Context, url string, embedded bool, co pipeline.Coor
 		}
 	}
 	p := &pipeline.Pipeline{Coordination: co, Config: cfg, Logger: slog.New(slog.DiscardHandler)}
-	return p.SourceLags(ctx, []pipeline.Source{src}, embedded)
+	return p.SourceLags(ctx, p.Streams(src), embedded)
 }
 
 func dur(s *float64) string {

@@ -33,7 +33,7 @@ func (s *Services) Reconcile(ctx context.Context) (pipeline.ReconcileResult, err
 		return pipeline.ReconcileResult{}, fmt.Errorf("reconcile: open bucket %s: %w", s.Env.SourceBucket, err)
 	}
 	o := pipeline.ReconcileOptions{
-		Sources: []pipeline.Source{{Store: bucket, Bucket: s.Env.SourceBucket, Prefix: s.Env.SourcePrefix}},
+		Sources: s.Pipeline.Streams(pipeline.Source{Store: bucket, Bucket: s.Env.SourceBucket, Prefix: s.Env.SourcePrefix}),
 		Budget:  s.Env.MergeBudget,
 	}
 	if s.reconcile != nil {

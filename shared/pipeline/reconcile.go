@@ -41,6 +41,31 @@ func (s Source) key(folder string) string {
 	return strings.TrimSuffix(s.Store.URL(), "/") + "/" + s.dir() + folder
 }
 
+// Streams returns the stream roots to reconcile in root: root itself and
+// every source the configuration maps (sources) below root's prefix in its
+// bucket. A folder of root that holds a configured stream is then no table
+// folder of root's, and Reconcile leaves it to that stream.
+func (p *Pipeline) Streams(root Source) []Source {
+	out := []Source{root}
+	for _, cs := range p.Config.Sources {
+		prefix := strings.Trim(cs.Prefix, "/")
+		if (cs.Bucket != "" && cs.Bucket != root.Bucket) || prefix == "" || !strings.HasPrefix(prefix+"/", root.dir()) || prefix+"/" == root.dir() {
+			continue
+		}
+		out = append(out, Source{Store: root.Store, Bucket: root.Bucket, Prefix: prefix})
+	}
+	return out
+}
+
+// holdsStream reports whether folder of src is, or holds, another of the
+// tick's sources.
+func (t *reconcileTick) holdsStream(src Source, folder string) bool {
+	dir := src.dir() + folder + "/"
+	return slices.ContainsFunc(t.o.Sources, func(o Source) bool {
+		return o.Store == src.Store && o.Bucket == src.Bucket && strings.HasPrefix(o.dir(), dir)
+	})
+}
+
 // Announcer hands files found by the reconcile to staging: in the cloud,
 // by publishing each one's notification for onfile instances to stage in
 // parallel; in the embedded run, by staging them in-process.
@@ -198,7 +223,9 @@ func (t *reconcileTick) source(ctx context.Context, src Source) error {
 	rootIgnored := 0
 	err := objstore.Entries(ctx, src.Store, src.dir(), func(name string, folder bool, info objstore.Info) error {
 		if folder {
-			folders = append(folders, name)
+			if !t.holdsStream(src, name) {
+				folders = append(folders, name)
+			}
 		} else if t.candidate(info) {
 			rootFiles = append(rootFiles, info)
 		} else {

@@ -99,7 +99,7 @@ func (r *reconcileRig) tick() ([]string, ReconcileResult) {
 	r.t.Helper()
 	var got []string
 	res, err := r.p.Reconcile(r.ctx, ReconcileOptions{
-		Sources: []Source{{Store: r.src, Bucket: rigBucket, Prefix: "stream"}},
+		Sources: r.p.Streams(Source{Store: r.src, Bucket: rigBucket, Prefix: "stream"}),
 		Announce: AnnounceFunc(func(_ context.Context, files []datastream.SourceFile) error {
 			for _, f := range files {
 				if f.Bucket != rigBucket || f.Generation == 0 || f.Created.IsZero() {
@@ -498,5 +498,32 @@ func TestAStagingAgainAfterTheRegistryForgotIsHarmless(t *testing.T) {
 	}
 	if _, again := stateRows(t, ctx, p, "shop.t", "id"); !maps.Equal(state, again) {
 		t.Fatalf("state changed: %v, then %v", state, again)
+	}
+}
+
+func TestReconcileListsEachConfiguredStreamByItsTableFolders(t *testing.T) {
+	cfg := config.Config{Sources: []config.Source{{Prefix: "stream/sales/", Namespace: "sales"}, {Prefix: "stream/hr", Namespace: "hr"}}}
+	r := newReconcileRig(t, cfg)
+	at := r.clock.Now()
+	want := []string{r.put("hr/shop_t", at, "h"), r.put("other_t", at, "o"), r.put("sales/shop_t", at, "s")}
+	r.clock.Add(11 * time.Minute)
+	got, res := r.tick()
+	if !slices.Equal(got, want) {
+		t.Fatalf("handed over %v, want %v", got, want)
+	}
+	var folders []string
+	for _, f := range res.Folders {
+		folders = append(folders, f.Source.dir()+f.Folder)
+		var w watermark
+		if _, err := (&reconcileTick{p: r.p}).load(r.ctx, f.Source.key(f.Folder), &w); err != nil {
+			t.Fatal(err)
+		}
+		if !w.Newest.Equal(at.Truncate(time.Minute)) {
+			t.Errorf("folder %s: newest time folder %v, want %v", f.Folder, w.Newest, at.Truncate(time.Minute))
+		}
+	}
+	slices.Sort(folders)
+	if !slices.Equal(folders, []string{"stream/hr/shop_t", "stream/other_t", "stream/sales/shop_t"}) {
+		t.Fatalf("table folders %v, want each stream's own", folders)
 	}
 }

@@ -158,7 +158,7 @@ func (p *Pipeline) stageAll(ctx context.Context, o RunOptions, res *RunResult) e
 	for {
 		var found []datastream.SourceFile
 		rr, err := p.Reconcile(ctx, ReconcileOptions{
-			Sources:  []Source{{Store: o.Source}},
+			Sources:  p.Streams(Source{Store: o.Source}),
 			Embedded: true,
 			Announce: AnnounceFunc(func(_ context.Context, files []datastream.SourceFile) error {
 				found = append(found, files...)
