@@ -12,6 +12,8 @@ import (
 
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/storage"
+
+	"github.com/dsdelta/dsdelta/shared/gcp"
 )
 
 // Notify publishes a Cloud Storage notification (payload format
@@ -24,7 +26,7 @@ func (s *Stack) Notify(ctx context.Context, bucket, name string) error {
 
 // ReconciledAttribute marks a notification that the reconcile published
 // for an object whose own notification never came.
-const ReconciledAttribute = "dsdeltaReconciled"
+const ReconciledAttribute = gcp.ReconciledAttribute
 
 // PublishReconcile hands an object to onfile as compact's reconcile does:
 // its finalize notification, as Notify publishes it, with
