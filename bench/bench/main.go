@@ -84,7 +84,7 @@ type report struct {
 }
 
 // scenarios are the scenario names --only accepts, in the order they run.
-var scenarios = []string{"decode", "merge", "latency", "backfill", "scd2"}
+var scenarios = []string{"decode", "merge", "latency", "backfill", "scd2", "reconcile"}
 
 // selectScenarios parses --only; empty selects every scenario.
 func selectScenarios(only string) (map[string]bool, error) {
@@ -165,6 +165,11 @@ func run(ctx context.Context, quick bool, outPath string, keep bool, selected ma
 	}
 	if selected["scd2"] {
 		if err := scd2Scenario(ctx, rep, tmp, quick); err != nil {
+			return err
+		}
+	}
+	if selected["reconcile"] {
+		if err := reconcileScenario(ctx, rep, quick); err != nil {
 			return err
 		}
 	}

@@ -134,8 +134,12 @@ type ReconcileResult struct {
 }
 
 // lookupBatch is how many objects a look-up asks the registry about at
-// once.
-const lookupBatch = 300
+// once: the backends split it further (Firestore reads 300 documents a
+// call), and the local backend answers many ids by listing its records
+// once, so fewer, larger look-ups cost it less (the bench's reconcile
+// scenario: 2 minutes for a first pass over 100k objects in look-ups of
+// 300).
+const lookupBatch = 5000
 
 // clockSkew allows for the store's clock against this process's in the
 // creation-time rule (watermark.knownSince).
@@ -370,7 +374,9 @@ func (t *reconcileTick) folder(ctx context.Context, src Source, folder string) e
 			return nil
 		}
 		pending = append(pending, info)
-		if len(pending) >= lookupBatch {
+		// Each of them may become a hole: the look-up comes before the
+		// holes could pass maxHoles.
+		if len(pending) >= lookupBatch || len(w.Holes)+len(pending) >= maxHoles {
 			return lookup()
 		}
 		return nil
