@@ -8,42 +8,23 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/coord/coordtest"
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
-
-// testClock is a clock tests move by hand; the source store, the
-// coordinator and the pipeline all read it.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // reconcileRig is a source bucket and a registry under one clock, with a
 // pipeline that reconciles the source's prefix "stream".
 type reconcileRig struct {
 	t     *testing.T
 	ctx   context.Context
-	clock *testClock
+	clock *coordtest.Clock
 	src   objstore.Store
 	p     *Pipeline
 	co    *coord.Local
@@ -53,7 +34,7 @@ const rigBucket = "ds-bucket"
 
 func newReconcileRig(t *testing.T, cfg config.Config) *reconcileRig {
 	t.Helper()
-	clock := &testClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := coordtest.NewClock() // 2026-03-01 12:00 UTC
 	lake := objstore.NewMemory()
 	co, err := coord.NewLocal(lake, coord.LocalOptions{Now: clock.Now})
 	if err != nil {
@@ -144,7 +125,7 @@ func TestReconcileHandsOverWhatNoNotificationAnnounced(t *testing.T) {
 			t.Fatalf("handed over %v (unregistered %d) within the grace period", got, res.unregistered())
 		}
 	})
-	r.clock.Add(11 * time.Minute)
+	r.clock.Advance(11 * time.Minute)
 	t.Run("past the grace period, exactly the files the registry does not know are handed over", func(t *testing.T) {
 		got, res := r.tick()
 		if !slices.Equal(got, lost) {
@@ -155,14 +136,14 @@ func TestReconcileHandsOverWhatNoNotificationAnnounced(t *testing.T) {
 		}
 	})
 	t.Run("a file handed over is not handed over again before its retry delay", func(t *testing.T) {
-		r.clock.Add(time.Minute)
+		r.clock.Advance(time.Minute)
 		if got, _ := r.tick(); len(got) != 0 {
 			t.Fatalf("handed over %v again at once", got)
 		}
 	})
 	t.Run("a file still unregistered after its retry delay is handed over again", func(t *testing.T) {
 		r.notify(lost[1:]...) // staged, all but one
-		r.clock.Add(retryDelay(config.DefaultReconcileGrace, 1))
+		r.clock.Advance(retryDelay(config.DefaultReconcileGrace, 1))
 		got, res := r.tick()
 		if !slices.Equal(got, lost[:1]) {
 			t.Fatalf("handed over %v, want only %v", got, lost[:1])
@@ -176,7 +157,7 @@ func TestReconcileHandsOverWhatNoNotificationAnnounced(t *testing.T) {
 	})
 	t.Run("once registered, a file is forgotten and the folder's table is known", func(t *testing.T) {
 		r.notify(lost[0])
-		r.clock.Add(48 * time.Hour)
+		r.clock.Advance(48 * time.Hour)
 		got, res := r.tick()
 		w := r.watermark("shop_t")
 		if len(got) != 0 || len(w.Holes) != 0 || res.unregistered() != 0 || w.Table != "shop.t" {
@@ -193,13 +174,13 @@ func TestReconcileLooksUpOnlyWhatIsNewSinceItsLastPass(t *testing.T) {
 		names = append(names, r.put("shop_t", t0.Add(time.Duration(i)*time.Second), fmt.Sprintf("f%02d", i)))
 	}
 	r.notify(names...)
-	r.clock.Add(10 * time.Minute)
+	r.clock.Advance(10 * time.Minute)
 	if _, res := r.tick(); res.Looked != 50 {
 		t.Fatalf("the first pass looked up %d files, want all 50", res.Looked)
 	}
-	r.clock.Add(10 * time.Minute)
+	r.clock.Advance(10 * time.Minute)
 	late := r.put("shop_t", t0.Add(5*time.Minute), "late")
-	r.clock.Add(10 * time.Minute)
+	r.clock.Advance(10 * time.Minute)
 	got, res := r.tick()
 	if res.Looked != 1 || res.Listed != 51 || !slices.Equal(got, []string{late}) {
 		t.Fatalf("the second pass listed %d, looked up %d and handed over %v; want 51, 1 and the late file", res.Listed, res.Looked, got)
@@ -215,7 +196,7 @@ func TestReconcileFindsLateFilesInOldMinuteFolders(t *testing.T) {
 	// every notification arrives, and a reconcile ticks every 10 minutes.
 	var cdc []string
 	for m := 0; m < 180; m += 5 {
-		r.clock.Add(5 * time.Minute)
+		r.clock.Advance(5 * time.Minute)
 		cdc = append(cdc, r.put("shop_t", r.clock.Now().Add(-30*time.Second), fmt.Sprintf("cdc%03d", m)))
 		r.notify(cdc[len(cdc)-1])
 		if m%10 == 0 {
@@ -239,21 +220,21 @@ func TestReconcileFindsLateFilesInOldMinuteFolders(t *testing.T) {
 
 	t.Run("a late file in a minute folder the watermark passed is found", func(t *testing.T) {
 		late := r.put("shop_t", newest.Add(-90*time.Minute), "late-cdc")
-		r.clock.Add(11 * time.Minute)
+		r.clock.Advance(11 * time.Minute)
 		if got, _ := r.tick(); !slices.Equal(got, []string{late}) {
 			t.Fatalf("handed over %v, want %v", got, []string{late})
 		}
 	})
 	t.Run("a backfill's late file in its old start folder is found", func(t *testing.T) {
 		late := r.put("shop_t", backfill, "bf-lost")
-		r.clock.Add(11 * time.Minute)
+		r.clock.Advance(11 * time.Minute)
 		if got, _ := r.tick(); !slices.Equal(got, []string{late}) {
 			t.Fatalf("handed over %v, want %v", got, []string{late})
 		}
 	})
 	t.Run("once the backfill has been quiet for the lookback, Start moves past its folder", func(t *testing.T) {
 		for range 14 { // 140 minutes of CDC only
-			r.clock.Add(10 * time.Minute)
+			r.clock.Advance(10 * time.Minute)
 			r.notify(r.put("shop_t", r.clock.Now().Add(-30*time.Second), fmt.Sprintf("cdc-more-%s", r.clock.Now().Format("1504"))))
 			r.tick()
 		}
@@ -273,7 +254,7 @@ func TestReconcileDoesNotStageAgainWhatWasMergedLongAgo(t *testing.T) {
 		names = append(names, r.put("shop_t", t0, fmt.Sprintf("f%d", i)))
 	}
 	r.notify(names...)
-	r.clock.Add(11 * time.Minute)
+	r.clock.Advance(11 * time.Minute)
 	r.tick()
 	// The files are merged, and their records expire after the retention.
 	l, err := r.co.Acquire(r.ctx, "shop.t", "test", time.Hour)
@@ -287,7 +268,7 @@ func TestReconcileDoesNotStageAgainWhatWasMergedLongAgo(t *testing.T) {
 	if err := r.co.CompleteBatch(r.ctx, l, b, coord.BatchStats{}); err != nil {
 		t.Fatal(err)
 	}
-	r.clock.Add(coord.DefaultRetention + time.Hour)
+	r.clock.Advance(coord.DefaultRetention + time.Hour)
 	if n, err := r.co.Expire(r.ctx, r.clock.Now().Add(-coord.DefaultRetention)); err != nil || n < len(names) {
 		t.Fatalf("Expire = %d, %v; want the %d records gone", n, err, len(names))
 	}
@@ -317,7 +298,7 @@ func TestReconcileKeepsEachTickWithinItsBounds(t *testing.T) {
 			r.put(fmt.Sprintf("db_t%d", f), t0.Add(time.Duration(i)*time.Second), fmt.Sprintf("f%05d", i))
 		}
 	}
-	r.clock.Add(2 * time.Hour)
+	r.clock.Advance(2 * time.Hour)
 	seen := map[string]bool{}
 	ticks := 0
 	for len(seen) < folders*perFolder {
@@ -337,7 +318,7 @@ func TestReconcileKeepsEachTickWithinItsBounds(t *testing.T) {
 		}
 		t.Logf("tick %d: listed %d, looked up %d, handed over %d", ticks, res.Listed, res.Looked, len(got))
 		r.notify(got...)
-		r.clock.Add(10 * time.Minute)
+		r.clock.Advance(10 * time.Minute)
 	}
 	// The passes under way go on to their end (the 30,000 objects take
 	// three ticks' listing); once every folder had a complete pass, a tick
@@ -353,7 +334,7 @@ func TestReconcileKeepsEachTickWithinItsBounds(t *testing.T) {
 		if n >= 5 && res.Looked != 0 {
 			t.Errorf("tick %d after the backlog looked up %d files, want none", n+1, res.Looked)
 		}
-		r.clock.Add(10 * time.Minute)
+		r.clock.Advance(10 * time.Minute)
 	}
 }
 
@@ -369,7 +350,7 @@ func TestReconcileChoosesDataFilesAsStagingDoes(t *testing.T) {
 	if _, err := r.src.Write(r.ctx, "stream/shop_t/2026/03/01/12/00/empty.jsonl", strings.NewReader(""), objstore.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r.clock.Add(11 * time.Minute)
+	r.clock.Advance(11 * time.Minute)
 	got, res := r.tick()
 	if !slices.Equal(got, []string{data}) || res.Ignored != 2 {
 		t.Fatalf("handed over %v and ignored %d, want only %s and 2 ignored", got, res.Ignored, data)
@@ -506,7 +487,7 @@ func TestReconcileListsEachConfiguredStreamByItsTableFolders(t *testing.T) {
 	r := newReconcileRig(t, cfg)
 	at := r.clock.Now()
 	want := []string{r.put("hr/shop_t", at, "h"), r.put("other_t", at, "o"), r.put("sales/shop_t", at, "s")}
-	r.clock.Add(11 * time.Minute)
+	r.clock.Advance(11 * time.Minute)
 	got, res := r.tick()
 	if !slices.Equal(got, want) {
 		t.Fatalf("handed over %v, want %v", got, want)
