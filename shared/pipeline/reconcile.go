@@ -315,10 +315,17 @@ func (t *reconcileTick) candidate(info objstore.Info) bool {
 	return !skip && t.p.Config.IsDataFile(info.Name)
 }
 
-// file is the source file of a listed object.
-func (src Source) file(info objstore.Info) datastream.SourceFile {
-	return datastream.SourceFile{Bucket: src.Bucket, Name: src.dir() + info.Name, Generation: info.Generation,
-		Size: info.Size, Created: info.Updated}
+// id is the registry's id of the object of the source named name
+// (relative to the source's prefix).
+func (src Source) id(name string, generation int64) string {
+	return coord.FileID(src.Bucket, src.dir()+name, generation)
+}
+
+// learnTable notes the folder's table from a registered file of it.
+func (w *watermark) learnTable(rec coord.FileRecord) {
+	if w.Table == "" && rec.Table != UnknownTable {
+		w.Table = rec.Table
+	}
 }
 
 // folder runs one tick's pass through a table folder.
@@ -413,8 +420,7 @@ func (t *reconcileTick) lookUp(ctx context.Context, src Source, w *watermark, fr
 	}
 	ids := make([]string, len(infos))
 	for i, info := range infos {
-		f := src.file(info)
-		ids[i] = coord.FileID(f.Bucket, f.Name, f.Generation)
+		ids[i] = src.id(info.Name, info.Generation)
 	}
 	known, err := t.p.Registry.Files(ctx, ids)
 	if err != nil {
@@ -424,9 +430,7 @@ func (t *reconcileTick) lookUp(ctx context.Context, src Source, w *watermark, fr
 	retention := t.p.registryRetention()
 	for i, info := range infos {
 		if rec, ok := known[ids[i]]; ok {
-			if w.Table == "" && rec.Table != UnknownTable {
-				w.Table = rec.Table
-			}
+			w.learnTable(rec)
 			continue
 		}
 		// A file older than the registry keeps records, seen after the
@@ -443,23 +447,23 @@ func (t *reconcileTick) lookUp(ctx context.Context, src Source, w *watermark, fr
 // recheckHoles looks the holes up again and forgets those the registry
 // knows now; those found by this tick were looked up a moment ago.
 func (t *reconcileTick) recheckHoles(ctx context.Context, src Source, w *watermark, fr *FolderReconcile) error {
-	var ids []string
-	for _, h := range w.Holes {
+	ids := make([]string, len(w.Holes))
+	var asked []string
+	for i, h := range w.Holes {
+		ids[i] = src.id(h.Name, h.Generation)
 		if !h.fresh {
-			ids = append(ids, coord.FileID(src.Bucket, src.dir()+h.Name, h.Generation))
+			asked = append(asked, ids[i])
 		}
 	}
-	known, err := t.p.Registry.Files(ctx, ids)
+	known, err := t.p.Registry.Files(ctx, asked)
 	if err != nil {
-		return fmt.Errorf("reconcile %s: look up %d unregistered files: %w", src.key(w.Folder), len(ids), err)
+		return fmt.Errorf("reconcile %s: look up %d unregistered files: %w", src.key(w.Folder), len(asked), err)
 	}
-	fr.Looked += len(ids)
+	fr.Looked += len(asked)
 	kept := w.Holes[:0]
-	for _, h := range w.Holes {
-		if rec, ok := known[coord.FileID(src.Bucket, src.dir()+h.Name, h.Generation)]; ok && !h.fresh {
-			if w.Table == "" && rec.Table != UnknownTable {
-				w.Table = rec.Table
-			}
+	for i, h := range w.Holes {
+		if rec, ok := known[ids[i]]; ok {
+			w.learnTable(rec)
 			continue
 		}
 		kept = append(kept, h)
