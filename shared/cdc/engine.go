@@ -222,7 +222,7 @@ func ApplyStep(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options) (Result, error) {
 	res := Result{Events: int64(len(b.Changes)), HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
 	if len(b.Key) == 0 { // history-only table
-		_, _, _, err := applyHistory(ctx, t, step, b, opts, &res, nil, nil)
+		_, _, _, err := applyHistory(ctx, t, step, b, opts, &res, nil, nil, nil)
 		if err != nil {
 			return res, fmt.Errorf("history: %w", err)
 		}
@@ -239,6 +239,7 @@ func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 	// configured one, so that a batch never reaches the history of a
 	// table it cannot be merged into.
 	opened := make(chan error, 1)
+	known := newKnownChannel()
 	sres := res
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -254,7 +255,7 @@ func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-		})
+		}, known)
 		if errors.Is(err, errStateFailed) {
 			return nil // the state side returns its own error
 		}
@@ -267,7 +268,8 @@ func applyOnce(ctx context.Context, t TableSet, step Step, b Batch, opts Options
 	g.Go(func() error {
 		select {
 		case p := <-planned:
-			return applyState(gctx, t, step, b, p.source, p.order, opts, &sres, committed, opened)
+			defer known.publish(checkAll) // unless the lookup published
+			return applyState(gctx, t, step, b, p.source, p.order, opts, &sres, committed, opened, known)
 		case <-gctx.Done():
 			return gctx.Err() // the history failed: its error is the one returned
 		}
@@ -294,7 +296,7 @@ func awaitHistory(ctx context.Context, committed <-chan struct{}) error {
 // openTombstones opens (or creates) a table's tombstone table.
 func openTombstones(ctx context.Context, t TableSet, schema value.StructType, key []string) (*delta.Snapshot, error) {
 	return openOrCreate(ctx, t.Tombstones, t.ID, "tombstones", delta.CreateOptions{
-		Schema: schema, Name: t.ID + "_tombstones", Configuration: map[string]string{PropKey: strings.Join(key, ",")},
+		Schema: schema, Name: t.ID + "_tombstones", Configuration: expiryRecordedConf(map[string]string{PropKey: strings.Join(key, ",")}),
 		Description: "dsdelta tombstones of " + t.ID + ": deleted keys and the position of their delete",
 	})
 }
@@ -420,7 +422,10 @@ func mergeEvolve(snap *delta.Snapshot, incoming value.StructType, full func(valu
 //
 // planned, when set, is told the history's source schema after the batch
 // (and its order) as soon as they are known, before any row is written.
-func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Options, res *Result, planned func(value.StructType, []byte), stateReady func(context.Context) error) (*delta.Snapshot, value.StructType, []byte, error) {
+//
+// known, when set, carries what the state side's lookup found (dedup.go),
+// which the duplicate check waits for; nil checks every event.
+func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Options, res *Result, planned func(value.StructType, []byte), stateReady func(context.Context) error, known *knownChannel) (*delta.Snapshot, value.StructType, []byte, error) {
 	order := BatchOrder(b)
 	co := delta.CreateOptions{
 		Schema: HistorySchema(b.Source), PartitionColumns: []string{ColSourceDate},
@@ -451,7 +456,11 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	}
 	schema := HistorySchema(source)
 	from := HistorySchema(b.Source)
-	dup, err := historyDuplicates(ctx, snap, b, source)
+	k, err := known.await(ctx)
+	if err != nil {
+		return nil, source, nil, err
+	}
+	dup, err := historyDuplicates(ctx, snap, b, source, k)
 	if err != nil {
 		return nil, source, nil, fmt.Errorf("look up earlier deliveries: %w", err)
 	}
@@ -588,28 +597,36 @@ const historyRowGroupRows = 16 << 10
 
 // historyDuplicates returns the (key, order) identities of batch events that
 // the history table already holds, so a re-delivered event is kept once.
-// An earlier delivery has the event's ordering key, which holds its source
-// timestamp, so only the source-date partitions of the batch, the files
-// whose source-timestamp and first-key bounds can hold a batch event, and
-// within them the row groups whose source-timestamp bounds can, are read,
-// and only their key and order columns. History rows are appended in
-// arrival order, so a row group's source timestamps span a stretch of one
-// or two staged files: a backfill read file after file, or CDC moving on,
-// reads next to nothing even where files' bounds overlap.
-func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, source value.StructType) (map[string]bool, error) {
+// Only the candidates that known names are looked for (dedup.go): most
+// batches have none and read nothing. An earlier delivery has the event's
+// ordering key, which holds its source timestamp, so only the source-date
+// partitions of the candidates, the files whose source-timestamp and
+// first-key bounds can hold one, and within them the row groups whose
+// source-timestamp bounds can, are read, and only their key and order
+// columns.
+func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, source value.StructType, known knownOrders) (map[string]bool, error) {
 	out := map[string]bool{}
 	if len(b.Key) == 0 || snap.NumFiles() == 0 {
 		return out, nil
 	}
-	if !slices.ContainsFunc(b.Changes, func(c Change) bool { return !c.InHistory }) {
-		return out, nil // every change is in a history file, new to the history
+	// Only the candidates (see dedup.go) can be in the history already:
+	// the events of a history file of the batch are new to it, and so is
+	// an event newer than all the tables record of its key.
+	var changes []Change
+	for _, c := range b.Changes {
+		if !c.InHistory && known.candidate(c) {
+			changes = append(changes, c)
+		}
+	}
+	if len(changes) == 0 {
+		return out, nil
 	}
 	keyIdx, err := KeyIndexes(source, b.Key)
 	if err != nil {
 		return nil, err
 	}
 	dates := map[value.Days]bool{}
-	for _, c := range b.Changes {
+	for _, c := range changes {
 		dates[value.DaysOf(c.SourceTS.Time())] = true
 	}
 	partitions := make(map[string]bool, len(dates))
@@ -622,12 +639,12 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 			files = append(files, f)
 		}
 	}
-	ts := sortedSourceTimes(b.Changes)
+	ts := sortedSourceTimes(changes)
 	if files = pruneByTimes(files, ts); len(files) == 0 {
-		return out, nil // the usual case: nothing to read, no set to build
+		return out, nil
 	}
 	first := source.Fields[keyIdx[0]]
-	if lo, hi, ok := firstKeyBounds(b.Changes); ok {
+	if lo, hi, ok := firstKeyBounds(changes); ok {
 		files = pruneByBounds(files, first.Name, first.Type, func(flo, fhi any) bool {
 			if reflect.TypeOf(flo) != reflect.TypeOf(lo) || reflect.TypeOf(fhi) != reflect.TypeOf(hi) {
 				return true // a widened column: not comparable
@@ -638,9 +655,9 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 			return out, nil
 		}
 	}
-	want := make(map[string]bool, len(b.Changes))
+	want := make(map[string]bool, len(changes))
 	var buf []byte
-	for _, c := range b.Changes {
+	for _, c := range changes {
 		buf = append(append(append(buf[:0], c.Text()...), 0), c.Order...)
 		want[string(buf)] = true
 	}
@@ -745,8 +762,11 @@ func sumSize(adds []delta.Add) int64 {
 // to each key, pure), execute (the tombstone and the state commits). source
 // is the history's source schema after the batch and order (overwrite
 // mode) the order of the change that set it: the state table follows both.
-func applyState(ctx context.Context, t TableSet, step Step, b Batch, source value.StructType, order []byte, opts Options, res *Result, historyCommitted <-chan struct{}, opened chan<- error) error {
+func applyState(ctx context.Context, t TableSet, step Step, b Batch, source value.StructType, order []byte, opts Options, res *Result, historyCommitted <-chan struct{}, opened chan<- error, known *knownChannel) error {
 	st, err := openState(ctx, t, step, b, source, order, opts)
+	if err == nil {
+		st.known = known
+	}
 	opened <- err
 	if err != nil {
 		return err
@@ -769,6 +789,12 @@ func applyState(ctx context.Context, t TableSet, step Step, b Batch, source valu
 	if err != nil {
 		return err
 	}
+	k := newKnownOrders(st.tombSnap, len(found))
+	for text, s := range found {
+		k.note(text, s.rowOrder)
+		k.note(text, s.tombOrder)
+	}
+	st.known.publish(k)
 	res.FilesRead = len(st.candidates)
 	plan := planState(keys, found)
 	return st.commitPlan(ctx, plan, res, historyCommitted)

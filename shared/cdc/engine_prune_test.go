@@ -150,3 +150,120 @@ func TestARedeliveredEventIsKeptOnceWhicheverHistoryRowGroupHoldsIt(t *testing.T
 		t.Errorf("history holds %d rows, want %d", got, n+10)
 	}
 }
+
+// sameTimeEvent is event n of key id at one source timestamp, as a
+// backfill file's rows carry: source-time bounds prune nothing.
+func sameTimeEvent(t *testing.T, n uint64, id int64, del bool) Change {
+	ev := genEvent(n, id, "eu", del, int64(n))
+	ev.SourceTimestamp = value.Micros(time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC).UnixMicro())
+	ev.Meta.SourceTimestamp = ev.SourceTimestamp
+	return toChange(t, ev)
+}
+
+// TestTheDuplicateCheckReadsNoHistoryForNewKeys is issue 31's item 0: a
+// backfill's batches of new keys, every event at one source timestamp,
+// read no history file, however much history there is; an event the
+// tables already record is still found there and kept once, in every
+// mode.
+func TestTheDuplicateCheckReadsNoHistoryForNewKeys(t *testing.T) {
+	for _, mode := range []Mode{ModeCurrent, ModeSoftDelete, ModeSCD2} {
+		t.Run(string(mode), func(t *testing.T) {
+			ctx := context.Background()
+			base := memTables()
+			hist := &fileReads{Store: base.History}
+			tabs := TableSet{ID: base.ID, State: base.State, History: hist, Tombstones: base.Tombstones}
+			opts := Options{Mode: mode, TargetFileBytes: 1 << 14}
+			n := uint64(0)
+			batch := func(ids ...int64) Batch {
+				b := Batch{Source: testSource, Key: []string{"id", "region"}}
+				for _, id := range ids {
+					n++
+					b.Changes = append(b.Changes, sameTimeEvent(t, n, id, false))
+				}
+				return b
+			}
+			var batches []Batch
+			for seq := int64(1); seq <= 6; seq++ {
+				var ids []int64
+				for i := range int64(500) {
+					// Interleaved keys: every batch's key range covers the
+					// earlier ones', so key bounds prune nothing either.
+					ids = append(ids, i*6+seq)
+				}
+				b := batch(ids...)
+				batches = append(batches, b)
+				before := hist.reads.Load()
+				res, err := Apply(ctx, tabs, seq, b, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := hist.reads.Load() - before; got != 0 || res.Redelivered != 0 {
+					t.Fatalf("batch %d of new keys read %d history files (redelivered %d), want none", seq, got, res.Redelivered)
+				}
+			}
+			// Batch 7: events of batches 2 and 5 again (a file delivered
+			// twice under two names), a newer change of a key of batch 1,
+			// and new keys.
+			again := Batch{Source: testSource, Key: []string{"id", "region"}}
+			again.Changes = append(again.Changes, batches[1].Changes[:40]...)
+			again.Changes = append(again.Changes, batches[4].Changes[100:130]...)
+			n++
+			again.Changes = append(again.Changes, sameTimeEvent(t, n, 1, false))
+			again.Changes = append(again.Changes, batch(10_001, 10_002).Changes...)
+			before := hist.reads.Load()
+			res, err := Apply(ctx, tabs, 7, again, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Redelivered != 70 {
+				t.Errorf("redelivered %d, want 70", res.Redelivered)
+			}
+			if hist.reads.Load() == before {
+				t.Error("re-delivered events were kept out without reading the history")
+			}
+			if got, want := countRows(t, ctx, base.History), 6*500+3; got != want {
+				t.Errorf("history holds %d rows, want %d", got, want)
+			}
+			vr, err := Replay{Mode: mode}.Verify(ctx, tabs)
+			if err != nil || !vr.OK() {
+				t.Fatalf("verify: %v %+v", err, vr)
+			}
+		})
+	}
+}
+
+// TestAnEventOlderThanAnExpiredDeleteIsStillKeptOnce: tombstone expiry
+// forgets a delete, so the tables no longer record that a key's older
+// event was merged; its re-delivery is still found in the history.
+func TestAnEventOlderThanAnExpiredDeleteIsStillKeptOnce(t *testing.T) {
+	for _, recorded := range []bool{true, false} {
+		t.Run(fmt.Sprintf("expiry recorded %v", recorded), func(t *testing.T) {
+			ctx := context.Background()
+			tabs := memTables()
+			insert, del := toChange(t, genEvent(1, 7, "eu", false, 1)), toChange(t, genEvent(2, 7, "eu", true, 0))
+			for i, c := range []Change{insert, del} {
+				if _, err := Apply(ctx, tabs, int64(i+1), Batch{Source: testSource, Key: []string{"id", "region"}, Changes: []Change{c}}, Options{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !recorded {
+				asOlderRelease(t, ctx, tabs.Tombstones)
+			}
+			// Deleted "now" by the merge's clock; expired a minute later.
+			res, err := ExpireTombstones(ctx, tabs.Tombstones, ExpireOptions{Now: func() time.Time { return time.Now().Add(time.Minute) }})
+			if err != nil || res.Expired != 1 {
+				t.Fatalf("expire: %v, %+v; want one tombstone expired", err, res)
+			}
+			r, err := Apply(ctx, tabs, 3, Batch{Source: testSource, Key: []string{"id", "region"}, Changes: []Change{insert}}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Redelivered != 1 {
+				t.Errorf("redelivered %d, want 1", r.Redelivered)
+			}
+			if got := countRows(t, ctx, tabs.History); got != 2 {
+				t.Errorf("history holds %d rows, want 2", got)
+			}
+		})
+	}
+}

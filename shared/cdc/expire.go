@@ -171,7 +171,21 @@ func ExpireTombstones(ctx context.Context, store objstore.Store, opts ExpireOpti
 		res.Copied += rw.Rows
 		res.FilesRewritten++
 	}
+	// A table that cannot tell whether tombstones were lost (created by
+	// an older release, see PropExpiryRecorded) records this cutoff even
+	// when nothing expires now: the history's duplicate check then trusts
+	// its tombstones again.
+	_, recorded := expiredBefore(snap)
 	if len(removes) == 0 {
+		if recorded {
+			return res, nil
+		}
+		tx := snap.NewTransaction(delta.Operation{Name: "DELETE", Parameters: map[string]string{"predicate": fmt.Sprintf(`["%s < '%s'"]`, ColDeletedAt, cutoff)}})
+		tx.SetMetrics(map[string]string{"numDeletedRows": "0", "numRemovedFiles": "0", "numAddedFiles": "0"})
+		tx.SetTxn(expiryAppID, expiryTxnVersion(snap, cutoff))
+		if _, err := tx.Commit(ctx); err != nil {
+			return res, fmt.Errorf("record the tombstone expiry cutoff of %s: %w", store.URL(), err)
+		}
 		return res, nil
 	}
 	res.FilesAdded = len(adds)
@@ -196,6 +210,9 @@ func ExpireTombstones(ctx context.Context, store objstore.Store, opts ExpireOpti
 	}
 	tx.Remove(removes...)
 	tx.Add(adds...)
+	if res.Expired > 0 || !recorded {
+		tx.SetTxn(expiryAppID, expiryTxnVersion(snap, cutoff))
+	}
 	if _, err := tx.Commit(ctx); err != nil {
 		return res, fmt.Errorf("commit tombstone expiry to %s: %w", store.URL(), err)
 	}

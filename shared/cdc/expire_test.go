@@ -65,12 +65,29 @@ func newTombstoneTable(t *testing.T, ctx context.Context) objstore.Store {
 		t.Fatal(err)
 	}
 	_, err = delta.Open(store).Create(ctx, delta.CreateOptions{Schema: schema, Configuration: map[string]string{
-		PropTable: "shop.customers", PropRole: "tombstones", PropKey: "id",
+		PropTable: "shop.customers", PropRole: "tombstones", PropKey: "id", PropExpiryRecorded: "true",
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return store
+}
+
+// asOlderRelease makes a tombstone table look as an older release made it:
+// without PropExpiryRecorded.
+func asOlderRelease(t *testing.T, ctx context.Context, store objstore.Store) {
+	t.Helper()
+	snap, err := delta.Open(store).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := snap.Metadata()
+	delete(md.Configuration, PropExpiryRecorded)
+	tx := snap.NewTransaction(delta.Operation{Name: "SET TBLPROPERTIES"})
+	tx.SetMetadata(md)
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // fileOptions shape a test data file.
@@ -242,6 +259,25 @@ func TestExpireTombstonesCommitsNothingWhenNothingExpires(t *testing.T) {
 		}
 		if _, snap := readTombstones(t, ctx, store); snap.Version() != 0 {
 			t.Fatalf("version %d, want 0", snap.Version())
+		}
+	})
+	t.Run("a table of an older release gets one commit recording the cutoff", func(t *testing.T) {
+		store := newTombstoneTable(t, ctx)
+		asOlderRelease(t, ctx, store)
+		appendTombstones(t, ctx, store, []tomb{{1, 1, expiryCutoff + 5}}, fileOptions{})
+		_, before := readTombstones(t, ctx, store)
+		if _, ok := expiredBefore(before); ok {
+			t.Fatal("a table without the record claims to know its expiry cutoff")
+		}
+		expire(t, ctx, store, 1<<20)
+		_, after := readTombstones(t, ctx, store)
+		cutoff, ok := expiredBefore(after)
+		if after.Version() != before.Version()+1 || !ok || cutoff != expiryCutoff {
+			t.Fatalf("version %d -> %d, cutoff %v (known %v): want one commit recording %v", before.Version(), after.Version(), cutoff, ok, expiryCutoff)
+		}
+		expire(t, ctx, store, 1<<20)
+		if _, again := readTombstones(t, ctx, store); again.Version() != after.Version() {
+			t.Fatalf("a second expiry with nothing to do committed version %d", again.Version())
 		}
 	})
 	t.Run("a table whose tombstones are all newer than the cutoff gets no commit", func(t *testing.T) {

@@ -116,6 +116,10 @@ var errStateFailed = errors.New("state side failed")
 // on), each skipped when its table already holds the step.
 func (st *stateStep) commitPlan(ctx context.Context, plan statePlan, res *Result, historyCommitted <-chan struct{}) error {
 	res.Stale, res.Inserted, res.Updated, res.Deleted, res.Buried = plan.stale, plan.inserted, plan.updated, plan.deleted, plan.buried
+	// The history's commit, which the commits below wait for, waits for
+	// the lookup's knownOrders: a mode that published none has them all
+	// checked.
+	st.known.publish(checkAll)
 	if !st.tombDone {
 		if err := st.commitTombstones(ctx, plan, res, historyCommitted); err != nil {
 			return err

@@ -374,6 +374,7 @@ func (st *stateStep) applySCD2(ctx context.Context, res *Result, historyCommitte
 			slowProbe = append(slowProbe, probe[i])
 		}
 	}
+	st.known.publish(scd2Known(st.tombSnap, keys, tombs))
 	if len(slow) > 0 {
 		if err := st.keyHistory(ctx, slowProbe, slow); err != nil {
 			return err
@@ -383,9 +384,40 @@ func (st *stateStep) applySCD2(ctx context.Context, res *Result, historyCommitte
 	return st.commitPlan(ctx, planSCD2(keys, tombs), res, historyCommitted)
 }
 
+// scd2Known is what an scd2 lookup tells the history's duplicate check:
+// a key's last version records the order of its last change of any kind
+// (lastKnownOrder).
+func scd2Known(tomb *delta.Snapshot, keys []*scd2Key, tombs map[string]*stored) knownOrders {
+	k := newKnownOrders(tomb, len(keys))
+	for _, key := range keys {
+		last, ok := lastKnownOrder(key, tombs[key.keyText].tombOrder)
+		if !ok {
+			k.unknowable[key.keyText] = true
+		}
+		k.note(key.keyText, last)
+	}
+	return k
+}
+
+// lastKnownOrder is the order of k's last change as far as the tables
+// tell: the last order recorded on its last version, or its last recorded
+// delete (tombOrder); nil when they know nothing of it. ok is false when
+// its last version records no order.
+func lastKnownOrder(k *scd2Key, tombOrder []byte) (last []byte, ok bool) {
+	if n := len(k.stored); n > 0 {
+		row := k.stored[n-1]
+		if last, _ = row[scd2Row{n: len(row) - len(stateMeta) - len(scd2Meta)}.lastOrder()].([]byte); last == nil {
+			return nil, false
+		}
+	}
+	if bytes.Compare(tombOrder, last) > 0 {
+		last = tombOrder
+	}
+	return last, true
+}
+
 // extendsKey reports whether the batch's changes of k all come after every
-// change the key has, as far as the tables tell: the last order recorded
-// on its last version, or its last recorded delete (tombOrder). Then the
+// change the key has, as far as the tables tell (lastKnownOrder). Then the
 // versions before the open one cannot change, and neither can backfill
 // coverage, unless the key's last change is a backfill row (a batch CDC
 // change would then be the key's first, which may cover earlier backfill
@@ -393,15 +425,9 @@ func (st *stateStep) applySCD2(ctx context.Context, res *Result, historyCommitte
 // is new, or has only deletes whose tombstones expired: the trade-off of
 // a bounded tombstone table that mode current makes too.
 func extendsKey(k *scd2Key, tombOrder []byte) bool {
-	var last []byte
-	if n := len(k.stored); n > 0 {
-		row := k.stored[n-1]
-		if last, _ = row[scd2Row{n: len(row) - len(stateMeta) - len(scd2Meta)}.lastOrder()].([]byte); last == nil {
-			return false
-		}
-	}
-	if bytes.Compare(tombOrder, last) > 0 {
-		last = tombOrder
+	last, ok := lastKnownOrder(k, tombOrder)
+	if !ok {
+		return false
 	}
 	if last == nil {
 		return true

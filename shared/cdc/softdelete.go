@@ -30,6 +30,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
+	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -196,8 +197,9 @@ func (st *stateStep) applySoftDelete(ctx context.Context, res *Result, historyCo
 	if err != nil {
 		return err
 	}
-	res.FilesRead = len(st.candidates)
 	schema := st.schema(st.stateSource)
+	st.known.publish(softKnown(st.tombSnap, found, softRow{base: len(schema.Fields) - len(softDeleteMeta)}))
+	res.FilesRead = len(st.candidates)
 	lay := softRow{base: len(schema.Fields) - len(softDeleteMeta)}
 	plan, err := planSoftDelete(keys, found, lay, func(c Change) ([]any, error) {
 		src, err := conformFor(st.opts.Overwrite, c.Row, st.b.Source, st.stateSource)
@@ -211,6 +213,28 @@ func (st *stateStep) applySoftDelete(ctx context.Context, res *Result, historyCo
 		return err
 	}
 	return st.commitPlan(ctx, plan, res, historyCommitted)
+}
+
+// softKnown is what a soft_delete lookup tells the history's duplicate
+// check: a key's row records its last upsert's order and its last
+// delete's, which outlives the tombstone.
+func softKnown(tomb *delta.Snapshot, found map[string]*softStored, lay softRow) knownOrders {
+	k := newKnownOrders(tomb, len(found))
+	for text, s := range found {
+		k.note(text, s.tombOrder)
+		if s.row == nil {
+			continue
+		}
+		up := lay.upOrder(s.row)
+		if up == nil {
+			k.unknowable[text] = true
+		}
+		k.note(text, up)
+		if d := lay.deleteOf(s.row); d != nil {
+			k.note(text, d.order)
+		}
+	}
+	return k
 }
 
 // softLookup reads the whole state rows of the step's keys (a row that

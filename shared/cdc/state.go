@@ -55,6 +55,9 @@ type stateStep struct {
 	// candidates are the state files whose key bounds can hold a step key:
 	// the files the step reads, which a concurrent removal conflicts with.
 	candidates []delta.Add
+	// known receives what the lookup found of the step's keys, for the
+	// history's duplicate check (dedup.go); nil: nobody waits.
+	known *knownChannel
 }
 
 // openState opens (or creates) the state and tombstone tables for a step
