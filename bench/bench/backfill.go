@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -68,16 +67,7 @@ func pairRatios(ds, duck []float64) (ratios []float64, median float64) {
 			ratios = append(ratios, ds[i]/duck[i])
 		}
 	}
-	if len(ratios) == 0 {
-		return nil, 0
-	}
-	sorted := slices.Sorted(slices.Values(ratios))
-	if n := len(sorted); n%2 == 1 {
-		median = sorted[n/2]
-	} else {
-		median = (sorted[n/2-1] + sorted[n/2]) / 2
-	}
-	return ratios, median
+	return ratios, medianOf(ratios)
 }
 
 // joinf renders xs with format, separated by commas.

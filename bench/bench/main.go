@@ -81,10 +81,14 @@ type report struct {
 	// scd2Ratio is an scd2 merge's time over the current-mode merge's of
 	// the same batch; 0 = not measured.
 	scd2Ratio float64
+	// backfillScaleRatio is a 10M-event backfill's time per event over a
+	// 1M-event one's, and backfillScalePeakMiB the larger one's peak; 0 =
+	// not measured.
+	backfillScaleRatio, backfillScalePeakMiB float64
 }
 
 // scenarios are the scenario names --only accepts, in the order they run.
-var scenarios = []string{"decode", "merge", "latency", "backfill", "scd2", "reconcile"}
+var scenarios = []string{"decode", "merge", "latency", "backfill", "backfill_scale", "scd2", "reconcile"}
 
 // selectScenarios parses --only; empty selects every scenario.
 func selectScenarios(only string) (map[string]bool, error) {
@@ -136,7 +140,7 @@ func run(ctx context.Context, quick bool, outPath string, keep bool, selected ma
 	rep.notes = append(rep.notes, "The bench module resolves a few shared dependencies newer than the main module does, because duckdb-go requires them (minimal version selection): klauspost/compress v1.18.3 (main: v1.18.2; it provides the snappy encoder), pierrec/lz4 v4.1.25, andybalholm/brotli v1.2.0. dsdelta's code is the same; the compression library differs by a patch release.")
 	rep.notes = append(rep.notes, fmt.Sprintf("DuckDB runs in-process with its default %d threads; dsdelta's decode and merge as the functions run them (GOMAXPROCS=%d).", threads, runtime.GOMAXPROCS(0)))
 
-	if selected["merge"] || selected["backfill"] || selected["scd2"] {
+	if selected["merge"] || selected["backfill"] || selected["backfill_scale"] || selected["scd2"] {
 		var childNote string
 		rep.child, childNote = prepareChild(ctx, tmp)
 		if rep.child.exe == "" {
@@ -160,6 +164,11 @@ func run(ctx context.Context, quick bool, outPath string, keep bool, selected ma
 	}
 	if selected["backfill"] {
 		if err := backfillScenario(ctx, rep, db, tmp, quick); err != nil {
+			return err
+		}
+	}
+	if selected["backfill_scale"] {
+		if err := backfillScaleScenario(ctx, rep, tmp, quick); err != nil {
 			return err
 		}
 	}
@@ -606,6 +615,8 @@ func (r *report) markdown() string {
 	row(fmt.Sprintf("backfill ≥ %dk events/s", backfillMinEventsPerS/1000), r.backfillEventsPerS, "%.0f events/s", func(v float64) bool { return v >= backfillMinEventsPerS })
 	row(fmt.Sprintf("backfill peak RSS ≤ %d MiB", backfillMaxPeakMiB), r.backfillPeakMiB, "%.0f MiB", func(v float64) bool { return v <= backfillMaxPeakMiB })
 	row(fmt.Sprintf("backfill staging ≥ %d MB/s of JSONL", backfillMinStageMBs), r.backfillStageMBs, "%.1f MB/s", func(v float64) bool { return v >= backfillMinStageMBs })
+	row(fmt.Sprintf("backfill 10M / 1M per event ≤ %.1f×", backfillScaleMaxRatio), r.backfillScaleRatio, "%.2f×", func(v float64) bool { return v <= backfillScaleMaxRatio })
+	row(fmt.Sprintf("backfill 10M peak RSS ≤ %d MiB", backfillMaxPeakMiB), r.backfillScalePeakMiB, "%.0f MiB", func(v float64) bool { return v <= backfillMaxPeakMiB })
 	row(fmt.Sprintf("scd2 merge ≤ %.0f× current", scd2MaxRatio), r.scd2Ratio, "%.2f×", func(v float64) bool { return v <= scd2MaxRatio })
 	b.WriteString("\n")
 	for _, l := range r.lines {
@@ -643,9 +654,9 @@ func (r *report) summary() string {
 		}
 		return fmt.Sprintf(format, v)
 	}
-	return fmt.Sprintf("SUMMARY decode_json_vs_duckdb=%s merge_vs_duckdb=%s scaling_10M_over_100k=%s random_10M_over_100k=%s peak_mib=%s latency_p50_ms=%s latency_p99_ms=%s backfill_vs_duckdb=%s backfill_events_per_s=%s backfill_peak_mib=%s scd2_vs_current=%s",
+	return fmt.Sprintf("SUMMARY decode_json_vs_duckdb=%s merge_vs_duckdb=%s scaling_10M_over_100k=%s random_10M_over_100k=%s peak_mib=%s latency_p50_ms=%s latency_p99_ms=%s backfill_vs_duckdb=%s backfill_events_per_s=%s backfill_peak_mib=%s backfill_10M_over_1M=%s backfill_10M_peak_mib=%s scd2_vs_current=%s",
 		f(r.decodeRatio, "%.2f"), f(r.mergeRatio, "%.2f"), f(r.scalingRatio, "%.2f"), f(r.randomDVRatio, "%.2f"), f(r.peakMiB, "%.0f"), f(r.latencyP50, "%.0f"), f(r.latencyP99, "%.0f"),
-		f(r.backfillRatio, "%.2f"), f(r.backfillEventsPerS, "%.0f"), f(r.backfillPeakMiB, "%.0f"), f(r.scd2Ratio, "%.2f"))
+		f(r.backfillRatio, "%.2f"), f(r.backfillEventsPerS, "%.0f"), f(r.backfillPeakMiB, "%.0f"), f(r.backfillScaleRatio, "%.2f"), f(r.backfillScalePeakMiB, "%.0f"), f(r.scd2Ratio, "%.2f"))
 }
 
 func met(ok bool) string {

@@ -9,7 +9,7 @@ import (
 func TestSummaryMarksUnmeasuredFiguresNA(t *testing.T) {
 	r := &report{decodeRatio: 1.5, peakMiB: 300}
 	got := r.summary()
-	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA random_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA latency_p99_ms=NA backfill_vs_duckdb=NA backfill_events_per_s=NA backfill_peak_mib=NA scd2_vs_current=NA"
+	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA random_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA latency_p99_ms=NA backfill_vs_duckdb=NA backfill_events_per_s=NA backfill_peak_mib=NA backfill_10M_over_1M=NA backfill_10M_peak_mib=NA scd2_vs_current=NA"
 	if got != want {
 		t.Errorf("summary = %q, want %q", got, want)
 	}
@@ -69,8 +69,8 @@ func TestMarkdownListsEveryPastRunAndThisOne(t *testing.T) {
 }
 
 func TestSummaryAndTargetsCarryTheBackfillFigures(t *testing.T) {
-	r := &report{backfillRatio: 2.5, backfillEventsPerS: 123456.4, backfillPeakMiB: 2048.2, backfillStageMBs: 80}
-	if got, want := r.summary(), " backfill_vs_duckdb=2.50 backfill_events_per_s=123456 backfill_peak_mib=2048 scd2_vs_current=NA"; !strings.HasSuffix(got, want) {
+	r := &report{backfillRatio: 2.5, backfillEventsPerS: 123456.4, backfillPeakMiB: 2048.2, backfillStageMBs: 80, backfillScaleRatio: 1.21, backfillScalePeakMiB: 430.4}
+	if got, want := r.summary(), " backfill_vs_duckdb=2.50 backfill_events_per_s=123456 backfill_peak_mib=2048 backfill_10M_over_1M=1.21 backfill_10M_peak_mib=430 scd2_vs_current=NA"; !strings.HasSuffix(got, want) {
 		t.Errorf("summary = %q, want it to end with %q", got, want)
 	}
 	md := r.markdown()
@@ -79,6 +79,8 @@ func TestSummaryAndTargetsCarryTheBackfillFigures(t *testing.T) {
 		"| backfill ≥ 100k events/s | 123456 events/s | **met** |",
 		"| backfill peak RSS ≤ 512 MiB | 2048 MiB | **not met** |",
 		"| backfill staging ≥ 100 MB/s of JSONL | 80.0 MB/s | **not met** |",
+		"| backfill 10M / 1M per event ≤ 1.3× | 1.21× | **met** |",
+		"| backfill 10M peak RSS ≤ 512 MiB | 430 MiB | **met** |",
 	} {
 		if !strings.Contains(md, row) {
 			t.Errorf("targets lack the row %q:\n%s", row, md)

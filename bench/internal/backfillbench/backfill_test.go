@@ -104,3 +104,38 @@ func TestChildStagesAndMergesEveryEvent(t *testing.T) {
 		t.Errorf("child: %d source bytes (want %d), %d staged bytes, peak %d KiB", r.SourceBytes, d.Bytes, r.StagedBytes, r.PeakKiB)
 	}
 }
+
+func TestOneTimestampDatesFirstReadsAlikeAndRereadsLater(t *testing.T) {
+	d, err := Generate(t.TempDir(), Spec{Events: 5000, Files: 2, OneTimestamp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	times := map[bool]map[string]bool{false: {}, true: {}}
+	for _, p := range d.Paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			var l line
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Fatal(err)
+			}
+			reread := seen[l.Payload.ID]
+			seen[l.Payload.ID] = true
+			times[reread][l.SourceTimestamp] = true
+		}
+	}
+	if len(times[false]) != 1 || len(times[true]) != 1 {
+		t.Fatalf("first reads at %v, re-reads at %v: want one timestamp each", times[false], times[true])
+	}
+	for first := range times[false] {
+		for again := range times[true] {
+			if again <= first {
+				t.Errorf("re-reads at %s, not after the first reads at %s", again, first)
+			}
+		}
+	}
+}

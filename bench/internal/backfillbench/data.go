@@ -46,6 +46,11 @@ const RereadAfter = rereadGap / eventsPerSecond * time.Second
 type Spec struct {
 	Events int
 	Files  int
+	// OneTimestamp dates every first read at the backfill's start second
+	// and every re-read a minute later, as a PostgreSQL backfill file
+	// carries one timestamp for all its rows: source-time bounds then
+	// tell the batches apart no more than keys do.
+	OneTimestamp bool
 }
 
 // Data is the written workload.
@@ -122,7 +127,7 @@ func Generate(dir string, spec Spec) (Data, error) {
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return d, fmt.Errorf("create %s: %w", folder, err)
 	}
-	g := generator{schemaKey: schemaKey, first: quoted(firstNames), last: quoted(lastNames), notes: quoted(notes), reread: map[int]bool{}}
+	g := generator{schemaKey: schemaKey, first: quoted(firstNames), last: quoted(lastNames), notes: quoted(notes), reread: map[int]bool{}, oneTimestamp: spec.OneTimestamp}
 	for f := range spec.Files {
 		lo, hi := f*spec.Events/spec.Files, (f+1)*spec.Events/spec.Files
 		name := fmt.Sprintf("%s_%s_%d_%d_%d.jsonl", schemaKey, ReadMethod, int32(mix(uint64(f))), f%8, f)
@@ -142,6 +147,18 @@ type generator struct {
 	schemaKey          string
 	first, last, notes [][]byte
 	reread             map[int]bool // first-read indexes already read again
+	oneTimestamp       bool
+}
+
+// sourceTime is the source timestamp of event i, a re-read or not.
+func (g *generator) sourceTime(i int, reread bool) time.Time {
+	if !g.oneTimestamp {
+		return streamStart.Add(time.Duration(i/eventsPerSecond) * time.Second)
+	}
+	if reread {
+		return streamStart.Add(time.Minute)
+	}
+	return streamStart
 }
 
 // source picks the first-read index event i re-reads, or returns i when
@@ -198,7 +215,7 @@ func (g *generator) appendEvent(b []byte, i, seq int) []byte {
 		version = 1
 	}
 	h := mix(uint64(j)*1_000_003 + version)
-	src := streamStart.Add(time.Duration(i/eventsPerSecond) * time.Second)
+	src := g.sourceTime(i, j != i)
 	read := src.Add(time.Duration(h%1000) * time.Millisecond)
 	k := g.schemaKey
 	b = appendGroups(append(b, `{"uuid":"`...), k)
