@@ -247,12 +247,12 @@ func batchLimits() string {
 
 // backfillInChild runs the dsdelta side in the child program, into a new
 // lake.
-func backfillInChild(ctx context.Context, child childRunner, source, lake, cpuProfile, heapProfile string) (backfillRun, error) {
+func backfillInChild(ctx context.Context, child childRunner, source, lake, cpuProfile, heapProfile string, extra ...string) (backfillRun, error) {
 	var r backfillRun
 	if err := os.RemoveAll(lake); err != nil {
 		return r, fmt.Errorf("clear %s: %w", lake, err)
 	}
-	args := []string{"-backfill", "-source", source, "-lake", lake}
+	args := append([]string{"-backfill", "-source", source, "-lake", lake}, extra...)
 	maxRSS, err := child.run(ctx, args, cpuProfile, heapProfile, &r.ChildResult)
 	if err != nil {
 		return r, fmt.Errorf("backfill child: %w", err)

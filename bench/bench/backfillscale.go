@@ -64,7 +64,7 @@ func backfillScaleScenario(ctx context.Context, rep *report, tmp string, quick b
 		for i, d := range data {
 			logf("backfill_scale: %d events, run %d of %d", d.Events, r+1, runs)
 			lake := filepath.Join(dir, "lake")
-			got, err := backfillInChild(ctx, limited, d.Dir, lake, "", "")
+			got, err := backfillInChild(ctx, limited, d.Dir, lake, "", "", "-dv")
 			if err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ func backfillScaleScenario(ctx context.Context, rep *report, tmp string, quick b
 
 	small, large := data[0], data[1]
 	rep.add("## Backfill scale\n")
-	rep.add("The backfill scenario's table and files (UUID keys random in value and in read order, one event in %d a re-read of a key read earlier), but every first read at one source timestamp and every re-read a minute later, as a real backfill file carries one timestamp for all its rows, so source-time bounds prune nothing. %d and %d events (%.0f MB and %.0f MB of JSONL), each run as the backfill scenario's dsdelta side (a child under GOMEMLIMIT=%dMiB: every file staged, then merged in the default batches, %s), %d runs of each size interleaved. Figures: min – median – max over the runs; the ratio divides the medians.\n",
+	rep.add("The backfill scenario's table and files (UUID keys random in value and in read order, one event in %d a re-read of a key read earlier), but every first read at one source timestamp and every re-read a minute later, as a real backfill file carries one timestamp for all its rows, so source-time bounds prune nothing. %d and %d events (%.0f MB and %.0f MB of JSONL), each run as the backfill scenario's dsdelta side (a child under GOMEMLIMIT=%dMiB: every file staged, then merged in the default batches, %s) with `deletion_vectors: on` (the re-reads update keys scattered over the whole table, which copy-on-write would rewrite in every batch), %d runs of each size interleaved. Figures: min – median – max over the runs; the ratio divides the medians.\n",
 		backfillbench.RereadEvery, small.Events, large.Events, mb(small.Bytes), mb(large.Bytes), backfillMemLimitMiB, batchLimits(), runs)
 	rep.add("| events | batches | total per event | merge per event | peak RSS |")
 	rep.add("|---|---|---|---|---|")

@@ -468,98 +468,27 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	// enough that their source-timestamp bounds let a later batch's
 	// duplicate check skip most of them (historyDuplicates).
 	w := newRolling(ctx, t.History, delta.WriteOptions{Schema: schema, PartitionColumns: []string{ColSourceDate}, RowGroupRows: historyRowGroupRows}, opts.TargetFileBytes)
-	rows := int64(0)
-	same := value.Equal(from, schema) // checked once, not per row
-	for _, c := range b.Changes {
-		if c.InHistory {
-			continue // in a history file of the batch
-		}
-		if len(b.Key) > 0 {
-			id := c.Text() + "\x00" + string(c.Order)
-			if dup[id] {
-				res.Redelivered++
-				continue
-			}
-			dup[id] = true
-		}
-		// In overwrite mode a batch older than the history's schema is
-		// cast to it like the table's own rows.
-		row, err := c.History, error(nil)
-		if !same {
-			row, err = conformFor(opts.Overwrite, c.History, from, schema)
-		}
-		if err == nil {
-			err = w.Write(row)
-		}
-		if err != nil {
-			w.Abort()
-			return nil, source, nil, err
-		}
-		rows++
+	rows, err := writeBatchHistory(w, b, dup, from, schema, opts.Overwrite, res)
+	if err != nil {
+		w.Abort()
+		return nil, source, nil, err
 	}
 	// A widened column (or, in overwrite mode, a dropped or retyped one):
 	// every existing file is rewritten with converted values in this same
 	// commit (history is append-only otherwise).
 	var removes []delta.Remove
 	if widened {
-		old := snap.Schema()
-		for _, f := range snap.Files() {
-			err := delta.ReadFile(ctx, t.History, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
-				r, err := conformFor(opts.Overwrite, row, old, schema)
-				if err != nil {
-					return err
-				}
-				return w.Write(r)
-			})
-			if err != nil {
-				w.Abort()
-				return nil, source, nil, fmt.Errorf("widen %s: %w", f.Path, err)
-			}
-			removes = append(removes, f.Remove(opts.Now().UnixMilli(), true))
-		}
-	}
-	// The batch's history files: copied when they are what this commit's
-	// writer would write, else their rows are written (a schema changed
-	// by this very commit).
-	var toCopy []HistoryFile
-	for _, hf := range b.HistoryFiles {
-		if md == nil && !widened && value.Equal(hf.Schema, schema) && TakesFiles(snap.Metadata()) {
-			toCopy = append(toCopy, hf)
-			continue
-		}
-		err := hf.rows(ctx, func(row []any) error {
-			r, err := conformFor(opts.Overwrite, row, hf.Schema, schema)
-			if err == nil {
-				err = w.Write(r)
-			}
-			rows++
-			return err
-		})
-		if err != nil {
+		if removes, err = rewriteHistory(ctx, t.History, snap, w, schema, opts); err != nil {
 			w.Abort()
-			return nil, source, nil, fmt.Errorf("history file %s: %w", hf.Add.Path, err)
+			return nil, source, nil, err
 		}
 	}
-	// Copies are object reads and writes: several at once.
-	copies := make([]delta.Add, len(toCopy))
-	cg, cctx := errgroup.WithContext(ctx)
-	cg.SetLimit(8)
-	for i, hf := range toCopy {
-		cg.Go(func() error {
-			var err error
-			copies[i], err = delta.CopyDataFile(cctx, hf.Store, hf.Add, t.History, []string{ColSourceDate})
-			return err
-		})
-	}
-	if err := cg.Wait(); err != nil {
+	copies, n, err := addHistoryFiles(ctx, t.History, snap, w, b.HistoryFiles, schema, md == nil && !widened, opts.Overwrite, res)
+	if err != nil {
 		w.Abort()
 		return nil, source, nil, err // the copies made stay unreferenced: vacuum removes them
 	}
-	for _, hf := range toCopy {
-		rows += hf.Rows
-		res.HistoryFilesCopied++
-		res.HistoryRowsCopied += hf.Rows
-	}
+	rows += n
 	adds, err := w.Close()
 	if err != nil {
 		return nil, source, nil, err
@@ -589,6 +518,109 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	res.HistoryVersion = committed.Version()
 	res.FilesAdded += len(adds)
 	return committed, source, sourceOrder, nil
+}
+
+// writeBatchHistory writes the batch's events to w, in the history's
+// schema, but for those in a history file of the batch and those dup
+// names (earlier deliveries), which it adds to as it goes, so an event
+// twice in the batch is written once. It returns the rows written.
+func writeBatchHistory(w *delta.RollingWriter, b Batch, dup map[string]bool, from, schema value.StructType, overwrite bool, res *Result) (int64, error) {
+	rows := int64(0)
+	same := value.Equal(from, schema) // checked once, not per row
+	for _, c := range b.Changes {
+		if c.InHistory {
+			continue // in a history file of the batch
+		}
+		if len(b.Key) > 0 {
+			id := c.Text() + "\x00" + string(c.Order)
+			if dup[id] {
+				res.Redelivered++
+				continue
+			}
+			dup[id] = true
+		}
+		// In overwrite mode a batch older than the history's schema is
+		// cast to it like the table's own rows.
+		row, err := c.History, error(nil)
+		if !same {
+			row, err = conformFor(overwrite, c.History, from, schema)
+		}
+		if err == nil {
+			err = w.Write(row)
+		}
+		if err != nil {
+			return rows, err
+		}
+		rows++
+	}
+	return rows, nil
+}
+
+// rewriteHistory writes every row of the history's files to w converted
+// to schema, and returns their removes.
+func rewriteHistory(ctx context.Context, store objstore.Store, snap *delta.Snapshot, w *delta.RollingWriter, schema value.StructType, opts Options) ([]delta.Remove, error) {
+	var removes []delta.Remove
+	old := snap.Schema()
+	for _, f := range snap.Files() {
+		err := delta.ReadFile(ctx, store, snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
+			r, err := conformFor(opts.Overwrite, row, old, schema)
+			if err != nil {
+				return err
+			}
+			return w.Write(r)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("widen %s: %w", f.Path, err)
+		}
+		removes = append(removes, f.Remove(opts.Now().UnixMilli(), true))
+	}
+	return removes, nil
+}
+
+// addHistoryFiles adds the batch's history files: copied when copyable
+// (the commit changes no schema) and they are what w would write, else
+// their rows are written to w. It returns the copies' adds and the rows
+// of both.
+func addHistoryFiles(ctx context.Context, store objstore.Store, snap *delta.Snapshot, w *delta.RollingWriter, files []HistoryFile, schema value.StructType, copyable, overwrite bool, res *Result) ([]delta.Add, int64, error) {
+	var toCopy []HistoryFile
+	rows := int64(0)
+	for _, hf := range files {
+		if copyable && value.Equal(hf.Schema, schema) && TakesFiles(snap.Metadata()) {
+			toCopy = append(toCopy, hf)
+			continue
+		}
+		err := hf.rows(ctx, func(row []any) error {
+			r, err := conformFor(overwrite, row, hf.Schema, schema)
+			if err == nil {
+				err = w.Write(r)
+			}
+			rows++
+			return err
+		})
+		if err != nil {
+			return nil, rows, fmt.Errorf("history file %s: %w", hf.Add.Path, err)
+		}
+	}
+	// Copies are object reads and writes: several at once.
+	copies := make([]delta.Add, len(toCopy))
+	cg, cctx := errgroup.WithContext(ctx)
+	cg.SetLimit(8)
+	for i, hf := range toCopy {
+		cg.Go(func() error {
+			var err error
+			copies[i], err = delta.CopyDataFile(cctx, hf.Store, hf.Add, store, []string{ColSourceDate})
+			return err
+		})
+	}
+	if err := cg.Wait(); err != nil {
+		return nil, rows, err
+	}
+	for _, hf := range toCopy {
+		rows += hf.Rows
+		res.HistoryFilesCopied++
+		res.HistoryRowsCopied += hf.Rows
+	}
+	return copies, rows, nil
 }
 
 // historyRowGroupRows caps the rows of a history row group: about a

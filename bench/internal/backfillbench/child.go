@@ -70,6 +70,7 @@ type ChildOptions struct {
 	Source, Lake            string
 	CPUProfile, HeapProfile string
 	Memory                  memlimit.Setting // what the child's memlimit.Apply set
+	DeletionVectors         bool             // deletion_vectors: on
 }
 
 // singleSource serves every bucket from the source folder, as the embedded
@@ -108,6 +109,9 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 		return r, fmt.Errorf("open local coordination in %s: %w", o.Lake, err)
 	}
 	var cfg config.Config
+	if o.DeletionVectors {
+		cfg.Defaults.DeletionVectors = config.On
+	}
 	p := &pipeline.Pipeline{Lake: lake, Sources: singleSource{source}, Coordination: pipeline.Coordinate(c), Config: cfg,
 		Holder: fmt.Sprintf("bench-%d", os.Getpid()), Logger: slog.Default()}
 	r.Parallel = runtime.NumCPU()

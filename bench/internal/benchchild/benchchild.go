@@ -13,7 +13,7 @@ import (
 type Flags struct {
 	dir, mode, tableMode, source, lake, cpuProfile, heapProfile *string
 	rows                                                        *int64
-	backfill                                                    *bool
+	backfill, dv                                                *bool
 }
 
 // Register defines the child flags on fs.
@@ -26,6 +26,7 @@ func Register(fs *flag.FlagSet) *Flags {
 		backfill:    fs.Bool("backfill", false, "child: stage every file of -source into the lake -lake and merge, instead of a merge"),
 		source:      fs.String("source", "", "child: with -backfill, the Datastream files"),
 		lake:        fs.String("lake", "", "child: with -backfill, the lake to create"),
+		dv:          fs.Bool("dv", false, "child: with -backfill, deletion_vectors: on"),
 		cpuProfile:  fs.String("cpuprofile", "", "child: write a CPU profile of the measured work here"),
 		heapProfile: fs.String("heapprofile", "", "child: write the heap profile taken at the highest RSS here"),
 	}
@@ -38,7 +39,7 @@ func (f *Flags) Run(ctx context.Context) error {
 	// it.
 	mem := memlimit.Apply()
 	if *f.backfill {
-		return backfillbench.RunChild(ctx, backfillbench.ChildOptions{Source: *f.source, Lake: *f.lake, CPUProfile: *f.cpuProfile, HeapProfile: *f.heapProfile, Memory: mem})
+		return backfillbench.RunChild(ctx, backfillbench.ChildOptions{Source: *f.source, Lake: *f.lake, CPUProfile: *f.cpuProfile, HeapProfile: *f.heapProfile, Memory: mem, DeletionVectors: *f.dv})
 	}
 	return mergebench.RunChild(ctx, *f.dir, *f.rows, *f.mode, *f.tableMode, *f.cpuProfile, *f.heapProfile)
 }
