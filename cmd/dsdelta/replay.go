@@ -36,7 +36,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var cfg config.Config
 	if *cfgFile != "" {
 		if cfg, err = config.Load(*cfgFile); err != nil {
-			return err
+			return configError{err}
 		}
 	}
 	lake, err := openStore(ctx, *lakeURL, "lake", false)

@@ -45,4 +45,13 @@ func TestReplayExitCodes(t *testing.T) {
 			t.Fatalf("run = %d, want 0 as replay\n%s\n%s", code, out, errOut)
 		}
 	})
+	t.Run("a bad configuration exits 2, as it does for run", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "bad.yaml")
+		if err := os.WriteFile(bad, []byte("batch_max_files: -1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, errOut, code := cli(t, "replay", "--source", src, "--lake", lake, "--config", bad); code != 2 {
+			t.Fatalf("replay = %d, want 2\n%s\n%s", code, out, errOut)
+		}
+	})
 }
