@@ -28,7 +28,7 @@ func cli(t *testing.T, args ...string) (string, string, int) {
 func TestRunShowVerifyReplay(t *testing.T) {
 	dir := t.TempDir()
 	src, lake := filepath.Join(dir, "src"), filepath.Join(dir, "lake")
-	if out, errOut, code := cli(t, "simulate", "--out", src, "--rows", "8", "--changes", "40", "--seed", "5"); code != 0 {
+	if out, errOut, code := cli(t, "simulate", "--fixed-dates", "--out", src, "--rows", "8", "--changes", "40", "--seed", "5"); code != 0 {
 		t.Fatalf("simulate: %d %s %s", code, out, errOut)
 	}
 	// A JSON file whose column "amount" holds text where the table will
@@ -81,7 +81,7 @@ func simulated(t *testing.T) (src, lake string) {
 	t.Helper()
 	dir := t.TempDir()
 	src, lake = filepath.Join(dir, "src"), filepath.Join(dir, "lake")
-	if out, errOut, code := cli(t, "simulate", "--out", src, "--rows", "4", "--changes", "12", "--seed", "3"); code != 0 {
+	if out, errOut, code := cli(t, "simulate", "--fixed-dates", "--out", src, "--rows", "4", "--changes", "12", "--seed", "3"); code != 0 {
 		t.Fatalf("simulate: %d %s %s", code, out, errOut)
 	}
 	return src, lake
