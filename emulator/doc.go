@@ -4,7 +4,8 @@
 // Pub/Sub, the three functions (OnFile, Merge, Compact) served by
 // functions-framework-go with a push subscription each, and a ticker that
 // plays Cloud Scheduler. With --simulate it writes a simulated Datastream
-// stream into the source bucket. With --config FILE the functions run with
+// stream into the source bucket, its newest change dated now (with
+// --fixed-dates, from dssim's fixed start, as the tests do). With --config FILE the functions run with
 // that configuration file (YAML or JSON), given to them in DSDELTA_CONFIG
 // as terraform gives it; a file that shared/config refuses stops the
 // emulator at once, naming the bad setting.

@@ -64,6 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&sim.Seed, "seed", 1, "simulator seed")
 	fs.IntVar(&sim.Rows, "rows", 20, "simulator: rows per table before the stream starts")
 	fs.IntVar(&sim.Changes, "changes", 80, "simulator: CDC changes per table")
+	fs.BoolVar(&sim.FixedDates, "fixed-dates", false, "simulator: date the stream from 2026-01-05T10:00:00Z, as tests do, instead of ending it now")
 	latency := fs.Duration("latency", 0, "measure finalize-to-merged latency: trickle files across 20 tables for this long, print a LATENCY line, stop")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

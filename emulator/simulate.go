@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"cloud.google.com/go/storage"
 
@@ -15,6 +16,9 @@ type SimulateOptions struct {
 	Rows          int // rows per table before the stream starts (backfill)
 	Changes       int // CDC changes per table
 	EventsPerFile int
+	// FixedDates dates the stream from dssim's fixed start, as tests do;
+	// otherwise it ends now, so that the lag status shows reads true.
+	FixedDates bool
 }
 
 // DefaultTables are the simulated source tables: all three sources, JSON
@@ -31,7 +35,7 @@ func DefaultTables(rows, changes int) []dssim.TableSpec {
 
 // SimulationOptions are the dssim options the emulator's simulator uses:
 // the default tables, with duplicated events, re-delivered files and
-// shuffled delivery.
+// shuffled delivery, ending now unless o.FixedDates.
 func SimulationOptions(o SimulateOptions, prefix string) dssim.Options {
 	if o.Rows <= 0 {
 		o.Rows = 20
@@ -42,10 +46,14 @@ func SimulationOptions(o SimulateOptions, prefix string) dssim.Options {
 	if o.EventsPerFile <= 0 {
 		o.EventsPerFile = 25
 	}
-	return dssim.Options{
+	opts := dssim.Options{
 		Seed: o.Seed, Tables: DefaultTables(o.Rows, o.Changes), Prefix: prefix, EventsPerFile: o.EventsPerFile,
 		DuplicateEvents: 0.05, RedeliveredFiles: 0.1, Shuffle: true,
 	}
+	if !o.FixedDates {
+		opts.End = time.Now()
+	}
+	return opts
 }
 
 // Simulate runs the Datastream simulator and writes its files into bucket

@@ -5,5 +5,5 @@
 // Every command works on a local path or a gs://bucket/path URL. Errors are
 // one line naming what failed and why. Exit codes: 0 success, 1 failure,
 // 2 usage or configuration error, 3 finished with work left undone (run:
-// files pending or quarantined).
+// files pending or quarantined; replay: files quarantined again).
 package main

@@ -61,6 +61,15 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// unless a command asks for more (run -v).
 	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	cmds := commands()
+	if len(args) == 2 && args[0] == "help" {
+		// "help VERB" is "VERB -h": one text per command, its flags'.
+		if c, ok := cmds[args[1]]; ok {
+			return exitCode(stderr, args[1], c.run(ctx, []string{"-h"}, stdout, stderr))
+		}
+		fmt.Fprintf(stderr, "dsdelta: unknown command %q\n", args[1])
+		usage(stderr, cmds)
+		return 2
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stderr, cmds)
 		if len(args) == 0 {
@@ -105,7 +114,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "Run 'dsdelta COMMAND -h' for a command's flags.")
+	fmt.Fprintln(w, "Run 'dsdelta help COMMAND' (or 'dsdelta COMMAND -h') for a command's flags.")
 }
 
 // newFlags returns a FlagSet that reports errors instead of exiting.

@@ -216,8 +216,8 @@ func (r *runner) announce(st coord.TableStatus) {
 	r.held[st.Table] = held
 }
 
-// errIncomplete marks a run that finished with files it could see not
-// merged: exit code 3.
+// errIncomplete marks a run (or a replay) that finished with files it
+// could see not merged: exit code 3.
 var errIncomplete = errors.New("not everything merged")
 
 // pendingShown bounds the pending files named per table; they only wait
@@ -255,6 +255,13 @@ func (r *runner) finish(ctx context.Context, w io.Writer) error {
 	if unseen > 0 {
 		fmt.Fprintf(w, "%d quarantined files not in the source any more are not counted (dsdelta status --lake)\n", unseen)
 	}
+	return incomplete(pending, quarantined)
+}
+
+// incomplete is the error of a command that finished with files left
+// pending or quarantined, which it has named on stdout: exit code 3. It is
+// nil when none is left.
+func incomplete(pending, quarantined int) error {
 	if pending+quarantined == 0 {
 		return nil
 	}

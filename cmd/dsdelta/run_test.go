@@ -28,19 +28,13 @@ func cli(t *testing.T, args ...string) (string, string, int) {
 func TestRunShowVerifyReplay(t *testing.T) {
 	dir := t.TempDir()
 	src, lake := filepath.Join(dir, "src"), filepath.Join(dir, "lake")
-	if out, errOut, code := cli(t, "simulate", "--out", src, "--rows", "8", "--changes", "40", "--seed", "5"); code != 0 {
+	if out, errOut, code := cli(t, "simulate", "--fixed-dates", "--out", src, "--rows", "8", "--changes", "40", "--seed", "5"); code != 0 {
 		t.Fatalf("simulate: %d %s %s", code, out, errOut)
 	}
 	// A JSON file whose column "amount" holds text where the table will
 	// hold numbers: quarantined until the column is ignored.
-	bad := filepath.Join(src, "shop_customers", "2026", "01", "05", "23", "59", "zz_mysql-cdc-binlog_1_0_0.jsonl")
-	if err := os.MkdirAll(filepath.Dir(bad), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	line := `{"uuid":"x","read_timestamp":"2026-01-05T23:59:00Z","source_timestamp":"2026-01-05T23:59:00Z","object":"shop_customers","read_method":"mysql-cdc-binlog","source_metadata":{"table":"customers","database":"shop","primary_keys":["id"],"log_file":"mysql-bin.999999999","log_position":4,"change_type":"INSERT","is_deleted":false},"payload":{"id":100000,"balance":"not a number"}}` + "\n"
-	if err := os.WriteFile(bad, []byte(line), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeSource(t, src, "shop_customers/2026/01/05/23/59/zz_mysql-cdc-binlog_1_0_0.jsonl", line)
 	out, errOut, code := cli(t, "run", "--source", src, "--lake", lake)
 	if code != 3 {
 		t.Fatalf("run with a quarantined file = %d, want 3\n%s\n%s", code, out, errOut)
@@ -87,10 +81,23 @@ func simulated(t *testing.T) (src, lake string) {
 	t.Helper()
 	dir := t.TempDir()
 	src, lake = filepath.Join(dir, "src"), filepath.Join(dir, "lake")
-	if out, errOut, code := cli(t, "simulate", "--out", src, "--rows", "4", "--changes", "12", "--seed", "3"); code != 0 {
+	if out, errOut, code := cli(t, "simulate", "--fixed-dates", "--out", src, "--rows", "4", "--changes", "12", "--seed", "3"); code != 0 {
 		t.Fatalf("simulate: %d %s %s", code, out, errOut)
 	}
 	return src, lake
+}
+
+// writeSource writes a file into a source folder, as Datastream would,
+// and returns its name.
+func writeSource(t *testing.T, src, name, data string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(src, name)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, name), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }
 
 // summaryRow returns a table's row of run's summary by column name. Cells
@@ -186,13 +193,7 @@ func TestRunExitCodes(t *testing.T) {
 	})
 	t.Run("a quarantined file exits 3 and is named, also on the next run", func(t *testing.T) {
 		src, lake := simulated(t)
-		name := "shop_customers/2026/01/05/23/59/zz_mysql-cdc-binlog_1_0_0.jsonl"
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(src, name), []byte("{not json\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		name := writeSource(t, src, "shop_customers/2026/01/05/23/59/zz_mysql-cdc-binlog_1_0_0.jsonl", "{not json\n")
 		for range 2 {
 			out, errOut, code := cli(t, "run", "--source", src, "--lake", lake)
 			if code != 3 || !strings.Contains(out, "quarantined: "+name) {

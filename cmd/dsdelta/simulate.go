@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/objstore"
@@ -16,13 +17,14 @@ import (
 func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("simulate", stderr)
 	out := fs.String("out", "", "folder or gs://bucket/prefix to write Datastream files into (required)")
-	seed := fs.Uint64("seed", 1, "random seed (the same seed writes the same files)")
+	seed := fs.Uint64("seed", 1, "random seed (the same seed writes the same changes; with --fixed-dates, the same files)")
 	rows := fs.Int("rows", 25, "rows per table before the stream starts (backfill)")
 	changes := fs.Int("changes", 150, "CDC changes per table")
 	perFile := fs.Int("events-per-file", 40, "events per file at most")
 	dup := fs.Float64("duplicate-events", 0.05, "fraction of events written twice, in two files")
 	redeliver := fs.Float64("redeliver-files", 0.05, "fraction of files written twice")
 	reference := fs.String("reference", "", "also write the expected final state of every table as JSON lines to this local file")
+	fixedDates := fs.Bool("fixed-dates", false, "date the stream from 2026-01-05T10:00:00Z, as tests do, instead of ending it now")
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
@@ -30,14 +32,20 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs.Usage()
 		return fmt.Errorf("%w: --out is required", errUsage)
 	}
-	res, err := dssim.Run(dssim.Options{
+	opts := dssim.Options{
 		Seed: *seed, EventsPerFile: *perFile, DuplicateEvents: *dup, RedeliveredFiles: *redeliver, Shuffle: true,
 		Tables: []dssim.TableSpec{
 			{Source: dssim.MySQL, Database: "shop", Table: "customers", Format: dssim.JSONL, InitialRows: *rows, Changes: *changes},
 			{Source: dssim.Oracle, Database: "HR", Table: "EMPLOYEES", Format: dssim.Avro, InitialRows: *rows, Changes: *changes},
 			{Source: dssim.PostgreSQL, Database: "public", Table: "order_lines", Format: dssim.JSONLGz, InitialRows: *rows, Changes: *changes},
 		},
-	})
+	}
+	if !*fixedDates {
+		// Ending now makes the lag that status shows for the lake read
+		// true, as it would for a live stream.
+		opts.End = time.Now()
+	}
+	res, err := dssim.Run(opts)
 	if err != nil {
 		return err
 	}

@@ -172,11 +172,7 @@ func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			if ctx.Err() != nil {
 				return fmt.Errorf("%s: %w", url, err)
 			}
-			problem := "unreadable"
-			if errors.Is(err, objstore.ErrNotExist) {
-				problem = "missing"
-			}
-			out.UncountedFiles = append(out.UncountedFiles, uncountedFile{Path: f.Path, SizeBytes: f.Size, Problem: problem, Error: err.Error()})
+			out.UncountedFiles = append(out.UncountedFiles, uncountedFile{Path: f.Path, SizeBytes: f.Size, Problem: fileProblem(err), Error: err.Error()})
 			continue
 		}
 		out.RecordsCounted += n
@@ -349,6 +345,7 @@ func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	timestamp := fs.String("timestamp", "", "show the table as of this time (RFC 3339 or YYYY-MM-DD[ HH:MM:SS])")
 	format := fs.String("format", "table", "output format: table or jsonl")
 	limit := fs.Int("limit", 0, "at most this many rows (0: all)")
+	skipMissing := fs.Bool("skip-missing", false, "leave out the data files that are missing or cannot be read, show the rows of the others, and name the files left out on stderr (jsonl: rows a file gave before it failed are printed already)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -385,36 +382,34 @@ func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("%s: %w", url, err)
 	}
 	schema := snap.Schema()
+	scan := &showScan{snap: snap, limit: *limit, skip: *skipMissing}
 	var rows [][]any
-	var buf []byte
-	count := 0
-	errLimit := errors.New("limit reached")
-	for _, f := range snap.Files() {
-		err := delta.ReadFile(ctx, snap.Store(), snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
-			if *limit > 0 && count >= *limit {
-				return errLimit
-			}
-			count++
-			if *format == "jsonl" {
-				var err error
-				buf, err = value.AppendRowJSON(buf[:0], schema, row)
-				if err != nil {
-					return err
-				}
-				buf = append(buf, '\n')
-				_, err = stdout.Write(buf)
+	if *format == "jsonl" {
+		var buf []byte
+		scan.emit = func(row []any) error {
+			var err error
+			if buf, err = value.AppendRowJSON(buf[:0], schema, row); err != nil {
 				return err
 			}
+			buf = append(buf, '\n')
+			_, err = stdout.Write(buf)
+			return err
+		}
+		scan.drop = func(int) bool { return false }
+	} else {
+		scan.emit = func(row []any) error {
 			rows = append(rows, row)
 			return nil
-		})
-		if errors.Is(err, errLimit) {
-			break
 		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", url, err)
+		scan.drop = func(n int) bool {
+			rows = rows[:len(rows)-n]
+			return true
 		}
 	}
+	if err := scan.run(ctx); err != nil {
+		return fmt.Errorf("%s: %w", url, err)
+	}
+	scan.warn(stderr, url)
 	if *format == "jsonl" {
 		return nil
 	}
@@ -434,8 +429,106 @@ func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "(%d rows, version %d)\n", len(rows), snap.Version())
+	if n := len(scan.skipped); n > 0 {
+		fmt.Fprintf(stdout, "(%d rows, version %d, %d of %d data files skipped)\n", len(rows), snap.Version(), n, snap.NumFiles())
+	} else {
+		fmt.Fprintf(stdout, "(%d rows, version %d)\n", len(rows), snap.Version())
+	}
 	return nil
+}
+
+// showScan hands show the rows of a snapshot, file by file in path order.
+type showScan struct {
+	snap  *delta.Snapshot
+	limit int // rows at most (0: all)
+	// skip leaves out a data file that is missing or cannot be read, so
+	// that an operator sees the rest of a damaged table, instead of
+	// failing on it.
+	skip bool
+	emit func(row []any) error
+	// drop takes back the last n rows emitted, when they are not printed
+	// yet; rows already printed (jsonl streams them) cannot be.
+	drop    func(n int) bool
+	rows    int // rows emitted and not taken back
+	skipped []skippedFile
+}
+
+// skippedFile is a data file show left out, and why.
+type skippedFile struct {
+	add delta.Add
+	err error
+	// printed counts its rows printed before a read failed part-way
+	// through it.
+	printed int
+}
+
+func (s *showScan) run(ctx context.Context) error {
+	errLimit := errors.New("limit reached")
+	for _, f := range s.snap.Files() {
+		var fileRows int
+		var emitErr error
+		err := delta.ReadFile(ctx, s.snap.Store(), s.snap.Metadata(), f, delta.ReadOptions{}, func(row []any) error {
+			if s.limit > 0 && s.rows >= s.limit {
+				return errLimit
+			}
+			if emitErr = s.emit(row); emitErr != nil {
+				return emitErr
+			}
+			s.rows++
+			fileRows++
+			return nil
+		})
+		switch {
+		case err == nil:
+		case errors.Is(err, errLimit):
+			return nil
+		case emitErr != nil || ctx.Err() != nil:
+			// Show's own output failed, or it was stopped: no file is
+			// to blame.
+			return err
+		case !s.skip:
+			return fmt.Errorf("version %d: %w (--skip-missing shows the rows of the other files)", s.snap.Version(), err)
+		default:
+			sk := skippedFile{add: f, err: err, printed: fileRows}
+			if s.drop(fileRows) {
+				s.rows -= fileRows
+				sk.printed = 0
+			}
+			s.skipped = append(s.skipped, sk)
+		}
+	}
+	return nil
+}
+
+// warn names on stderr the files the scan left out, as describe warns of
+// the files it cannot count: stdout holds only rows (and, for the table
+// format, its closing line).
+func (s *showScan) warn(stderr io.Writer, url string) {
+	if len(s.skipped) == 0 {
+		return
+	}
+	fmt.Fprintf(stderr, "dsdelta show: warning: %s: %d of %d data files of version %d skipped (--skip-missing); their rows are not shown\n",
+		url, len(s.skipped), s.snap.NumFiles(), s.snap.Version())
+	for _, sk := range s.skipped {
+		problem := fileProblem(sk.err)
+		fmt.Fprintf(stderr, "dsdelta show: warning: skipped %s data file %s (%d bytes in the log)", problem, sk.add.Path, sk.add.Size)
+		if problem != "missing" {
+			fmt.Fprintf(stderr, ": %v", sk.err)
+		}
+		if sk.printed > 0 {
+			fmt.Fprintf(stderr, "; its first %d rows were printed before the error", sk.printed)
+		}
+		fmt.Fprintln(stderr)
+	}
+}
+
+// fileProblem says why a data file could not be read: "missing" or
+// "unreadable".
+func fileProblem(err error) string {
+	if errors.Is(err, objstore.ErrNotExist) {
+		return "missing"
+	}
+	return "unreadable"
 }
 
 // cell renders a value for the table format: the JSON encoding without the

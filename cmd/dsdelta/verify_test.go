@@ -14,7 +14,7 @@ func simulatedTable(t *testing.T, rows, changes, seed string) (table, verified s
 	t.Helper()
 	dir := t.TempDir()
 	src, lake := filepath.Join(dir, "src"), filepath.Join(dir, "lake")
-	if out, errOut, code := cli(t, "simulate", "--out", src, "--rows", rows, "--changes", changes, "--seed", seed); code != 0 {
+	if out, errOut, code := cli(t, "simulate", "--fixed-dates", "--out", src, "--rows", rows, "--changes", changes, "--seed", seed); code != 0 {
 		t.Fatalf("simulate: %d %s %s", code, out, errOut)
 	}
 	if out, errOut, code := cli(t, "run", "--source", src, "--lake", lake); code != 0 {
@@ -84,7 +84,7 @@ func TestRebuildModeConvertsATableAndRunFollowsTheConfiguredMode(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("tables:\n  shop.customers:\n    mode: soft_delete\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, errOut, code := cli(t, "simulate", "--out", src, "--rows", "12", "--changes", "30", "--seed", "5"); code != 0 {
+	if out, errOut, code := cli(t, "simulate", "--fixed-dates", "--out", src, "--rows", "12", "--changes", "30", "--seed", "5"); code != 0 {
 		t.Fatalf("simulate more: %d %s %s", code, out, errOut)
 	}
 	out, errOut, code := cli(t, "run", "--source", src, "--lake", lake, "--config", cfg)
@@ -118,7 +118,7 @@ func simulatedLake(t *testing.T, seed string) (dir, lake string) {
 	t.Helper()
 	dir = t.TempDir()
 	src, lake := filepath.Join(dir, "src"), filepath.Join(dir, "lake")
-	if out, errOut, code := cli(t, "simulate", "--out", src, "--rows", "12", "--changes", "60", "--seed", seed); code != 0 {
+	if out, errOut, code := cli(t, "simulate", "--fixed-dates", "--out", src, "--rows", "12", "--changes", "60", "--seed", seed); code != 0 {
 		t.Fatalf("simulate: %d %s %s", code, out, errOut)
 	}
 	if out, errOut, code := cli(t, "run", "--source", src, "--lake", lake); code != 0 {

@@ -64,8 +64,14 @@ type Options struct {
 	RedeliveredFiles float64
 	// Shuffle delivers files in random order rather than time order.
 	Shuffle bool
-	// Start is the stream start time (default 2026-01-05T10:00:00Z).
+	// Start is the stream start time (default 2026-01-05T10:00:00Z): the
+	// same options write the same files.
 	Start time.Time
+	// End, when set, dates the stream instead so that its newest event is
+	// read at End, or less than a second before: given the time now, a
+	// demo's lag reads true. The dates then move with End; everything
+	// else is as Start would have it.
+	End time.Time
 }
 
 // File is one Datastream output object.
@@ -146,25 +152,36 @@ func Run(opts Options) (*Result, error) {
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	res := &Result{Tables: map[string]*Table{}}
-	var files []File
+	// Every table plays before any renders: End dates them all by the
+	// newest event of any.
+	sims := make([]*tableSim, len(opts.Tables))
+	played := make([][]event, len(opts.Tables))
+	seen := map[string]bool{}
 	for i, spec := range opts.Tables {
 		if spec.Format == "" {
 			spec.Format = JSONL
 		}
-		if _, dup := res.Tables[spec.ID()]; dup {
+		if seen[spec.ID()] {
 			return nil, fmt.Errorf("simulate: table %s listed twice", spec.ID())
 		}
+		seen[spec.ID()] = true
 		ts, err := newTableSim(spec, rand.New(rand.NewPCG(opts.Seed+uint64(i)*7919, uint64(i))), opts.Start)
 		if err != nil {
 			return nil, err
 		}
-		events := ts.play()
-		tf, err := ts.render(events, opts, rng)
+		sims[i], played[i] = ts, ts.play()
+	}
+	if !opts.End.IsZero() {
+		redate(sims, played, opts.End)
+	}
+	var files []File
+	for i, ts := range sims {
+		tf, err := ts.render(played[i], opts, rng)
 		if err != nil {
-			return nil, fmt.Errorf("simulate %s: %w", spec.ID(), err)
+			return nil, fmt.Errorf("simulate %s: %w", ts.spec.ID(), err)
 		}
 		files = append(files, tf...)
-		res.Tables[spec.ID()] = ts.reference(len(events))
+		res.Tables[ts.spec.ID()] = ts.reference(len(played[i]))
 	}
 	if opts.Shuffle {
 		rng.Shuffle(len(files), func(i, j int) { files[i], files[j] = files[j], files[i] })
@@ -173,4 +190,36 @@ func Run(opts Options) (*Result, error) {
 	}
 	res.Files = files
 	return res, nil
+}
+
+// redate moves the events of every table by one whole number of seconds,
+// so that the newest is read at end or less than a second before. Whole
+// seconds keep MySQL's and Oracle's source timestamps whole, and one move
+// for all tables keeps them in step with each other.
+func redate(sims []*tableSim, played [][]event, end time.Time) {
+	var newest time.Time
+	for _, events := range played {
+		for _, e := range events {
+			if e.readTS.After(newest) {
+				newest = e.readTS
+			}
+		}
+	}
+	if newest.IsZero() {
+		return
+	}
+	shift := end.Sub(newest)
+	if r := shift % time.Second; r != 0 {
+		shift -= r
+		if r < 0 {
+			shift -= time.Second
+		}
+	}
+	for i, ts := range sims {
+		ts.start, ts.clock = ts.start.Add(shift), ts.clock.Add(shift)
+		for j := range played[i] {
+			e := &played[i][j]
+			e.sourceTS, e.readTS = e.sourceTS.Add(shift), e.readTS.Add(shift)
+		}
+	}
 }

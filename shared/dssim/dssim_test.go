@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
+	"path"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hamba/avro/v2/ocf"
 )
@@ -138,5 +141,76 @@ func TestPositionsCrossTheirTextOrderTraps(t *testing.T) {
 	}
 	if !sawF || !saw10 {
 		t.Fatalf("LSNs do not cross F/FFFFFFFF -> 10/0 (F: %v, 10: %v)", sawF, saw10)
+	}
+}
+
+// eventTime parses one of a JSON event's timestamps.
+func eventTime(t *testing.T, ev map[string]any, field string) time.Time {
+	t.Helper()
+	s, _ := ev[field].(string)
+	ts, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("%s %q: %v", field, s, err)
+	}
+	return ts
+}
+
+func TestEndDatesTheNewestEventAtEnd(t *testing.T) {
+	opts := Options{Seed: 42, Tables: specs(JSONL), EventsPerFile: 17, DuplicateEvents: 0.1, Shuffle: true}
+	fixed, err := Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		end  time.Time
+	}{
+		{"an end now", time.Now()},
+		{"an end years before the fixed dates", time.Date(2019, 3, 4, 5, 6, 7, 890_000_000, time.UTC)},
+		{"an end on a whole second", time.Date(2031, 12, 31, 23, 59, 59, 0, time.UTC)},
+	} {
+		t.Run(tt.name+" moves every event by one whole number of seconds, the newest to it", func(t *testing.T) {
+			o := opts
+			o.End = tt.end
+			res, err := Run(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Files) != len(fixed.Files) {
+				t.Fatalf("%d files, %d with fixed dates", len(res.Files), len(fixed.Files))
+			}
+			var newest time.Time
+			var shift time.Duration
+			for i, f := range res.Files {
+				if path.Base(f.Name) != path.Base(fixed.Files[i].Name) {
+					t.Fatalf("file %d is %s, with fixed dates %s", i, f.Name, fixed.Files[i].Name)
+				}
+				got, want := decodeAll(t, f), decodeAll(t, fixed.Files[i])
+				for j, ev := range got {
+					if ev["uuid"] != want[j]["uuid"] || fmt.Sprint(ev["payload"]) != fmt.Sprint(want[j]["payload"]) {
+						t.Fatalf("%s: event %d differs from the one with fixed dates beyond its dates", f.Name, j)
+					}
+					for _, field := range []string{"read_timestamp", "source_timestamp"} {
+						d := eventTime(t, ev, field).Sub(eventTime(t, want[j], field))
+						if shift == 0 {
+							shift = d
+						}
+						if d != shift || d%time.Second != 0 {
+							t.Fatalf("%s: event %d's %s moved by %v, others by %v: want one whole number of seconds", f.Name, j, field, d, shift)
+						}
+					}
+					if read := eventTime(t, ev, "read_timestamp"); read.After(newest) {
+						newest = read
+					}
+				}
+				folder, err := time.Parse("2006/01/02/15/04", strings.Join(strings.Split(f.Name, "/")[1:6], "/"))
+				if err != nil || folder.After(tt.end) {
+					t.Fatalf("%s: folder time after the end %v (%v)", f.Name, tt.end, err)
+				}
+			}
+			if newest.After(tt.end) || tt.end.Sub(newest) >= time.Second {
+				t.Fatalf("newest event read at %v, want at most a second before %v", newest, tt.end)
+			}
+		})
 	}
 }

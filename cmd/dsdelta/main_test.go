@@ -1,0 +1,32 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHelpVerbPrintsTheVerbsFlags(t *testing.T) {
+	for name := range commands() {
+		t.Run("help "+name+" prints the flags of "+name, func(t *testing.T) {
+			out, errOut, code := cli(t, "help", name)
+			if code != 0 || !strings.Contains(errOut, "\n  -") {
+				t.Fatalf("help %s = %d, want 0 and its flags\n%s\n%s", name, code, out, errOut)
+			}
+		})
+	}
+	for _, tt := range []struct{ verb, flag string }{
+		{"show", "-skip-missing"},
+		{"simulate", "-fixed-dates"},
+	} {
+		t.Run("help "+tt.verb+" explains "+tt.flag, func(t *testing.T) {
+			if _, errOut, _ := cli(t, "help", tt.verb); !strings.Contains(errOut, "  "+tt.flag+"\n") {
+				t.Fatalf("help %s does not explain %s:\n%s", tt.verb, tt.flag, errOut)
+			}
+		})
+	}
+	t.Run("help of an unknown command is a usage error", func(t *testing.T) {
+		if out, errOut, code := cli(t, "help", "nope"); code != 2 || !strings.Contains(errOut, `unknown command "nope"`) {
+			t.Fatalf("help nope = %d, want 2\n%s\n%s", code, out, errOut)
+		}
+	})
+}
