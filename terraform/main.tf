@@ -1,7 +1,8 @@
 # dsdelta deployment: Datastream output on GCS → onfile (stage) → merge (Delta
 # commit) → compact (scheduled maintenance). Resources are split by concern:
 # apis.tf, storage.tf, pubsub.tf, firestore.tf, iam.tf, functions.tf,
-# scheduler.tf, monitoring.tf, datastream.tf; outputs.tf lists what to hand on.
+# scheduler.tf, monitoring.tf, dashboard.tf, datastream.tf; outputs.tf lists
+# what to hand on.
 
 locals {
   prefix = var.name_prefix

@@ -72,6 +72,88 @@ resource "google_logging_metric" "merge_lag" {
   depends_on = [google_project_service.apis]
 }
 
+# Throughput, for the dashboard (dashboard.tf). Merge logs one
+# event="merged" line per batch with its table, files and events; staging
+# logs one event="staged" line per file it registers (shared/pipeline). A
+# counter can only count lines, so the sums are distributions of the logged
+# values, read with PromQL's _sum.
+locals {
+  # Keyed by the field of the merged line each one sums.
+  merged_metrics = {
+    events = {
+      description = "Change events merged into the Delta tables: the events value of every merged batch (event=\"merged\")."
+      # 1 to about 16 million events a batch, doubling.
+      buckets = 24
+    }
+    files = {
+      description = "Staged files taken by merged batches: the files value of every merged batch (event=\"merged\"), including files the merge quarantined."
+      # 1 to 1024 files a batch (batch_max_files is at most 500), doubling.
+      buckets = 10
+    }
+  }
+}
+
+resource "google_logging_metric" "merged" {
+  for_each = local.merged_metrics
+
+  project     = var.project
+  name        = "${local.prefix}/merged_${each.key}"
+  description = each.value.description
+  filter      = "${local.functions_logs} AND jsonPayload.event=\"merged\""
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "DISTRIBUTION"
+    unit         = "1"
+    display_name = "dsdelta merged ${each.key}"
+    labels {
+      key         = "table"
+      value_type  = "STRING"
+      description = "Source table id (db.table)."
+    }
+  }
+
+  value_extractor = "EXTRACT(jsonPayload.${each.key})"
+  label_extractors = {
+    "table" = "EXTRACT(jsonPayload.table)"
+  }
+
+  bucket_options {
+    exponential_buckets {
+      num_finite_buckets = each.value.buckets
+      growth_factor      = 2
+      scale              = 1
+    }
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "staged_files" {
+  project     = var.project
+  name        = "${local.prefix}/staged_files"
+  description = "Datastream files staged and registered for merge (event=\"staged\"). A file two notifications raced to stage may count twice; it is merged once."
+  filter      = "${local.functions_logs} AND jsonPayload.event=\"staged\""
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "dsdelta staged files"
+    labels {
+      key         = "table"
+      value_type  = "STRING"
+      description = "Source table id (db.table)."
+    }
+  }
+
+  label_extractors = {
+    "table" = "EXTRACT(jsonPayload.table)"
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
 resource "google_logging_metric" "reconciled_files" {
   project     = var.project
   name        = "${local.prefix}/reconciled_files"

@@ -72,3 +72,8 @@ output "status_command" {
   description = "Command that shows the pipeline's state: pending, staged, merged and quarantined files, leases, table versions and lag."
   value       = "dsdelta status --project ${var.project} --lake ${local.lake_url} --firestore-database ${local.firestore_database}"
 }
+
+output "dashboard_url" {
+  description = "Cloud Monitoring dashboard of the pipeline: lag and events merged per table, files, the functions' duration, errors, instances and memory, dead letters."
+  value       = "https://console.cloud.google.com/monitoring/dashboards/builder/${regex("[^/]+$", google_monitoring_dashboard.dsdelta.id)}?project=${var.project}"
+}

@@ -3,7 +3,8 @@
 # provider schema without the provider: rebuilds the schema from the CDK for
 # Terraform prebuilt bindings (extract.js), serves it from a stand-in provider
 # (main.go), then runs terraform validate, terraform plan (several variable
-# sets) and terraform test on a copy of the configuration. See README.md.
+# sets, each plan's dashboard checked by dashboardcheck/) and terraform test
+# on a copy of the configuration. See README.md.
 #
 # Usage: terraform/schemacheck/run.sh [--no-test]
 # Environment:
@@ -60,6 +61,11 @@ archive_bin="$plugins/registry.terraform.io/hashicorp/archive/$archive_version/l
 mkdir -p "$(dirname "$google_bin")" "$(dirname "$archive_bin")"
 (cd "$here" && go test -count=1 . >&2 && go build -o "$google_bin" .)
 cp "$google_bin" "$archive_bin"
+
+# The dashboard check: a module of its own (it needs the Monitoring API's
+# message types), run on every plan below.
+dashboardcheck="$work/dashboardcheck"
+(cd "$here/dashboardcheck" && go test -count=1 . >&2 && go build -o "$dashboardcheck" .)
 
 export SCHEMACHECK_SCHEMA_DIR="$work/schemas"
 export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1
@@ -127,15 +133,23 @@ EOF
 step selftest
 step terraform validate -no-color
 
+# plan NAME ARGS...: terraform plan with ARGS, then the dashboard check on
+# the saved plan (dashboardcheck/: the dashboard JSON against the
+# Monitoring API's messages and the plan's log-based metrics).
 plan() {
   local name="$1"
   shift
   echo "== terraform plan ($name)"
-  if terraform plan -input=false -refresh=false -lock=false -no-color -var project=schemacheck-project "$@" >"$work/plan-$name.log" 2>&1; then
+  if terraform plan -input=false -refresh=false -lock=false -no-color -var project=schemacheck-project -out="$work/plan-$name.tfplan" "$@" >"$work/plan-$name.log" 2>&1; then
     grep -E '^Plan:' "$work/plan-$name.log" || true
   else
     cat "$work/plan-$name.log"
     echo "FAILED: terraform plan ($name)"
+    status=1
+    return
+  fi
+  if ! { terraform show -json "$work/plan-$name.tfplan" >"$work/plan-$name.json" && "$dashboardcheck" "$work/plan-$name.json"; }; then
+    echo "FAILED: dashboard check ($name)"
     status=1
   fi
 }
@@ -143,6 +157,7 @@ plan default
 plan apis-off -var enable_apis=false
 plan eventarc -var trigger_mode=eventarc -var enable_apis=false
 plan reconcile-settings -var reconcile_since=2026-01-01T00:00:00Z -var reconcile_grace=5m -var reconcile_lookback=3h -var 'reconcile_schedule=*/5 * * * *' -var enable_alerts=false
+plan name-prefix -var name_prefix=dsdelta-prod
 plan existing-buckets -var create_datastream_bucket=false -var create_lake_bucket=false -var create_firestore_database=false -var datastream_bucket_location=US -var trigger_mode=eventarc
 for source in mysql postgresql oracle sqlserver; do
   plan "datastream-$source" -var create_datastream_stream=true -var datastream_source_password=x \
