@@ -90,22 +90,41 @@ type knownOrders struct {
 // checkAll is knownOrders that make every event a candidate.
 var checkAll = knownOrders{all: true}
 
-// candidate reports whether the history may hold c already.
-func (k knownOrders) candidate(c Change) bool {
+// seen is what the tables tell of whether the history holds an event.
+type seen int
+
+const (
+	seenNever seen = iota // newer than all the tables record of its key
+	seenMaybe             // the history must be read to tell
+	seenOnce              // the very change the tables record last of its key
+)
+
+// classify tells whether the history may hold c already. The change the
+// tables record last of a key was merged, so the history holds it: a
+// re-delivery of it needs no read.
+func (k knownOrders) classify(c Change) seen {
 	if k.all {
-		return true
+		return seenMaybe
 	}
 	text := c.Text()
 	if k.unknowable[text] {
-		return true
+		return seenMaybe
 	}
-	if o, ok := k.orders[text]; ok && o != nil && bytes.Compare(c.Order, o) <= 0 {
-		return true
+	if o, ok := k.orders[text]; ok && o != nil {
+		switch cmp := bytes.Compare(c.Order, o); {
+		case cmp == 0:
+			return seenOnce
+		case cmp < 0:
+			return seenMaybe
+		}
 	}
 	if !k.cutoffOK {
-		return true // a delete that superseded c may have expired
+		return seenMaybe // a delete that superseded c may have expired
 	}
-	return k.cutoff > 0 && c.SourceTS < k.cutoff+value.Micros(expirySkew/time.Microsecond)
+	if k.cutoff > 0 && c.SourceTS < k.cutoff+value.Micros(expirySkew/time.Microsecond) {
+		return seenMaybe
+	}
+	return seenNever
 }
 
 // note records that the tables hold order o (nil: none) of key text.

@@ -641,13 +641,20 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 	if len(b.Key) == 0 || snap.NumFiles() == 0 {
 		return out, nil
 	}
-	// Only the candidates (see dedup.go) can be in the history already:
+	// Only the candidates (see dedup.go) are looked for in the history:
 	// the events of a history file of the batch are new to it, and so is
-	// an event newer than all the tables record of its key.
+	// an event newer than all the tables record of its key, while the
+	// change they record last of its key is in it.
 	var changes []Change
 	for _, c := range b.Changes {
-		if !c.InHistory && known.candidate(c) {
+		if c.InHistory {
+			continue
+		}
+		switch known.classify(c) {
+		case seenMaybe:
 			changes = append(changes, c)
+		case seenOnce:
+			out[c.Text()+"\x00"+string(c.Order)] = true
 		}
 	}
 	if len(changes) == 0 {

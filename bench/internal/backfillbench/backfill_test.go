@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -136,6 +137,18 @@ func TestOneTimestampDatesFirstReadsAlikeAndRereadsLater(t *testing.T) {
 			if again <= first {
 				t.Errorf("re-reads at %s, not after the first reads at %s", again, first)
 			}
+		}
+	}
+}
+
+func TestFileIndexIsTheReadOrder(t *testing.T) {
+	d, err := Generate(t.TempDir(), Spec{Events: 300, Files: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range d.Paths {
+		if got := FileIndex(filepath.Base(p)); got != i {
+			t.Errorf("FileIndex(%s) = %d, want %d", filepath.Base(p), got, i)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package backfillbench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -71,6 +74,11 @@ type ChildOptions struct {
 	CPUProfile, HeapProfile string
 	Memory                  memlimit.Setting // what the child's memlimit.Apply set
 	DeletionVectors         bool             // deletion_vectors: on
+	// InOrder stages the files in the order the backfill wrote them, as
+	// their notifications arrive, instead of in name order (the order of
+	// a listing: a first deploy's reconcile), which Datastream's names
+	// shuffle.
+	InOrder bool
 }
 
 // singleSource serves every bucket from the source folder, as the embedded
@@ -133,6 +141,9 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 		return r, fmt.Errorf("list %s: %w", o.Source, err)
 	}
 	r.Files = len(files)
+	if o.InOrder {
+		slices.SortStableFunc(files, func(a, b datastream.SourceFile) int { return cmp.Compare(FileIndex(a.Name), FileIndex(b.Name)) })
+	}
 	var events atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.Parallel)
@@ -235,4 +246,15 @@ func numRecords(ctx context.Context, store objstore.Store) (int64, error) {
 	}
 	n, _ := snap.NumRecords()
 	return n, nil
+}
+
+// FileIndex is the position in the backfill's read order of the file
+// Generate named name: the last number of its name (-1 for another name).
+func FileIndex(name string) int {
+	name = strings.TrimSuffix(name, ".jsonl")
+	n, err := strconv.Atoi(name[strings.LastIndexByte(name, '_')+1:])
+	if err != nil {
+		return -1
+	}
+	return n
 }

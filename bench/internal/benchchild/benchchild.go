@@ -13,7 +13,7 @@ import (
 type Flags struct {
 	dir, mode, tableMode, source, lake, cpuProfile, heapProfile *string
 	rows                                                        *int64
-	backfill, dv                                                *bool
+	backfill, dv, inOrder                                       *bool
 }
 
 // Register defines the child flags on fs.
@@ -27,6 +27,7 @@ func Register(fs *flag.FlagSet) *Flags {
 		source:      fs.String("source", "", "child: with -backfill, the Datastream files"),
 		lake:        fs.String("lake", "", "child: with -backfill, the lake to create"),
 		dv:          fs.Bool("dv", false, "child: with -backfill, deletion_vectors: on"),
+		inOrder:     fs.Bool("in-order", false, "child: with -backfill, stage the files in the order they were written, not in name order"),
 		cpuProfile:  fs.String("cpuprofile", "", "child: write a CPU profile of the measured work here"),
 		heapProfile: fs.String("heapprofile", "", "child: write the heap profile taken at the highest RSS here"),
 	}
@@ -39,7 +40,7 @@ func (f *Flags) Run(ctx context.Context) error {
 	// it.
 	mem := memlimit.Apply()
 	if *f.backfill {
-		return backfillbench.RunChild(ctx, backfillbench.ChildOptions{Source: *f.source, Lake: *f.lake, CPUProfile: *f.cpuProfile, HeapProfile: *f.heapProfile, Memory: mem, DeletionVectors: *f.dv})
+		return backfillbench.RunChild(ctx, backfillbench.ChildOptions{Source: *f.source, Lake: *f.lake, CPUProfile: *f.cpuProfile, HeapProfile: *f.heapProfile, Memory: mem, DeletionVectors: *f.dv, InOrder: *f.inOrder})
 	}
 	return mergebench.RunChild(ctx, *f.dir, *f.rows, *f.mode, *f.tableMode, *f.cpuProfile, *f.heapProfile)
 }
