@@ -117,28 +117,23 @@ type bloomProbe struct {
 // dsdelta writes for fld's type (a widened column's older files, an
 // INT96 or millisecond timestamp), where the values' plain encoding would
 // not be what the writer hashed. A nil probe keeps every row group.
-func newBloomProbe(f *parquet.File, root *pqNode, fld value.Field, mode string, values []any) *bloomProbe {
-	if len(values) == 0 {
+func newBloomProbe(f *parquet.File, root *pqNode, fld value.Field, mode string, flt *RowGroupFilter) *bloomProbe {
+	if len(flt.Values) == 0 {
 		return nil
 	}
 	p := root.child(fld, mode)
 	if p == nil || !p.isLeaf() || p.repetition() == format.Repeated || !hasBloomFilters(f, p.leaf) {
 		return nil
 	}
-	hash := bloomHasher(fld.Type, p)
+	hash, kind := bloomHasher(fld.Type, p)
 	if hash == nil {
 		return nil
 	}
-	hashes := make([]uint64, len(values))
-	for i, v := range values {
-		h, ok := hash(v)
-		if !ok {
-			return nil
-		}
-		hashes[i] = h
+	h := flt.hashed(kind, hash)
+	if !h.ok {
+		return nil
 	}
-	sorted := slices.IsSortedFunc(values, value.Compare)
-	return &bloomProbe{leaf: p.leaf, values: values, hashes: hashes, sorted: sorted}
+	return &bloomProbe{leaf: p.leaf, values: flt.Values, hashes: h.hashes, sorted: h.sorted}
 }
 
 // probes returns the hashes of the values that the bounds of row group rg
@@ -170,9 +165,16 @@ func hasBloomFilters(f *parquet.File, leaf int) bool {
 
 // bloomHasher returns the hash of a value of Delta type t (in its Go
 // representation) as stored in leaf p, or nil when t is not stored in p as
-// dsdelta stores it. The hasher reports false for a value of another Go
+// dsdelta stores it, and the kind of hash it is: two leaves of one kind
+// hash a value alike. The hasher reports false for a value of another Go
 // type.
-func bloomHasher(t value.Type, p *pqNode) func(any) (uint64, bool) {
+func bloomHasher(t value.Type, p *pqNode) (func(any) (uint64, bool), string) {
+	phys, _ := p.el.Type.Get()
+	return leafHasher(t, p), phys.String() + "/" + t.String()
+}
+
+// leafHasher is bloomHasher's hash.
+func leafHasher(t value.Type, p *pqNode) func(any) (uint64, bool) {
 	phys, ok := p.el.Type.Get()
 	if !ok {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/dsdelta/dsdelta/shared/objstore"
@@ -101,6 +102,69 @@ type RowGroupFilter struct {
 	// groups without a filter are judged by their bounds alone (see
 	// bloom.go).
 	Values []any
+
+	// memo keeps what Values cost to prepare (sorted, in sets, hashed),
+	// for all the files one filter reads: a merge's lookup reads many
+	// files with the same thousands of keys.
+	memo filterMemo
+}
+
+// filterMemo is RowGroupFilter's cache, shared by the goroutines reading
+// files with one filter.
+type filterMemo struct {
+	mu      sync.Mutex
+	matches map[matchKey]*valueMatch
+	hashes  map[string]*bloomHashes
+}
+
+type matchKey struct {
+	typ string
+	col int
+}
+
+// bloomHashes are Values hashed as one kind of column stores them.
+type bloomHashes struct {
+	hashes []uint64
+	ok     bool // every value hashed
+	sorted bool // Values sorted by value.Compare
+}
+
+// match returns newValueMatch(fld, col, f.Values), made once per type and
+// column position.
+func (f *RowGroupFilter) match(fld value.Field, col int) *valueMatch {
+	f.memo.mu.Lock()
+	defer f.memo.mu.Unlock()
+	k := matchKey{fld.Type.String(), col}
+	if m, ok := f.memo.matches[k]; ok {
+		return m
+	}
+	if f.memo.matches == nil {
+		f.memo.matches = map[matchKey]*valueMatch{}
+	}
+	m := newValueMatch(fld, col, f.Values)
+	f.memo.matches[k] = m
+	return m
+}
+
+// hashed returns Values hashed by hash, made once per kind of hash (see
+// bloomHasher).
+func (f *RowGroupFilter) hashed(kind string, hash func(any) (uint64, bool)) *bloomHashes {
+	f.memo.mu.Lock()
+	defer f.memo.mu.Unlock()
+	if h, ok := f.memo.hashes[kind]; ok {
+		return h
+	}
+	if f.memo.hashes == nil {
+		f.memo.hashes = map[string]*bloomHashes{}
+	}
+	h := &bloomHashes{hashes: make([]uint64, len(f.Values)), ok: true, sorted: slices.IsSortedFunc(f.Values, value.Compare)}
+	for i, v := range f.Values {
+		if h.hashes[i], h.ok = hash(v); !h.ok {
+			break
+		}
+	}
+	f.memo.hashes[kind] = h
+	return h
 }
 
 // rowGroupBounds reads the footer bounds of one leaf column, converted to
@@ -334,7 +398,7 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		}
 		if !isPart[fld.Name] {
 			bounds = newRowGroupBounds(f, root, fld, mode)
-			probe = newBloomProbe(f, root, fld, mode, flt.Values)
+			probe = newBloomProbe(f, root, fld, mode, flt)
 		}
 	}
 	keep := make([]bool, len(f.RowGroups()))
@@ -360,7 +424,7 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 			return fmt.Errorf("only values: column %q is not among the columns read", flt.Column)
 		}
 		if fld := schema.Fields[cols[col]]; !isPart[fld.Name] {
-			match := newValueMatch(fld, col, flt.Values)
+			match := flt.match(fld, col)
 			if sparse, err = newSparseReader(ra, f, match, bounds, out, keep); err != nil {
 				return err
 			}
