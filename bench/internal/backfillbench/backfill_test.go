@@ -141,14 +141,22 @@ func TestOneTimestampDatesFirstReadsAlikeAndRereadsLater(t *testing.T) {
 	}
 }
 
-func TestFileIndexIsTheReadOrder(t *testing.T) {
+// TestFilesAreWrittenInReadOrder: the child's -in-order stages files
+// oldest first, which must be the backfill's read order.
+func TestFilesAreWrittenInReadOrder(t *testing.T) {
 	d, err := Generate(t.TempDir(), Spec{Events: 300, Files: 12})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var prev time.Time
 	for i, p := range d.Paths {
-		if got := FileIndex(filepath.Base(p)); got != i {
-			t.Errorf("FileIndex(%s) = %d, want %d", filepath.Base(p), got, i)
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if i > 0 && !info.ModTime().After(prev) {
+			t.Errorf("file %d (%s) was written at %v, not after file %d at %v", i, filepath.Base(p), info.ModTime(), i-1, prev)
+		}
+		prev = info.ModTime()
 	}
 }

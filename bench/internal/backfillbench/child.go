@@ -1,7 +1,6 @@
 package backfillbench
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -74,10 +72,9 @@ type ChildOptions struct {
 	CPUProfile, HeapProfile string
 	Memory                  memlimit.Setting // what the child's memlimit.Apply set
 	DeletionVectors         bool             // deletion_vectors: on
-	// InOrder stages the files in the order the backfill wrote them, as
-	// their notifications arrive, instead of in name order (the order of
-	// a listing: a first deploy's reconcile), which Datastream's names
-	// shuffle.
+	// InOrder stages the files oldest first, as `dsdelta run` and the
+	// reconcile hand them over and as their notifications arrive, instead
+	// of in name order, which Datastream's names shuffle.
 	InOrder bool
 }
 
@@ -132,7 +129,7 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 	var files []datastream.SourceFile
 	err = source.List(ctx, "", "", func(info objstore.Info) error {
 		if cfg.IsDataFile(info.Name) {
-			files = append(files, datastream.SourceFile{Name: info.Name, Generation: info.Generation, Size: info.Size})
+			files = append(files, datastream.SourceFile{Name: info.Name, Generation: info.Generation, Size: info.Size, Created: info.Updated})
 			r.SourceBytes += info.Size
 		}
 		return nil
@@ -142,7 +139,7 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 	}
 	r.Files = len(files)
 	if o.InOrder {
-		slices.SortStableFunc(files, func(a, b datastream.SourceFile) int { return cmp.Compare(FileIndex(a.Name), FileIndex(b.Name)) })
+		slices.SortStableFunc(files, func(a, b datastream.SourceFile) int { return a.Created.Compare(b.Created) })
 	}
 	var events atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
@@ -246,15 +243,4 @@ func numRecords(ctx context.Context, store objstore.Store) (int64, error) {
 	}
 	n, _ := snap.NumRecords()
 	return n, nil
-}
-
-// FileIndex is the position in the backfill's read order of the file
-// Generate named name: the last number of its name (-1 for another name).
-func FileIndex(name string) int {
-	name = strings.TrimSuffix(name, ".jsonl")
-	n, err := strconv.Atoi(name[strings.LastIndexByte(name, '_')+1:])
-	if err != nil {
-		return -1
-	}
-	return n
 }

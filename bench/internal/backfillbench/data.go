@@ -136,6 +136,12 @@ func Generate(dir string, spec Spec) (Data, error) {
 		if err != nil {
 			return d, err
 		}
+		// Dated a second apart, in read order, as Datastream writes
+		// them: a file system's clock would give small files one time.
+		at := streamStart.Add(time.Duration(f) * time.Second)
+		if err := os.Chtimes(path, at, at); err != nil {
+			return d, fmt.Errorf("date %s: %w", path, err)
+		}
 		d.Paths = append(d.Paths, path)
 		d.Bytes += n
 	}
