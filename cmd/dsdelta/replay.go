@@ -90,8 +90,11 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d files staged and merged, %d still quarantined, %d already staged or skipped\n", res.Staged, len(res.StillBad), res.Skipped)
+	for _, id := range res.Busy {
+		fmt.Fprintf(stdout, "%s: lease held by another process; its replayed files are staged and wait for that merge\n", id)
+	}
+	fmt.Fprintf(stdout, "%d files staged, %d merged, %d still quarantined, %d already staged or skipped\n", res.Staged, res.Staged-res.Pending, len(res.StillBad), res.Skipped)
 	// A file still bad was read from the source just now, so it counts as
 	// run counts a quarantined file whose source is there.
-	return incomplete(0, len(res.StillBad))
+	return incomplete(res.Pending, len(res.StillBad))
 }

@@ -63,7 +63,7 @@ func TestRunShowVerifyReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code = cli(t, "replay", "--source", src, "--lake", lake, "--config", cfg)
-	if code != 0 || !strings.Contains(out, "1 files staged and merged, 0 still quarantined") {
+	if code != 0 || !strings.Contains(out, "1 files staged, 1 merged, 0 still quarantined") {
 		t.Fatalf("replay: %d %s %s", code, out, errOut)
 	}
 	show, _, _ = cli(t, "show", filepath.Join(lake, "shop", "customers"), "--format", "jsonl")

@@ -24,7 +24,11 @@ import (
 // The data-file fuzz targets mutate small data files and read or rewrite
 // them as a merge does. Their input is a schema selector (fzSchemaOurs for
 // files FileWriter writes, fzSchemaSpark for the data-reader-primitives
-// fixture's schema) and the file's bytes.
+// fixture's schema) and the file's bytes. Such an input is 10-30 KB, and
+// go's minimisation of each input that finds new coverage is quadratic in
+// its length: run them by hand with -fuzzminimizetime=100x, as
+// scripts/fuzz.sh does, or a time limit (60s by default) is spent
+// minimising and no input is executed.
 const (
 	fzSchemaOurs  = 0
 	fzSchemaSpark = 1

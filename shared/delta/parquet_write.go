@@ -601,7 +601,12 @@ func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, 
 // tenth. A sync.Pool holds them: the collector drops those no file asks
 // for again, and Drop lets them all go at once. The zero value is ready;
 // safe for concurrent use.
-type ValueArrays struct{ pool atomic.Pointer[sync.Pool] }
+type ValueArrays struct {
+	pool atomic.Pointer[sync.Pool]
+	// given, when set (by tests), sees each array given back, before the
+	// pool takes it: what a pool keeps is not the pool's to promise.
+	given func([]parquet.Value)
+}
 
 // get returns an array of n zero values; a nil *ValueArrays makes one.
 func (a *ValueArrays) get(n int) []parquet.Value {
@@ -616,6 +621,9 @@ func (a *ValueArrays) get(n int) []parquet.Value {
 // put takes back an array of zero values.
 func (a *ValueArrays) put(vals []parquet.Value) {
 	if a != nil && cap(vals) > 0 {
+		if a.given != nil {
+			a.given(vals)
+		}
 		vals = vals[:0]
 		a.current().Put(&vals)
 	}

@@ -32,8 +32,11 @@ type ReplayResult struct {
 	Skipped int // files already staged, or not to be staged
 	// StillBad are the files quarantined again, in the order staged.
 	StillBad []StageResult
-	// Merged are the tables merged, by id.
-	Merged []string
+	// Merged are the tables merged, by id; Busy those whose lease another
+	// process held: their replayed files are staged, pending its merge.
+	Merged, Busy []string
+	// Pending counts the staged files of the Busy tables.
+	Pending int
 }
 
 // Replay stages files again after a fix (the quarantined ones, named ones,
@@ -51,7 +54,7 @@ func (p *Pipeline) Replay(ctx context.Context, o ReplayOptions) (ReplayResult, e
 			files[i].Bucket = ""
 		}
 	}
-	touched := map[string]bool{}
+	touched := map[string]int{}
 	for _, f := range files {
 		sr, err := p.Stage(ctx, f)
 		if err != nil {
@@ -64,7 +67,7 @@ func (p *Pipeline) Replay(ctx context.Context, o ReplayOptions) (ReplayResult, e
 			res.Skipped++
 		default:
 			res.Staged++
-			touched[sr.Table] = true
+			touched[sr.Table]++
 		}
 	}
 	ids := make([]string, 0, len(touched))
@@ -73,8 +76,14 @@ func (p *Pipeline) Replay(ctx context.Context, o ReplayOptions) (ReplayResult, e
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		if _, err := p.MergeTable(ctx, id); err != nil {
+		mr, err := p.MergeTable(ctx, id)
+		if err != nil {
 			return res, err
+		}
+		if mr.Busy {
+			res.Busy = append(res.Busy, id)
+			res.Pending += touched[id]
+			continue
 		}
 		res.Merged = append(res.Merged, id)
 	}

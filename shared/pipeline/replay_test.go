@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
@@ -50,6 +51,24 @@ func TestReplay(t *testing.T) {
 		}
 		if q, err := p.Registry.ListFiles(ctx, "shop.t", coord.StateQuarantined); err != nil || len(q) != 0 {
 			t.Errorf("quarantined after the replay: %v, %v; want none", q, err)
+		}
+	})
+
+	t.Run("a table whose lease another process holds is reported busy, its files pending", func(t *testing.T) {
+		p, source := setup(t)
+		fix(t, source)
+		if _, err := p.Leaser.Acquire(ctx, "shop.t", "merging-instance/1", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.Replay(ctx, ReplayOptions{Source: source})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Staged != 1 || len(res.Merged) != 0 || !reflect.DeepEqual(res.Busy, []string{"shop.t"}) || res.Pending != 1 {
+			t.Fatalf("Replay = %+v, want the fixed file staged and shop.t busy with it pending", res)
+		}
+		if pending, err := p.Registry.Pending(ctx, "shop.t", 10); err != nil || len(pending) != 1 {
+			t.Errorf("pending after the replay: %v, %v; want the fixed file", pending, err)
 		}
 	})
 

@@ -252,7 +252,7 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 		if _, qerr := p.Registry.Quarantine(ctx, coord.FileRecord{ID: id, Table: tableOrUnknown(tid), Bucket: f.Bucket, Name: f.Name, Generation: f.Generation, Size: f.Size, SourceBytes: max(f.Size, 0), SourceCreated: f.Created, Record: recordOf(err)}, err.Error()); qerr != nil {
 			return res, fmt.Errorf("stage %s: quarantine: %w", f.Name, qerr)
 		}
-		log.Warn("file quarantined", "event", "quarantined", "table", tid, "reason", err.Error())
+		log.Warn("file quarantined", "event", "quarantined", "table", tableOrUnknown(tid), "reason", err.Error())
 		return res, nil
 	}
 	if staged == nil { // a file without events
@@ -273,7 +273,13 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 		return res, fmt.Errorf("stage %s: register: %w", f.Name, err)
 	}
 	res.Duplicate = !created
-	log.Info("file staged", "event", "staged", "table", rec.Table, "events", staged.Events, "arrival", rec.ArrivalSeq)
+	if !created {
+		// Another delivery of the notification registered it first: one
+		// "staged" line per file, which the staged-files metric counts.
+		log.Info("file already staged by another delivery", "event", "staged_again", "table", rec.Table, "events", staged.Events, "arrival", rec.ArrivalSeq)
+	} else {
+		log.Info("file staged", "event", "staged", "table", rec.Table, "events", staged.Events, "arrival", rec.ArrivalSeq)
+	}
 	if p.Waker != nil {
 		if err := p.Waker.Wake(ctx, staged.Table); err != nil {
 			// The file is registered: the next wake-up or the scheduled
@@ -288,7 +294,6 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 // table could be read from it (every caller shows it by this one label).
 const UnknownTable = "_unknown._unknown"
 
-// tableOrUnknown is the table id t, or UnknownTable when it is empty.
 // skip records a file staging read and found nothing to merge in, so that
 // the reconcile knows it and does not hand it over again (Registry.Skip).
 func (p *Pipeline) skip(ctx context.Context, f datastream.SourceFile, id, tableID, reason string) error {
@@ -299,6 +304,7 @@ func (p *Pipeline) skip(ctx context.Context, f datastream.SourceFile, id, tableI
 	return nil
 }
 
+// tableOrUnknown is the table id t, or UnknownTable when it is empty.
 func tableOrUnknown(tableID string) string {
 	if tableID == "" {
 		return UnknownTable

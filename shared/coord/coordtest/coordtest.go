@@ -92,6 +92,19 @@ func Run(t *testing.T, newCoordinator NewFunc) {
 	t.Run("Validation", func(t *testing.T) { testValidation(t, newCoordinator) })
 }
 
+// suiteCase is one named case of a suite; it makes its own coordinator.
+type suiteCase struct {
+	name string
+	run  func(t *testing.T, newCoordinator NewFunc)
+}
+
+// runCases runs each case as a subtest of its name.
+func runCases(t *testing.T, newCoordinator NewFunc, cases []suiteCase) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newCoordinator) })
+	}
+}
+
 // env is what one test case works with.
 type env struct {
 	t     *testing.T
@@ -206,8 +219,9 @@ func wantErr(t *testing.T, what string, err, want error) {
 	}
 }
 
-func testLease(t *testing.T, newCoordinator NewFunc) {
-	t.Run("acquire grants a lease with a positive token that expires after the ttl", func(t *testing.T) {
+// leaseCases are the Lease suite's cases.
+var leaseCases = []suiteCase{
+	{"acquire grants a lease with a positive token that expires after the ttl", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		l := e.acquire("db.t", "a")
 		if l.Table != "db.t" || l.Holder != "a" || l.Token <= 0 {
@@ -219,15 +233,15 @@ func testLease(t *testing.T, newCoordinator NewFunc) {
 		if err := e.c.CheckLease(e.ctx, l); err != nil {
 			t.Fatalf("CheckLease of a fresh lease: %v", err)
 		}
-	})
-	t.Run("a second holder gets ErrLeaseHeld while the lease is live", func(t *testing.T) {
+	}},
+	{"a second holder gets ErrLeaseHeld while the lease is live", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		e.acquire("db.t", "a")
 		e.clock.Advance(ttl - time.Second)
 		_, err := e.c.Acquire(e.ctx, "db.t", "b", ttl)
 		wantErr(t, "Acquire by b", err, coord.ErrLeaseHeld)
-	})
-	t.Run("an expired lease is taken over with a greater token and the old one is lost", func(t *testing.T) {
+	}},
+	{"an expired lease is taken over with a greater token and the old one is lost", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		a := e.acquire("db.t", "a")
 		e.clock.Advance(ttl)
@@ -243,8 +257,8 @@ func testLease(t *testing.T, newCoordinator NewFunc) {
 		if err := e.c.CheckLease(e.ctx, b); err != nil {
 			t.Fatalf("the new lease must survive the old holder's release: %v", err)
 		}
-	})
-	t.Run("renew extends the expiry and keeps the token", func(t *testing.T) {
+	}},
+	{"renew extends the expiry and keeps the token", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		l := e.acquire("db.t", "a")
 		e.clock.Advance(ttl - time.Second)
@@ -261,15 +275,15 @@ func testLease(t *testing.T, newCoordinator NewFunc) {
 		}
 		_, err = e.c.Acquire(e.ctx, "db.t", "b", ttl)
 		wantErr(t, "Acquire within the renewed ttl", err, coord.ErrLeaseHeld)
-	})
-	t.Run("renew after expiry returns ErrLeaseLost even when nobody took over", func(t *testing.T) {
+	}},
+	{"renew after expiry returns ErrLeaseLost even when nobody took over", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		l := e.acquire("db.t", "a")
 		e.clock.Advance(ttl + time.Second)
 		_, err := e.c.Renew(e.ctx, l, ttl)
 		wantErr(t, "Renew", err, coord.ErrLeaseLost)
-	})
-	t.Run("release lets another holder acquire at once with a greater token", func(t *testing.T) {
+	}},
+	{"release lets another holder acquire at once with a greater token", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		a := e.acquire("db.t", "a")
 		if err := e.c.Release(e.ctx, a); err != nil {
@@ -280,8 +294,8 @@ func testLease(t *testing.T, newCoordinator NewFunc) {
 		if b.Token <= a.Token {
 			t.Fatalf("token after release %d, want > %d", b.Token, a.Token)
 		}
-	})
-	t.Run("the same holder acquiring again gets a new token and loses the old lease", func(t *testing.T) {
+	}},
+	{"the same holder acquiring again gets a new token and loses the old lease", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		a1 := e.acquire("db.t", "a")
 		a2 := e.acquire("db.t", "a")
@@ -289,13 +303,13 @@ func testLease(t *testing.T, newCoordinator NewFunc) {
 			t.Fatalf("second token %d, want > %d", a2.Token, a1.Token)
 		}
 		wantErr(t, "CheckLease of the first lease", e.c.CheckLease(e.ctx, a1), coord.ErrLeaseLost)
-	})
-	t.Run("leases of different tables are independent", func(t *testing.T) {
+	}},
+	{"leases of different tables are independent", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		e.acquire("db.t1", "a")
 		e.acquire("db.t2", "b")
-	})
-	t.Run("racing takers hold the lease one at a time with strictly increasing tokens", func(t *testing.T) {
+	}},
+	{"racing takers hold the lease one at a time with strictly increasing tokens", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		const workers, rounds = 3, 3
 		var holders atomic.Int32
@@ -351,8 +365,8 @@ func testLease(t *testing.T, newCoordinator NewFunc) {
 				t.Fatalf("tokens not strictly increasing in acquisition order: %v", tokens)
 			}
 		}
-	})
-	t.Run("concurrent acquirers of a free lease produce exactly one winner", func(t *testing.T) {
+	}},
+	{"concurrent acquirers of a free lease produce exactly one winner", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		const workers = 8
 		cs := make([]Coordinator, workers)
@@ -366,7 +380,11 @@ func testLease(t *testing.T, newCoordinator NewFunc) {
 		if len(won) != 1 || held != workers-1 {
 			t.Fatalf("%d winners and %d ErrLeaseHeld, want 1 and %d", len(won), held, workers-1)
 		}
-	})
+	}},
+}
+
+func testLease(t *testing.T, newCoordinator NewFunc) {
+	runCases(t, newCoordinator, leaseCases)
 }
 
 // AcquireAtOnce has each of cs acquire table's lease at the same time, as
@@ -401,8 +419,9 @@ func AcquireAtOnce(ctx context.Context, tableID string, ttl time.Duration, cs ..
 // that every backend stores it exactly.
 var sourceCreated = time.Date(2026, 1, 31, 23, 59, 58, 0, time.UTC)
 
-func testRegistry(t *testing.T, newCoordinator NewFunc) {
-	t.Run("register assigns the file id, the staged state and increasing arrival numbers", func(t *testing.T) {
+// registryCases are the Registry suite's cases.
+var registryCases = []suiteCase{
+	{"register assigns the file id, the staged state and increasing arrival numbers", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		recs := e.registerN("db.t", 3, 100)
 		for i, r := range recs {
@@ -421,8 +440,8 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 				t.Fatalf("File(%s) = %+v, %v; want the registered record", r.ID, got, err)
 			}
 		}
-	})
-	t.Run("a re-delivered file returns the existing record and created false", func(t *testing.T) {
+	}},
+	{"a re-delivered file returns the existing record and created false", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		first := e.register(file("db.t", 1, 100))
 		e.clock.Advance(time.Minute)
@@ -437,8 +456,8 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 		if s := e.status("db.t"); s.Pending != 1 {
 			t.Fatalf("pending = %d after a duplicate delivery, want 1", s.Pending)
 		}
-	})
-	t.Run("another generation of the same name is another file", func(t *testing.T) {
+	}},
+	{"another generation of the same name is another file", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		f := file("db.t", 1, 100)
 		a := e.register(f)
@@ -447,8 +466,8 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 		if a.ID == b.ID {
 			t.Fatalf("two generations share id %s", a.ID)
 		}
-	})
-	t.Run("concurrent duplicate deliveries create one record and report created once", func(t *testing.T) {
+	}},
+	{"concurrent duplicate deliveries create one record and report created once", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		const workers = 8
 		var created atomic.Int32
@@ -485,8 +504,8 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 		if s := e.status("db.dup"); s.Pending != 1 {
 			t.Fatalf("pending = %d, want 1", s.Pending)
 		}
-	})
-	t.Run("pending lists staged files in arrival order and honours the limit", func(t *testing.T) {
+	}},
+	{"pending lists staged files in arrival order and honours the limit", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		// Register in an order unlike the names' order.
 		var want []string
@@ -505,8 +524,8 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 		if err != nil || !equalIDs(ids(got), want[:2]) {
 			t.Fatalf("Pending(limit 2) = %v, %v; want %v", ids(got), err, want[:2])
 		}
-	})
-	t.Run("quarantine records a new bad file with its reason and counts it", func(t *testing.T) {
+	}},
+	{"quarantine records a new bad file with its reason and counts it", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		bad := file("db.t", 1, 10)
 		bad.Record = "record 17"
@@ -528,8 +547,8 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 		if err != nil || len(got) != 1 || got[0].Reason != "invalid JSON" {
 			t.Fatalf("ListFiles(quarantined) = %+v, %v", got, err)
 		}
-	})
-	t.Run("quarantining a staged file takes it out of pending", func(t *testing.T) {
+	}},
+	{"quarantining a staged file takes it out of pending", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		recs := e.registerN("db.t", 2, 10)
 		if _, err := e.c.Quarantine(e.ctx, recs[0], "type change"); err != nil {
@@ -542,8 +561,8 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 		if s := e.status("db.t"); s.Quarantined != 1 || s.Pending != 1 {
 			t.Fatalf("status = %d quarantined, %d pending; want 1, 1", s.Quarantined, s.Pending)
 		}
-	})
-	t.Run("registering a quarantined file stages it again with a new arrival number", func(t *testing.T) {
+	}},
+	{"registering a quarantined file stages it again with a new arrival number", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		first := e.register(file("db.t", 1, 10))
 		q, err := e.c.Quarantine(e.ctx, first, "bad")
@@ -560,8 +579,8 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 		if s := e.status("db.t"); s.Quarantined != 0 || s.Pending != 1 {
 			t.Fatalf("status = %d quarantined, %d pending; want 0, 1", s.Quarantined, s.Pending)
 		}
-	})
-	t.Run("the source bytes of a file are kept by register, file and batches", func(t *testing.T) {
+	}},
+	{"the source bytes of a file are kept by register, file and batches", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		f := file("db.t", 1, 100)
 		f.SourceBytes = 26 << 20
@@ -583,13 +602,13 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 		if len(again.Files) != 1 || again.Files[0].SourceBytes != f.SourceBytes {
 			t.Fatalf("resumed batch files = %+v, want the file with %d source bytes", again.Files, f.SourceBytes)
 		}
-	})
-	t.Run("file returns ErrNotFound for an unknown id", func(t *testing.T) {
+	}},
+	{"file returns ErrNotFound for an unknown id", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		_, err := e.c.File(e.ctx, coord.FileID("b", "missing", 1))
 		wantErr(t, "File", err, coord.ErrNotFound)
-	})
-	t.Run("list files filters by state and keeps arrival order", func(t *testing.T) {
+	}},
+	{"list files filters by state and keeps arrival order", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		recs := e.registerN("db.t", 3, 10)
 		if _, err := e.c.Quarantine(e.ctx, recs[1], "bad"); err != nil {
@@ -609,8 +628,8 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 				t.Fatalf("ListFiles(%q) = %v, %v; want %v", tc.state, ids(got), err, tc.want)
 			}
 		}
-	})
-	t.Run("register, quarantine and skip keep the source creation time they are given", func(t *testing.T) {
+	}},
+	{"register, quarantine and skip keep the source creation time they are given", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		for i, tc := range []struct {
 			name string
@@ -637,11 +656,16 @@ func testRegistry(t *testing.T, newCoordinator NewFunc) {
 		if !rec.SourceCreated.IsZero() || !e.file(rec.ID).SourceCreated.IsZero() {
 			t.Fatalf("source created = %s for a file registered without it, want zero", rec.SourceCreated)
 		}
-	})
+	}},
 }
 
-func testBatches(t *testing.T, newCoordinator NewFunc) {
-	t.Run("next batch takes pending files in arrival order up to the file limit", func(t *testing.T) {
+func testRegistry(t *testing.T, newCoordinator NewFunc) {
+	runCases(t, newCoordinator, registryCases)
+}
+
+// batchCases are the Batches suite's cases.
+var batchCases = []suiteCase{
+	{"next batch takes pending files in arrival order up to the file limit", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		recs := e.registerN("db.t", 5, 10)
 		l := e.acquire("db.t", "m")
@@ -661,8 +685,8 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		if s.Pending != 2 || s.OpenBatchSeq != 1 || s.LastBatchSeq != 1 {
 			t.Fatalf("status = %+v, want 2 pending, open batch 1", s)
 		}
-	})
-	t.Run("next batch stops before the byte limit but always takes one file", func(t *testing.T) {
+	}},
+	{"next batch stops before the byte limit but always takes one file", func(t *testing.T, newCoordinator NewFunc) {
 		for _, tc := range []struct {
 			name     string
 			sizes    []int64
@@ -685,8 +709,8 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 				}
 			})
 		}
-	})
-	t.Run("next batch stops before the event and source-byte limits but always takes one file", func(t *testing.T) {
+	}},
+	{"next batch stops before the event and source-byte limits but always takes one file", func(t *testing.T, newCoordinator NewFunc) {
 		type sizes struct{ bytes, events, source int64 }
 		for _, tc := range []struct {
 			name  string
@@ -722,8 +746,8 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 				}
 			})
 		}
-	})
-	t.Run("next batch without pending files returns ErrNoWork", func(t *testing.T) {
+	}},
+	{"next batch without pending files returns ErrNoWork", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		l := e.acquire("db.t", "m")
 		_, err := e.c.NextBatch(e.ctx, l, "db.t", coord.BatchLimits{Files: 10})
@@ -734,8 +758,8 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		}
 		_, err = e.c.NextBatch(e.ctx, l, "db.t", coord.BatchLimits{Files: 10})
 		wantErr(t, "NextBatch with only a quarantined file", err, coord.ErrNoWork)
-	})
-	t.Run("next batch before completion returns the same open batch", func(t *testing.T) {
+	}},
+	{"next batch before completion returns the same open batch", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		e.registerN("db.t", 3, 10)
 		l := e.acquire("db.t", "m")
@@ -748,8 +772,8 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		if again.Seq != first.Seq || !equalIDs(ids(again.Files), ids(first.Files)) || !again.Created.Equal(first.Created) {
 			t.Fatalf("resumed batch = seq %d files %v, want seq %d files %v", again.Seq, ids(again.Files), first.Seq, ids(first.Files))
 		}
-	})
-	t.Run("complete batch marks files merged, closes the batch and updates the status", func(t *testing.T) {
+	}},
+	{"complete batch marks files merged, closes the batch and updates the status", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		recs := e.registerN("db.t", 3, 10)
 		l := e.acquire("db.t", "m")
@@ -783,8 +807,8 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		if next.Seq != 2 || !equalIDs(ids(next.Files), ids(recs[2:])) {
 			t.Fatalf("next batch = seq %d files %v, want seq 2 files %v", next.Seq, ids(next.Files), ids(recs[2:]))
 		}
-	})
-	t.Run("completing a batch twice is a no-op", func(t *testing.T) {
+	}},
+	{"completing a batch twice is a no-op", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		e.registerN("db.t", 1, 10)
 		l := e.acquire("db.t", "m")
@@ -798,8 +822,8 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		if s := e.status("db.t"); s.Batches != 1 || s.Inserted != 7 || s.Files != 1 {
 			t.Fatalf("status after a repeated completion = %+v, want 1 batch, 7 inserted, 1 file", s)
 		}
-	})
-	t.Run("completing a batch that was never handed out returns ErrNotFound", func(t *testing.T) {
+	}},
+	{"completing a batch that was never handed out returns ErrNotFound", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		e.registerN("db.t", 1, 10)
 		l := e.acquire("db.t", "m")
@@ -807,8 +831,8 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		b.Seq = 9
 		err := e.c.CompleteBatch(e.ctx, l, b, coord.BatchStats{})
 		wantErr(t, "CompleteBatch of seq 9", err, coord.ErrNotFound)
-	})
-	t.Run("sequence numbers increase by one per batch", func(t *testing.T) {
+	}},
+	{"sequence numbers increase by one per batch", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		e.registerN("db.t", 5, 10)
 		l := e.acquire("db.t", "m")
@@ -832,8 +856,8 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		if s := e.status("db.t"); s.Pending != 0 || s.Files != 5 || s.LastBatchSeq != 3 || s.OpenBatchSeq != 0 {
 			t.Fatalf("status = %+v, want 0 pending, 5 files merged, last batch 3 and none open", s)
 		}
-	})
-	t.Run("a file quarantined in an open batch stays in it, quarantined, and is not merged", func(t *testing.T) {
+	}},
+	{"a file quarantined in an open batch stays in it, quarantined, and is not merged", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		recs := e.registerN("db.t", 2, 10)
 		l := e.acquire("db.t", "m")
@@ -858,8 +882,8 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		}
 		_, err := e.c.Quarantine(e.ctx, f1, "too late")
 		wantErr(t, "Quarantine of a merged file", err, coord.ErrInvalidState)
-	})
-	t.Run("a holder whose lease expired mid-work gets ErrLeaseLost and changes nothing", func(t *testing.T) {
+	}},
+	{"a holder whose lease expired mid-work gets ErrLeaseLost and changes nothing", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		e.registerN("db.t", 4, 10)
 		l := e.acquire("db.t", "slow")
@@ -885,15 +909,15 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		if err := e.c.CompleteBatch(e.ctx, l2, b2, coord.BatchStats{}); err != nil {
 			t.Fatalf("CompleteBatch by the new holder: %v", err)
 		}
-	})
-	t.Run("a lease of another table does not allow batches", func(t *testing.T) {
+	}},
+	{"a lease of another table does not allow batches", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		e.registerN("db.t", 1, 10)
 		other := e.acquire("db.other", "m")
 		_, err := e.c.NextBatch(e.ctx, other, "db.t", coord.BatchLimits{Files: 2})
 		wantErr(t, "NextBatch", err, coord.ErrLeaseLost)
-	})
-	t.Run("batches of different tables are numbered independently", func(t *testing.T) {
+	}},
+	{"batches of different tables are numbered independently", func(t *testing.T, newCoordinator NewFunc) {
 		e := newEnv(t, newCoordinator)
 		e.registerN("db.a", 1, 10)
 		e.registerN("db.b", 1, 10)
@@ -902,7 +926,11 @@ func testBatches(t *testing.T, newCoordinator NewFunc) {
 		if ba.Seq != 1 || bb.Seq != 1 || ba.Files[0].Table != "db.a" || bb.Files[0].Table != "db.b" {
 			t.Fatalf("batches = %+v and %+v, want seq 1 each with their own table's file", ba, bb)
 		}
-	})
+	}},
+}
+
+func testBatches(t *testing.T, newCoordinator NewFunc) {
+	runCases(t, newCoordinator, batchCases)
 }
 
 // equalStatus compares statuses with time.Time.Equal, since backends may

@@ -1,6 +1,0 @@
-//go:build !race
-
-package delta
-
-// raceDetector is set in a build with the race detector.
-const raceDetector = false
