@@ -469,11 +469,15 @@ func (src *rowGroupSource) appendGroup(rw *rewriter, g int, rg parquet.RowGroup,
 func (src *rowGroupSource) copyGroup(rw *rewriter, g int, rg parquet.RowGroup, dropped []bool) (copied bool, err error) {
 	copied = !src.bounds.unsignedDecimalBounds(&src.f.Metadata().RowGroups[g])
 	if copied {
-		leaves, err := src.bounds.summarise(rg)
-		if err != nil {
-			return false, err
-		}
-		err = rw.appendRowGroup(src.ra, src.f, g, true, func(w *FileWriter) error { return w.writeRowGroup(rg, leaves) })
+		// Summarised once the chunks are fetched: a wide decimal's bounds
+		// are read from its values (see exactbounds.go).
+		err = rw.appendRowGroup(src.ra, src.f, g, true, func(w *FileWriter) error {
+			leaves, err := src.bounds.summarise(rg)
+			if err != nil {
+				return err
+			}
+			return w.writeRowGroup(rg, leaves)
+		})
 		if !errors.Is(err, errNotCopied) {
 			return true, err
 		}
@@ -725,113 +729,4 @@ func (r *rewriter) abort() {
 		r.w.Abort()
 		r.w = nil
 	}
-}
-
-// chunkBounds turns a row group's footer statistics into the leaf
-// summaries of its data columns.
-type chunkBounds struct {
-	types []value.Type
-	conv  []func(parquet.Value) (any, error)
-	// fileMin/fileMax: the source file's bounds, used where the chunk's
-	// cannot be (nil: unknown).
-	fileMin, fileMax []any
-	useFile          []bool
-}
-
-func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, error) {
-	b := &chunkBounds{
-		types:   make([]value.Type, len(fields)),
-		conv:    make([]func(parquet.Value) (any, error), len(fields)),
-		fileMin: make([]any, len(fields)),
-		fileMax: make([]any, len(fields)),
-		useFile: make([]bool, len(fields)),
-	}
-	st, stErr := ParseStats(add.Stats)
-	for k, f := range fields {
-		p := root.child(f, ColumnMappingNone)
-		if p == nil || p.leaf != k {
-			return nil, fmt.Errorf("column %q is not leaf %d", f.Name, k)
-		}
-		b.types[k] = f.Type
-		if !hasMinMax(f.Type) {
-			continue
-		}
-		// parquet-go orders FIXED_LEN_BYTE_ARRAY bounds as unsigned bytes,
-		// wrong for negative decimals, and its float bounds do not say
-		// whether a NaN was seen: take the source file's bounds for those.
-		if !boundsAsDelta(f.Type) {
-			b.useFile[k] = true
-			if stErr == nil {
-				if lo, hi, ok := st.MinMax(f.Name, f.Type); ok {
-					b.fileMin[k], b.fileMax[k] = lo, hi
-				}
-			}
-			continue
-		}
-		conv, err := converter(f.Type, p, nil)
-		if err != nil {
-			return nil, err
-		}
-		b.conv[k] = conv
-	}
-	return b, nil
-}
-
-// unsignedDecimalBounds reports whether a row group's chunk statistics
-// have bounds for a leaf whose Parquet bounds are not its Delta ones, a
-// decimal of more than 18 digits: parquet-go's, in unsigned order (files
-// written before wideDecimalOptions, see decimalindex.go), which a copy of
-// the row group would keep. (Floats' are in the right order; what they do
-// not tell is taken from the source's add.stats, see useFile.)
-func (b *chunkBounds) unsignedDecimalBounds(rg *format.RowGroup) bool {
-	for k, t := range b.types {
-		if _, ok := t.(value.DecimalType); !ok || boundsAsDelta(t) || k >= len(rg.Columns) {
-			continue
-		}
-		if st := &rg.Columns[k].MetaData.Statistics; st.MinValue != nil || st.MaxValue != nil || st.Min != nil || st.Max != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func (b *chunkBounds) summarise(rg parquet.RowGroup) ([]leafSummary, error) {
-	chunks := rg.ColumnChunks()
-	if len(chunks) != len(b.types) {
-		return nil, fmt.Errorf("row group has %d column chunks, schema has %d columns", len(chunks), len(b.types))
-	}
-	n := rg.NumRows()
-	out := make([]leafSummary, len(chunks))
-	for k, c := range chunks {
-		fc, ok := c.(*parquet.FileColumnChunk)
-		if !ok {
-			return nil, fmt.Errorf("column %d is not a file column chunk", k)
-		}
-		s := &out[k]
-		s.nulls = fc.NullCount()
-		if s.nulls < 0 || s.nulls > n {
-			return nil, fmt.Errorf("column %d: null count %d of %d rows", k, s.nulls, n)
-		}
-		if s.nulls == n || !hasMinMax(b.types[k]) {
-			continue
-		}
-		if b.useFile[k] {
-			s.min, s.max = b.fileMin[k], b.fileMax[k]
-			s.unbounded = s.min == nil || s.max == nil
-			continue
-		}
-		lo, hi, ok := fc.Bounds()
-		if !ok {
-			s.unbounded = true
-			continue
-		}
-		var err error
-		if s.min, err = b.conv[k](lo); err != nil {
-			return nil, fmt.Errorf("column %d: min: %w", k, err)
-		}
-		if s.max, err = b.conv[k](hi); err != nil {
-			return nil, fmt.Errorf("column %d: max: %w", k, err)
-		}
-	}
-	return out, nil
 }
