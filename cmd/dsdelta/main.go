@@ -38,6 +38,7 @@ func commands() map[string]command {
 		"vacuum":            {cmdVacuum, "delete the files of a Delta table that no version within the retention references"},
 		"checkpoint":        {cmdCheckpoint, "write a checkpoint of a Delta table at its latest version"},
 		"expire-tombstones": {cmdExpireTombstones, "remove the tombstones older than the retention from a dsdelta tombstone table"},
+		"repair-stats":      {cmdRepairStats, "repair the footer and add.stats bounds older releases wrote wrong in a Delta table"},
 	}
 }
 

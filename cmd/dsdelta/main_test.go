@@ -21,6 +21,7 @@ func TestHelpVerbPrintsTheVerbsFlags(t *testing.T) {
 		{"vacuum", "-force"},
 		{"checkpoint", "-dry-run"},
 		{"expire-tombstones", "-retain string"},
+		{"repair-stats", "-dry-run"},
 	} {
 		t.Run("help "+tt.verb+" explains "+tt.flag, func(t *testing.T) {
 			if _, errOut, _ := cli(t, "help", tt.verb); !strings.Contains(errOut, "  "+tt.flag+"\n") {

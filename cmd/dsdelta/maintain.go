@@ -366,3 +366,61 @@ func expireTable(ctx context.Context, store objstore.Store, url string, opts cdc
 		url, r.Expired, cutoff, r.Version, r.Superseded, r.FilesRewritten, r.FilesCompacted, r.FilesAdded, r.BytesRemoved, r.BytesAdded)
 	return printCommitted(ctx, w, store, r.Version)
 }
+
+func cmdRepairStats(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("repair-stats", stderr)
+	dryRun := fs.Bool("dry-run", false, "list the files whose statistics would be repaired, and write nothing")
+	verbUsage(fs, "Repairs the statistics older dsdelta releases wrote wrong in the Delta\n"+
+		"table TABLE: a file whose Parquet footer has unsigned bounds of a decimal\n"+
+		"of more than 18 digits is rewritten; a file whose add.stats has float,\n"+
+		"double or such decimal bounds that no row of it has (left by a rewrite\n"+
+		"that dropped rows) is added again with the bounds of its rows, its data\n"+
+		"untouched. Files of other writers are left alone; a clean table gets no\n"+
+		"commit. Committed optimistically, as optimize is.")
+	url, store, err := verbTable(ctx, fs, args)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return repairTable(ctx, store, url, *dryRun, stdout, retryLogger(stderr))
+}
+
+// repairTable repairs the statistics of the table in store
+// (pipeline.RepairStats, retried by pipeline.Optimistically) and prints
+// what it changed.
+func repairTable(ctx context.Context, store objstore.Store, url string, dryRun bool, w io.Writer, logger *slog.Logger) error {
+	var r delta.RepairStatsResult
+	snap, err := optimistic(ctx, store, url, "repair the statistics of", logger, func(ctx context.Context) error {
+		var err error
+		r, err = pipeline.RepairStats(ctx, store, dryRun)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	found := fmt.Sprintf("%d files with unsigned wide-decimal footer bounds (%d bytes), %d files with bounds no row has",
+		len(r.Rewritten), r.BytesRemoved, len(r.Restated))
+	switch {
+	case len(r.Rewritten)+len(r.Restated) == 0:
+		fmt.Fprintf(w, "%s: statistics clean at version %d (%d files written by dsdelta checked; %s); nothing to repair\n", url, snap.Version(), r.FilesChecked, sizeOf(snap))
+		return nil
+	case dryRun:
+		fmt.Fprintf(w, "%s: would repair %s (dry run, version %d: %s)\n", url, found, snap.Version(), sizeOf(snap))
+		printRepaired(w, r)
+		return nil
+	}
+	fmt.Fprintf(w, "%s: repaired in version %d: %s; rewritten into %d files (%d bytes), the others' stats restated\n",
+		url, r.Version, found, r.FilesAdded, r.BytesAdded)
+	printRepaired(w, r)
+	return printCommitted(ctx, w, store, r.Version)
+}
+
+// printRepaired lists the files a repair rewrote and restated.
+func printRepaired(w io.Writer, r delta.RepairStatsResult) {
+	for _, p := range r.Rewritten {
+		fmt.Fprintf(w, "  rewritten: %s\n", p)
+	}
+	for _, p := range r.Restated {
+		fmt.Fprintf(w, "  restated:  %s\n", p)
+	}
+}

@@ -41,6 +41,10 @@ type ourLake struct {
 	pos  uint64
 	// now stamps the tombstones of the next batches.
 	now time.Time
+	// source is the batches' source schema, verbSource unless set, and
+	// row the row of key id in batch seq.
+	source value.StructType
+	row    func(id, seq int64) []any
 }
 
 func newOurLake(t *testing.T) *ourLake {
@@ -52,7 +56,8 @@ func newOurLake(t *testing.T) *ourLake {
 	}
 	t.Cleanup(func() { store.Close() })
 	tabs := pipeline.TableSetBeside(store, "t", "db.t")
-	return &ourLake{t: t, tabs: tabs, dir: filepath.Join(root, "t"), now: time.Now()}
+	return &ourLake{t: t, tabs: tabs, dir: filepath.Join(root, "t"), now: time.Now(), source: verbSource,
+		row: func(id, seq int64) []any { return []any{id, fmt.Sprintf("batch %d", seq)} }}
 }
 
 // apply merges one batch: an upsert of each id in ids (a note naming the
@@ -60,7 +65,7 @@ func newOurLake(t *testing.T) *ourLake {
 func (l *ourLake) apply(ids, dels []int64) {
 	l.t.Helper()
 	l.seq++
-	b := cdc.Batch{Source: verbSource, Key: []string{"id"}}
+	b := cdc.Batch{Source: l.source, Key: []string{"id"}}
 	for i, id := range append(slices.Clone(ids), dels...) {
 		l.pos++
 		del := i >= len(ids)
@@ -72,11 +77,11 @@ func (l *ourLake) apply(ids, dels []int64) {
 		ev := datastream.Event{
 			KeyNames: []string{"id"}, KeyValues: []any{id}, Op: op,
 			Order:           datastream.OrderKey{Bytes: binary.BigEndian.AppendUint64([]byte{1}, l.pos), Text: fmt.Sprintf("pos:%d", l.pos)},
-			SourceTimestamp: ts, ReadMethod: datastream.CDC, ChangeType: ct, Schema: verbSource,
-			Row:  []any{id, fmt.Sprintf("batch %d", l.seq)},
+			SourceTimestamp: ts, ReadMethod: datastream.CDC, ChangeType: ct, Schema: l.source,
+			Row:  l.row(id, l.seq),
 			Meta: datastream.Metadata{UUID: fmt.Sprintf("u%d", l.pos), SourceTimestamp: ts, ChangeType: ct, IsDeleted: del},
 		}
-		c, err := cdc.ChangeFromHistory(cdc.HistoryRow(ev), verbSource, []int{0})
+		c, err := cdc.ChangeFromHistory(cdc.HistoryRow(ev), l.source, []int{0})
 		if err != nil {
 			l.t.Fatal(err)
 		}

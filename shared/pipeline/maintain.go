@@ -306,14 +306,37 @@ type CompactOptions struct {
 // nothing to compact. It commits optimistically once; Optimistically
 // decides what a lost race means.
 func Compact(ctx context.Context, store objstore.Store, opts CompactOptions) (delta.OptimizeResult, error) {
-	snap, err := delta.Open(store).Snapshot(ctx)
-	if errors.Is(err, delta.ErrNotATable) {
-		return delta.OptimizeResult{}, nil
-	}
-	if err != nil {
+	snap, o, err := compactionSnapshot(ctx, store)
+	if snap == nil {
 		return delta.OptimizeResult{}, err
 	}
-	o := cdc.CompactionOptions(snap)
 	o.TargetFileBytes, o.Now, o.DryRun = opts.TargetFileBytes, opts.Now, opts.DryRun
 	return snap.Optimize(ctx, o)
+}
+
+// RepairStats repairs the statistics older releases wrote wrong in the
+// Delta table in store (see delta.Snapshot.RepairStats), rewriting files
+// with the bloom filters and pages compaction gives them. A table not
+// created yet has nothing to repair. It commits optimistically once, as
+// Compact does.
+func RepairStats(ctx context.Context, store objstore.Store, dryRun bool) (delta.RepairStatsResult, error) {
+	snap, o, err := compactionSnapshot(ctx, store)
+	if snap == nil {
+		return delta.RepairStatsResult{}, err
+	}
+	return snap.RepairStats(ctx, delta.RepairStatsOptions{BloomFilterColumns: o.BloomFilterColumns, PageBytes: o.PageBytes, DryRun: dryRun})
+}
+
+// compactionSnapshot reads the Delta table in store and the options
+// maintenance writes its files with (cdc.CompactionOptions); a nil
+// snapshot, and no error, when the table is not created yet.
+func compactionSnapshot(ctx context.Context, store objstore.Store) (*delta.Snapshot, delta.OptimizeOptions, error) {
+	snap, err := delta.Open(store).Snapshot(ctx)
+	if errors.Is(err, delta.ErrNotATable) {
+		return nil, delta.OptimizeOptions{}, nil
+	}
+	if err != nil {
+		return nil, delta.OptimizeOptions{}, err
+	}
+	return snap, cdc.CompactionOptions(snap), nil
 }
