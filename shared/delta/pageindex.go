@@ -537,7 +537,6 @@ func newSparseReader(ra *parquetfile.File, f *parquet.File, m *valueMatch, bound
 	}
 	defer ra.Release()
 	s.index = make([]groupIndex, len(md.RowGroups))
-	rgs := f.RowGroups()
 	for g := range md.RowGroups {
 		if !keep[g] {
 			continue
@@ -556,16 +555,8 @@ func newSparseReader(ra *parquetfile.File, f *parquet.File, m *valueMatch, bound
 			if l == s.leaf {
 				gi.ci = ci
 			}
+			// parquet-go decoded it, and seeks to a row through it.
 			gi.oi[l] = oi
-			// parquet-go seeks to a row through the offset index it holds.
-			fc, ok := rgs[g].ColumnChunks()[l].(*parquet.FileColumnChunk)
-			if !ok {
-				usable = false
-				break
-			}
-			if _, err := fc.OffsetIndexFrom(ra); err != nil {
-				return nil, parquetfile.Corruptf("row group %d: column chunk %d: offset index: %v", g, l, err)
-			}
 		}
 		if usable {
 			s.index[g] = gi

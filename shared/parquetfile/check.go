@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
@@ -451,8 +452,7 @@ func (pc *pageChecker) pageIndex(g, c int, index func(start, end int64) ([]byte,
 		}
 	}
 	if cc.OffsetIndexOffset != 0 {
-		oi = new(format.OffsetIndex)
-		if err := decode("offset index", cc.OffsetIndexOffset, cc.OffsetIndexLength, oi); err != nil {
+		if oi, err = pc.offsetIndex(g, c, index, decode); err != nil {
 			return nil, nil, err
 		}
 		where := func(msg string, args ...any) error {
@@ -474,4 +474,54 @@ func (pc *pageChecker) pageIndex(g, c int, index func(start, end int64) ([]byte,
 		}
 	}
 	return ci, oi, nil
+}
+
+// offsetIndex decodes the offset index of column chunk c of row group g,
+// whose bytes index returns, once: by parquet-go, which keeps it for
+// seeking to a row (FilePages.SeekToRow) and for copying the row group,
+// after checkThrift, as decode would. The locations are copied out of it
+// for the checks; decode decodes a chunk parquet-go does not hold. An
+// index these checks refuse stays in parquet-go's chunk, where only
+// FilePages.SeekToRow looks, which only a sparse read of indexes that
+// passed calls.
+func (pc *pageChecker) offsetIndex(g, c int, index func(start, end int64) ([]byte, error), decode func(name string, off int64, n int32, v any) error) (*format.OffsetIndex, error) {
+	cc := &pc.f.Metadata().RowGroups[g].Columns[c]
+	oi := new(format.OffsetIndex)
+	fc, ok := pc.f.RowGroups()[g].ColumnChunks()[c].(*parquet.FileColumnChunk)
+	if !ok {
+		return oi, decode("offset index", cc.OffsetIndexOffset, cc.OffsetIndexLength, oi)
+	}
+	b, err := index(cc.OffsetIndexOffset, cc.OffsetIndexOffset+int64(cc.OffsetIndexLength))
+	if err != nil {
+		return nil, fmt.Errorf("column chunk %d: offset index: %w", c, err)
+	}
+	if err := checkThrift(b); err != nil {
+		return nil, Corruptf("column chunk %d: offset index: %v", c, err)
+	}
+	foi, err := fc.OffsetIndexFrom(bytesAt{cc.OffsetIndexOffset, b})
+	if err != nil {
+		return nil, Corruptf("column chunk %d: offset index: %v", c, err)
+	}
+	oi.PageLocations = make([]format.PageLocation, foi.NumPages())
+	for i := range oi.PageLocations {
+		oi.PageLocations[i] = format.PageLocation{Offset: foi.Offset(i), CompressedPageSize: int32(foi.CompressedPageSize(i)), FirstRowIndex: foi.FirstRowIndex(i)}
+	}
+	return oi, nil
+}
+
+// bytesAt reads the bytes b of a file, which start at offset off.
+type bytesAt struct {
+	off int64
+	b   []byte
+}
+
+func (r bytesAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < r.off || off-r.off > int64(len(r.b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b[off-r.off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
