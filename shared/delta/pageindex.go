@@ -706,14 +706,47 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 		return 0, nil
 	}
 	gi := s.index[g]
-	// The filter column's pages: the rows whose value matches.
+	rows, keys, err := s.matchRows(ctx, g, pages, base, gi)
+	decoded = len(pages)
+	if err != nil || len(rows) == 0 {
+		return decoded, err
+	}
+	if err := ctx.Err(); err != nil {
+		return decoded, err
+	}
+	colVals, n, err := s.otherColumns(g, gi, rows, keys, base)
+	decoded += n
+	if err != nil {
+		return decoded, err
+	}
+	for k, r := range rows {
+		pos := base + r
+		if deleted != nil && deleted.Contains(uint64(pos)) {
+			continue
+		}
+		row := make([]any, len(s.cols))
+		for i, c := range s.cols {
+			if c.leaf < 0 {
+				row[i] = c.constant
+			} else {
+				row[i] = colVals[c.leaf][k]
+			}
+		}
+		if err := fn(pos, row); err != nil {
+			return decoded, err
+		}
+	}
+	return decoded, nil
+}
+
+// matchRows reads pages of row group g's filter column, whose rows start
+// at physical position base, and returns the rows (indexes in the row
+// group) whose value is looked for, with those values.
+func (s *sparseReader) matchRows(ctx context.Context, g int, pages []int, base int64, gi groupIndex) (rows []int64, keys []any, err error) {
 	want := make([]pageWant, len(pages))
 	for k, i := range pages {
 		want[k] = pageWant{s.leaf, i}
 	}
-	var rows []int64
-	var keys []any
-	decoded = len(want)
 	// The values each page's bounds can hold, tested first as stored.
 	stored := make(map[int]*storedTest, len(pages))
 	for k, i := range pages {
@@ -774,17 +807,17 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 		}
 		return nil
 	})
-	if err != nil || len(rows) == 0 {
-		return decoded, err
-	}
-	if err := ctx.Err(); err != nil {
-		return decoded, err
-	}
+	return rows, keys, err
+}
 
-	// The other columns' pages holding those rows.
+// otherColumns reads the pages of the other leaves the read outputs that
+// hold rows (matched, with their filter column's values keys) of row
+// group g, and returns every leaf's values of those rows, and how many
+// pages it decoded.
+func (s *sparseReader) otherColumns(g int, gi groupIndex, rows []int64, keys []any, base int64) (map[int][]any, int, error) {
 	colVals := make(map[int][]any, len(s.cols))
 	colVals[s.leaf] = keys
-	want = want[:0]
+	var want []pageWant
 	for _, l := range s.leaves()[1:] {
 		oi := gi.oi[l]
 		last := -1
@@ -796,7 +829,6 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 		}
 		colVals[l] = make([]any, 0, len(rows))
 	}
-	decoded += len(want)
 	if len(want) > 0 {
 		var offs []int64
 		var vals []parquet.Value
@@ -824,7 +856,7 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 			colVals[w.leaf] = got
 			return true, nil
 		}
-		err = s.readPages(g, want, gi, take, func(w pageWant, first int64, vals []parquet.Value) error {
+		err := s.readPages(g, want, gi, take, func(w pageWant, first int64, vals []parquet.Value) error {
 			c := s.leafCol(w.leaf)
 			got := colVals[w.leaf]
 			for _, r := range rows[len(got):] {
@@ -841,32 +873,15 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 			return nil
 		})
 		if err != nil {
-			return decoded, err
+			return nil, len(want), err
 		}
 	}
 	for _, l := range s.leaves() {
 		if len(colVals[l]) != len(rows) {
-			return decoded, parquetfile.Corruptf("row group %d: column chunk %d: pages hold %d of %d matched rows", g, l, len(colVals[l]), len(rows))
+			return nil, len(want), parquetfile.Corruptf("row group %d: column chunk %d: pages hold %d of %d matched rows", g, l, len(colVals[l]), len(rows))
 		}
 	}
-	for k, r := range rows {
-		pos := base + r
-		if deleted != nil && deleted.Contains(uint64(pos)) {
-			continue
-		}
-		row := make([]any, len(s.cols))
-		for i, c := range s.cols {
-			if c.leaf < 0 {
-				row[i] = c.constant
-			} else {
-				row[i] = colVals[c.leaf][k]
-			}
-		}
-		if err := fn(pos, row); err != nil {
-			return decoded, err
-		}
-	}
-	return decoded, nil
+	return colVals, len(want), nil
 }
 
 // leafCol returns the output column reading leaf l.

@@ -309,19 +309,9 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		return err
 	}
 	mode := ColumnMappingMode(md)
-	cols := make([]int, 0, len(schema.Fields))
-	if opts.Columns == nil {
-		for i := range schema.Fields {
-			cols = append(cols, i)
-		}
-	} else {
-		for _, c := range opts.Columns {
-			i := schema.Index(c)
-			if i < 0 {
-				return fmt.Errorf("%w %q", ErrUnknownColumn, c)
-			}
-			cols = append(cols, i)
-		}
+	cols, err := projection(schema, opts.Columns)
+	if err != nil {
+		return err
 	}
 	isPart := map[string]bool{}
 	for _, c := range md.PartitionColumns {
@@ -335,23 +325,16 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		}
 	}
 
-	var ra *parquetfile.File
-	var f *parquet.File
-	if o := opts.Opened; o != nil {
-		if o.name != name {
-			return fmt.Errorf("read with the opened file %s", o.name)
-		}
-		ra, f = o.ra, o.f
-		ra.SetContext(ctx)
+	ra, err := openForRead(ctx, store, name, add.Size, opts.Opened)
+	if err != nil {
+		return err
+	}
+	if opts.Opened != nil {
 		// A file held open between reads holds no read buffer: a merge
 		// holds every part of its batch open.
 		defer ra.DropBuffer()
-	} else {
-		if ra, err = parquetfile.Open(ctx, store, name, add.Size); err != nil {
-			return err
-		}
-		f = ra.Parquet()
 	}
+	f := ra.Parquet()
 	root, nleaves, err := parquetTree(f.Metadata().Schema)
 	if err != nil {
 		return err
@@ -363,32 +346,9 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 	if opts.KeepRows {
 		b.kept = new(keptValues)
 	}
-	out := make([]*asm, len(cols))
-	for k, i := range cols {
-		fld := schema.Fields[i]
-		if isPart[fld.Name] {
-			key := PhysicalName(fld, mode)
-			raw, ok := add.PartitionValues[key]
-			if !ok {
-				raw = add.PartitionValues[fld.Name]
-			}
-			v, err := ParsePartitionValue(fld.Type, raw)
-			if err != nil {
-				return fmt.Errorf("partition column %q: %w", fld.Name, err)
-			}
-			out[k] = &asm{kind: asmConst, constant: v}
-			continue
-		}
-		p := root.child(fld, mode)
-		if p == nil {
-			out[k] = &asm{kind: asmConst}
-			continue
-		}
-		a, err := b.build(fld.Type, p, false)
-		if err != nil {
-			return fmt.Errorf("column %q: %w", fld.Name, err)
-		}
-		out[k] = a
+	out, err := b.outputs(schema, cols, isPart, root, add.PartitionValues)
+	if err != nil {
+		return err
 	}
 
 	var bounds *rowGroupBounds
@@ -433,34 +393,9 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 			fn = match.filter(fn)
 		}
 	}
-	// The pages to read of the row groups read through the page index (nil
-	// for the others). Their bloom filters are read only where the page
-	// bounds select more than half of the pages (an unsorted row group):
-	// in a sorted file the page bounds rule out more, for fewer bytes (a
-	// filter costs 4 bytes per row).
-	pages := make([][]int, len(keep))
-	probed := slices.Clone(keep) // the row groups the bloom filters judge
-	for g := range keep {
-		if !keep[g] {
-			continue
-		}
-		sel, total, ok, err := sparse.selectPages(g)
-		if err != nil {
-			return err
-		}
-		if ok {
-			pages[g] = sel
-			probed[g] = 2*len(sel) > total
-		}
-	}
-	judged := slices.Clone(probed)
-	if err := probe.filter(ra, bounds, probed); err != nil {
+	pages, err := selectPages(ra, sparse, probe, bounds, keep)
+	if err != nil {
 		return err
-	}
-	for g := range keep {
-		if judged[g] {
-			keep[g] = probed[g]
-		}
 	}
 
 	var flat *flatReader
@@ -494,6 +429,106 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		base += n
 	}
 	return nil
+}
+
+// projection returns the positions in schema of the columns names (every
+// column when names is nil).
+func projection(schema value.StructType, names []string) ([]int, error) {
+	cols := make([]int, 0, len(schema.Fields))
+	if names == nil {
+		for i := range schema.Fields {
+			cols = append(cols, i)
+		}
+		return cols, nil
+	}
+	for _, c := range names {
+		i := schema.Index(c)
+		if i < 0 {
+			return nil, fmt.Errorf("%w %q", ErrUnknownColumn, c)
+		}
+		cols = append(cols, i)
+	}
+	return cols, nil
+}
+
+// openForRead returns the data file name as opened (the read's context
+// set), or opens it.
+func openForRead(ctx context.Context, store objstore.Store, name string, size int64, opened *OpenedFile) (*parquetfile.File, error) {
+	if opened == nil {
+		return parquetfile.Open(ctx, store, name, size)
+	}
+	if opened.name != name {
+		return nil, fmt.Errorf("read with the opened file %s", opened.name)
+	}
+	opened.ra.SetContext(ctx)
+	return opened.ra, nil
+}
+
+// outputs returns one assembler per output column cols of schema:
+// constants for partition columns (from partVals) and columns the file
+// lacks, column readers for the rest.
+func (b *asmBuilder) outputs(schema value.StructType, cols []int, isPart map[string]bool, root *pqNode, partVals map[string]*string) ([]*asm, error) {
+	out := make([]*asm, len(cols))
+	for k, i := range cols {
+		fld := schema.Fields[i]
+		if isPart[fld.Name] {
+			raw, ok := partVals[PhysicalName(fld, b.mode)]
+			if !ok {
+				raw = partVals[fld.Name]
+			}
+			v, err := ParsePartitionValue(fld.Type, raw)
+			if err != nil {
+				return nil, fmt.Errorf("partition column %q: %w", fld.Name, err)
+			}
+			out[k] = &asm{kind: asmConst, constant: v}
+			continue
+		}
+		p := root.child(fld, b.mode)
+		if p == nil {
+			out[k] = &asm{kind: asmConst}
+			continue
+		}
+		a, err := b.build(fld.Type, p, false)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", fld.Name, err)
+		}
+		out[k] = a
+	}
+	return out, nil
+}
+
+// selectPages returns the pages to read of the row groups keep keeps that
+// are read through the page index (nil for the others), and clears keep
+// for the row groups their bloom filters rule out. The filters are read
+// only where the page bounds select more than half of the pages (an
+// unsorted row group): in a sorted file the page bounds rule out more,
+// for fewer bytes (a filter costs 4 bytes per row).
+func selectPages(ra *parquetfile.File, sparse *sparseReader, probe *bloomProbe, bounds *rowGroupBounds, keep []bool) ([][]int, error) {
+	pages := make([][]int, len(keep))
+	probed := slices.Clone(keep) // the row groups the bloom filters judge
+	for g := range keep {
+		if !keep[g] {
+			continue
+		}
+		sel, total, ok, err := sparse.selectPages(g)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			pages[g] = sel
+			probed[g] = 2*len(sel) > total
+		}
+	}
+	judged := slices.Clone(probed)
+	if err := probe.filter(ra, bounds, probed); err != nil {
+		return nil, err
+	}
+	for g := range keep {
+		if judged[g] {
+			keep[g] = probed[g]
+		}
+	}
+	return pages, nil
 }
 
 // readRowGroup reads the rows of row group g (rg) of f through the

@@ -1177,66 +1177,7 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 		return parquet.Value{}, fmt.Errorf("%w: %T is not a %v value", ErrValueType, v, t)
 	}
 	if dt, ok := t.(value.DecimalType); ok {
-		if dt.Precision < 1 || dt.Precision > 38 || dt.Scale < 0 || dt.Scale > dt.Precision {
-			return nil, nil, fmt.Errorf("unsupported %v", dt)
-		}
-		limit := parquetfile.DecimalLimit(dt.Precision)
-		fit := func(v any) (*big.Int, error) {
-			d, ok := v.(value.Decimal)
-			if !ok || d.Unscaled == nil {
-				_, err := mismatch(v)
-				return nil, err
-			}
-			r, err := d.Rescale(dt.Scale)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrValueType, err)
-			}
-			if new(big.Int).Abs(r.Unscaled).Cmp(limit) >= 0 {
-				return nil, fmt.Errorf("%w: %s overflows %v", ErrValueType, d, dt)
-			}
-			return r.Unscaled, nil
-		}
-		switch {
-		case dt.Precision <= 9:
-			return parquet.Decimal(dt.Scale, dt.Precision, parquet.Int32Type), func(v any) (parquet.Value, error) {
-				u, err := fit(v)
-				if err != nil {
-					return parquet.Value{}, err
-				}
-				return parquet.Int32Value(int32(u.Int64())), nil
-			}, nil
-		case dt.Precision <= 18:
-			return parquet.Decimal(dt.Scale, dt.Precision, parquet.Int64Type), func(v any) (parquet.Value, error) {
-				u, err := fit(v)
-				if err != nil {
-					return parquet.Value{}, err
-				}
-				return parquet.Int64Value(u.Int64()), nil
-			}, nil
-		default:
-			size := parquetfile.DecimalBytes(dt.Precision)
-			var slab []byte // the closure is one writer's, used by one goroutine
-			return parquetfile.DecimalNode(dt), func(v any) (parquet.Value, error) {
-				// Most values are of the column's scale and fit 64 bits,
-				// which a precision above 18 always holds: no big.Int
-				// arithmetic for them, and their bytes are cut from a
-				// slab (parquet-go copies them into its column buffer).
-				if d, ok := v.(value.Decimal); ok && d.Unscaled != nil && d.Scale == dt.Scale && d.Unscaled.IsInt64() {
-					if len(slab) < size {
-						slab = make([]byte, 256*size)
-					}
-					b := slab[:size:size]
-					slab = slab[size:]
-					parquetfile.PutInt64TwosComplement(b, d.Unscaled.Int64())
-					return parquet.FixedLenByteArrayValue(b), nil
-				}
-				u, err := fit(v)
-				if err != nil {
-					return parquet.Value{}, err
-				}
-				return parquet.FixedLenByteArrayValue(parquetfile.TwosComplement(u, size)), nil
-			}, nil
-		}
+		return decimalLeaf(dt, mismatch)
 	}
 	switch t {
 	case value.Boolean:
@@ -1329,6 +1270,71 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 		}, nil
 	}
 	return nil, nil, fmt.Errorf("unsupported column type %v", t)
+}
+
+// decimalLeaf is leafNode of a decimal: INT32, INT64 or, beyond 18
+// digits, parquetfile.DecimalNode's FIXED_LEN_BYTE_ARRAY.
+func decimalLeaf(dt value.DecimalType, mismatch func(any) (parquet.Value, error)) (parquet.Node, func(any) (parquet.Value, error), error) {
+	if dt.Precision < 1 || dt.Precision > 38 || dt.Scale < 0 || dt.Scale > dt.Precision {
+		return nil, nil, fmt.Errorf("unsupported %v", dt)
+	}
+	limit := parquetfile.DecimalLimit(dt.Precision)
+	fit := func(v any) (*big.Int, error) {
+		d, ok := v.(value.Decimal)
+		if !ok || d.Unscaled == nil {
+			_, err := mismatch(v)
+			return nil, err
+		}
+		r, err := d.Rescale(dt.Scale)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrValueType, err)
+		}
+		if new(big.Int).Abs(r.Unscaled).Cmp(limit) >= 0 {
+			return nil, fmt.Errorf("%w: %s overflows %v", ErrValueType, d, dt)
+		}
+		return r.Unscaled, nil
+	}
+	switch {
+	case dt.Precision <= 9:
+		return parquet.Decimal(dt.Scale, dt.Precision, parquet.Int32Type), func(v any) (parquet.Value, error) {
+			u, err := fit(v)
+			if err != nil {
+				return parquet.Value{}, err
+			}
+			return parquet.Int32Value(int32(u.Int64())), nil
+		}, nil
+	case dt.Precision <= 18:
+		return parquet.Decimal(dt.Scale, dt.Precision, parquet.Int64Type), func(v any) (parquet.Value, error) {
+			u, err := fit(v)
+			if err != nil {
+				return parquet.Value{}, err
+			}
+			return parquet.Int64Value(u.Int64()), nil
+		}, nil
+	default:
+		size := parquetfile.DecimalBytes(dt.Precision)
+		var slab []byte // the closure is one writer's, used by one goroutine
+		return parquetfile.DecimalNode(dt), func(v any) (parquet.Value, error) {
+			// Most values are of the column's scale and fit 64 bits,
+			// which a precision above 18 always holds: no big.Int
+			// arithmetic for them, and their bytes are cut from a
+			// slab (parquet-go copies them into its column buffer).
+			if d, ok := v.(value.Decimal); ok && d.Unscaled != nil && d.Scale == dt.Scale && d.Unscaled.IsInt64() {
+				if len(slab) < size {
+					slab = make([]byte, 256*size)
+				}
+				b := slab[:size:size]
+				slab = slab[size:]
+				parquetfile.PutInt64TwosComplement(b, d.Unscaled.Int64())
+				return parquet.FixedLenByteArrayValue(b), nil
+			}
+			u, err := fit(v)
+			if err != nil {
+				return parquet.Value{}, err
+			}
+			return parquet.FixedLenByteArrayValue(parquetfile.TwosComplement(u, size)), nil
+		}, nil
+	}
 }
 
 // shred appends v's leaf values with the given repetition level r (for the
