@@ -5,12 +5,12 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/bloom"
 	"github.com/parquet-go/parquet-go/bloom/xxhash"
 	"github.com/parquet-go/parquet-go/deprecated"
-	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -35,17 +35,6 @@ import (
 // a tenth of a UUID key column, read in one request per file (the filters
 // are written together before the footer).
 const DefaultBloomFilterBitsPerValue = 32
-
-// maxBloomFilterBytes bounds the bitset a bloom filter header may declare.
-// The reader allocates the bitset; 128 MiB is the largest filter parquet-mr
-// and Arrow write, and far more than one of a row group of dsdelta's (a
-// few hundred KiB).
-const maxBloomFilterBytes = 128 << 20
-
-// maxBloomHeaderBytes is how much is read to decode a bloom filter header
-// whose length the column metadata does not give (writers before Parquet
-// 2.10 left bloom_filter_length out): the header is four small fields.
-const maxBloomHeaderBytes = 64
 
 // bloomFilterOptions returns the parquet-go writer options that put a
 // split-block bloom filter in every column chunk of the columns opts names.
@@ -232,83 +221,21 @@ func microTimestamp(p *pqNode) bool {
 	return ok && ct == deprecated.TimestampMicros
 }
 
-// filter clears keep[g] for each row group whose bloom filter holds none
-// of the probe's values (within its bounds, see probes). The filters of the kept row groups are fetched
-// with one prefetch (they lie together when dsdelta wrote them), checked
-// and released before any row group is read. Row groups without a filter,
-// or with one of an algorithm, hash or compression the spec does not
-// define as split-block, xxHash and uncompressed, stay kept. footerStart
-// bounds what a filter may span: checkParquetMetadata checked the declared
-// lengths against it, and a header's declared bitset is checked here.
-func (b *bloomProbe) filter(ra *storeReaderAt, f *parquet.File, bounds *rowGroupBounds, footerStart int64, keep []bool) error {
+// filter clears keep[g] for the row groups g whose bloom filter of the
+// probe's column proves none of the probe's values (within its bounds, see
+// probes) in it. File.BloomFilters fetches the filters of the kept row
+// groups with one prefetch and checks them; row groups without a
+// split-block filter stay kept.
+func (b *bloomProbe) filter(pf *parquetfile.File, bounds *rowGroupBounds, keep []bool) error {
 	if b == nil {
 		return nil
 	}
-	md := f.Metadata()
-	rgs := f.RowGroups()
-	type span struct {
-		g        int
-		off, end int64
-	}
-	var spans []span
-	var ranges [][2]int64
-	for g := range md.RowGroups {
-		if !keep[g] || b.leaf >= len(md.RowGroups[g].Columns) {
-			continue
+	rgs := pf.Parquet().RowGroups()
+	return pf.BloomFilters(b.leaf, keep, func(g int, f bloom.SplitBlockFilter) {
+		if !anyIn(f, b.probes(rgs[g], bounds)) {
+			keep[g] = false
 		}
-		cm := &md.RowGroups[g].Columns[b.leaf].MetaData
-		off := cm.BloomFilterOffset
-		if off <= 0 {
-			continue
-		}
-		end := off + int64(cm.BloomFilterLength)
-		if cm.BloomFilterLength <= 0 {
-			end = min(off+maxBloomHeaderBytes, footerStart)
-		}
-		if off < 4 || end > footerStart || end <= off {
-			return corruptParquet("row group %d: bloom filter at offset %d does not fit before the footer at %d", g, off, footerStart)
-		}
-		spans = append(spans, span{g, off, end})
-		ranges = append(ranges, [2]int64{off, end})
-	}
-	if len(spans) == 0 {
-		return nil
-	}
-	if err := ra.prefetch(ranges); err != nil {
-		return fmt.Errorf("read bloom filters: %w", err)
-	}
-	defer ra.release()
-	for _, s := range spans {
-		data, err := ra.bytes(s.off, s.end)
-		if err != nil {
-			return fmt.Errorf("row group %d: read bloom filter: %w", s.g, err)
-		}
-		hdr, n, err := bloomHeader(data)
-		if err != nil {
-			return fmt.Errorf("row group %d: bloom filter: %w", s.g, err)
-		}
-		if !splitBlockFilter(hdr) {
-			continue
-		}
-		size := int64(hdr.NumBytes)
-		if size <= 0 || size%bloom.BlockSize != 0 || size > maxBloomFilterBytes {
-			return corruptParquet("row group %d: bloom filter bitset of %d bytes", s.g, size)
-		}
-		bits := data[n:]
-		if int64(len(bits)) < size {
-			// Only the header was fetched (no bloom_filter_length).
-			if size > footerStart-s.off-int64(n) {
-				return corruptParquet("row group %d: bloom filter bitset of %d bytes at offset %d does not fit before the footer at %d", s.g, size, s.off, footerStart)
-			}
-			if bits, err = ra.bytes(s.off+int64(n), s.off+int64(n)+size); err != nil {
-				return fmt.Errorf("row group %d: read bloom filter: %w", s.g, err)
-			}
-		}
-		if !anyIn(bloom.MakeSplitBlockFilter(bits[:size]), b.probes(rgs[s.g], bounds)) {
-			keep[s.g] = false
-		}
-	}
-	return nil
+	})
 }
 
 // anyIn reports whether filter f may hold one of the hashes.
@@ -319,27 +246,4 @@ func anyIn(f bloom.SplitBlockFilter, hashes []uint64) bool {
 		}
 	}
 	return false
-}
-
-// bloomHeader decodes the BloomFilterHeader at the start of b and returns
-// its length in bytes. The Thrift scan comes first, as for a footer.
-func bloomHeader(b []byte) (format.BloomFilterHeader, int, error) {
-	var h format.BloomFilterHeader
-	s := thriftScan{b: b}
-	if err := s.structure(0); err != nil {
-		return h, 0, corruptParquet("bloom filter header: %v", err)
-	}
-	if err := thrift.Unmarshal(new(thrift.CompactProtocol), b[:s.pos], &h); err != nil {
-		return h, 0, corruptParquet("bloom filter header: %v", err)
-	}
-	return h, s.pos, nil
-}
-
-// splitBlockFilter reports whether a header describes the only filter the
-// spec defines: split-block, xxHash, uncompressed.
-func splitBlockFilter(h format.BloomFilterHeader) bool {
-	_, sb := h.Algorithm.Value.(*format.SplitBlockAlgorithm)
-	_, xx := h.Hash.Value.(*format.XxHash)
-	_, raw := h.Compression.Value.(*format.BloomFilterUncompressed)
-	return sb && xx && raw
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
@@ -335,8 +336,9 @@ func bfHeader(t *testing.T, b []byte, n int32) []byte {
 	b = bytes.Clone(b)
 	_, md := ckSplit(t, b)
 	off := md.RowGroups[0].Columns[0].MetaData.BloomFilterOffset
-	h, _, err := bloomHeader(b[off : off+maxBloomHeaderBytes])
-	if err != nil {
+	var h format.BloomFilterHeader
+	var proto thrift.CompactProtocol
+	if err := thrift.NewDecoder(proto.NewReaderFromBytes(b[off:])).Decode(&h); err != nil {
 		t.Fatal(err)
 	}
 	h.NumBytes = n
@@ -382,8 +384,8 @@ func TestHostileBloomFiltersAreRejected(t *testing.T) {
 			err := ckWithin(t, func() error {
 				return ReadFile(context.Background(), store, md, sized, ReadOptions{RowGroupFilter: probe}, func([]any) error { return nil })
 			})
-			if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), tc.reason) {
-				t.Fatalf("ReadFile: %v, want %v naming %q", err, ErrCorruptParquet, tc.reason)
+			if !errors.Is(err, parquetfile.ErrCorrupt) || !strings.Contains(err.Error(), tc.reason) {
+				t.Fatalf("ReadFile: %v, want %v naming %q", err, parquetfile.ErrCorrupt, tc.reason)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go/compress/snappy"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 )
 
 // Checkpoints are read column by column from generic Parquet rows, by
@@ -443,32 +444,9 @@ func decodeCheckpoint(b []byte, fn func(*Action)) (err error) {
 			err = fmt.Errorf("malformed parquet: %v", p)
 		}
 	}()
-	footerStart, err := checkParquetTail(b, int64(len(b)))
+	f, err := parquetfile.OpenBytes(b)
 	if err != nil {
 		return err
-	}
-	if err := checkParquetFooter(b[footerStart : len(b)-8]); err != nil {
-		return err
-	}
-	// Page indexes and bloom filters are of no use to a full scan, and their
-	// offsets and lengths would be more fields to distrust.
-	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-	if err != nil {
-		return err
-	}
-	if err := checkParquetMetadata(f, footerStart); err != nil {
-		return err
-	}
-	// The whole file is in memory: every page is checked before any is
-	// decoded.
-	pc := newPageChecker(f, footerStart)
-	inMemory := func(start, end int64) ([]byte, error) { return b[start:end], nil }
-	for g, rg := range f.Metadata().RowGroups {
-		for c := range rg.Columns {
-			if err := pc.check(g, c, inMemory); err != nil {
-				return fmt.Errorf("row group %d: %w", g, err)
-			}
-		}
 	}
 	row := checkpointRow{refs: resolveCheckpointColumns(f.Schema()), cols: make([][]parquet.Value, len(f.Schema().Columns()))}
 	buf := make([]parquet.Row, 256)

@@ -12,6 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 )
 
 // copyStore copies every object of src into a new memory store, skipping
@@ -251,7 +252,7 @@ func TestACorruptCheckpointIsACorruptLogThatKeepsItsCause(t *testing.T) {
 	}{
 		{"a Parquet checkpoint that is not Parquet is corrupt Parquet too",
 			"_delta_log/00000000000000000003.checkpoint.parquet", "PAR1 not really PAR1",
-			func(err error) bool { return errors.Is(err, ErrCorruptParquet) }},
+			func(err error) bool { return errors.Is(err, parquetfile.ErrCorrupt) }},
 		{"a JSON checkpoint line that is not JSON carries the syntax error",
 			"_delta_log/00000000000000000003.checkpoint.80a083e8-7026-4e79-81be-64bd76c43a11.json", `{"add":`,
 			func(err error) bool { return errors.As(err, &syntax) }},

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"math/big"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -83,7 +83,7 @@ func TestAWideDecimalHasAValidColumnIndexAndNoUnsignedBounds(t *testing.T) {
 	// The least and greatest decimal(25,2): valid values of the column's
 	// logical type, as bounds must be.
 	m := new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(25), nil), big.NewInt(1))
-	lim, neg := twosComplement(m, 11), twosComplement(new(big.Int).Neg(m), 11)
+	lim, neg := parquetfile.TwosComplement(m, 11), parquetfile.TwosComplement(new(big.Int).Neg(m), 11)
 	var nullPages, valuePages int
 	for p, loc := range oi.PageLocations {
 		end := int64(n)
@@ -170,18 +170,18 @@ func TestAFileWithParquetGosShortDecimalIndexIsReadAndRewritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	short := 0
-	ra, _, err := openParquet(ctx, mem, add.Path, add.Size)
+	ra, err := parquetfile.Open(ctx, mem, add.Path, add.Size)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for g, rg := range f.Metadata().RowGroups {
-		if err := ra.prefetch(chunkRanges(rg, true)); err != nil {
+		if err := ra.Prefetch(chunkRanges(rg, true)); err != nil {
 			t.Fatal(err)
 		}
-		if err := ra.checkPageIndex(g, 1); errors.Is(err, ErrCorruptParquet) {
+		if err := ra.CheckPageIndex(g, 1); errors.Is(err, parquetfile.ErrCorrupt) {
 			short++
 		}
-		ra.release()
+		ra.Release()
 	}
 	if short == 0 {
 		t.Fatal("no row group has a short column index: the test must exercise one")
@@ -239,32 +239,5 @@ func TestAFileWithParquetGosShortDecimalIndexIsReadAndRewritten(t *testing.T) {
 	}
 	if kept != n-1 {
 		t.Fatalf("the rewrite holds %d rows, want %d", kept, n-1)
-	}
-}
-
-// TestDecimalIndexerMarksOnlyPagesOfNullsAsNull: a page with values whose
-// bounds parquet-go did not take (SkipPageBounds hands null ones) is not a
-// page of nulls, which readers would skip: its bounds hold every value.
-func TestDecimalIndexerMarksOnlyPagesOfNullsAsNull(t *testing.T) {
-	const size, precision = 11, 25
-	ix := decimalBytesType{parquet.FixedLenByteArrayType(size), precision}.NewColumnIndexer(16)
-	pos := twosComplement(big.NewInt(7), size)
-	ix.IndexPage(10, 10, parquet.Value{}, parquet.Value{})                                        // nulls only
-	ix.IndexPage(10, 2, parquet.Value{}, parquet.Value{})                                         // values, no bounds
-	ix.IndexPage(10, 0, parquet.FixedLenByteArrayValue(pos), parquet.FixedLenByteArrayValue(pos)) // one value, 7
-	ci := ix.ColumnIndex()
-	if !slices.Equal(ci.NullPages, []bool{true, false, false}) || !slices.Equal(ci.NullCounts, []int64{10, 2, 0}) {
-		t.Fatalf("null pages %v, null counts %v", ci.NullPages, ci.NullCounts)
-	}
-	m := new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(precision), nil), big.NewInt(1))
-	lo, hi := twosComplement(new(big.Int).Neg(m), size), twosComplement(m, size)
-	if len(ci.MinValues[0]) != 0 || len(ci.MaxValues[0]) != 0 ||
-		!bytes.Equal(ci.MinValues[1], lo) || !bytes.Equal(ci.MaxValues[1], hi) ||
-		!bytes.Equal(ci.MinValues[2], pos) || !bytes.Equal(ci.MaxValues[2], pos) {
-		t.Fatalf("bounds %x, %x", ci.MinValues, ci.MaxValues)
-	}
-	ix.Reset()
-	if ci := ix.ColumnIndex(); len(ci.NullPages) != 0 || len(ci.MinValues) != 0 {
-		t.Fatalf("after Reset: %+v", ci)
 	}
 }

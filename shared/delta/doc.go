@@ -6,6 +6,10 @@
 // by a k-way merge of sorted files), and Parquet data files with
 // statistics, deletion vectors and column mapping on read.
 //
+// The data files' Parquet as bytes (hardened opening, prefetching, bloom
+// filters, page indexes, wide decimals) is package parquetfile's: delta
+// reads and writes through it, and parquetfile never imports delta.
+//
 // Protocol logic (replay, conflict checks, stats) works on values; the
 // object-store calls stay at the edges.
 package delta

@@ -35,7 +35,7 @@ import (
 //     max out, see leafJSON); otherwise the output leaves the column's
 //     bounds out;
 //   - a decimal of more than 18 digits has no chunk bounds (see
-//     decimalindex.go): that one column chunk is decoded, from memory
+//     parquetfile/decimalindex.go): that one column chunk is decoded, from memory
 //     (appendRowGroup fetched it), while the others are spliced.
 
 // chunkBounds turns the values or footer statistics of a source's row
@@ -80,7 +80,7 @@ func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, 
 // unsignedDecimalBounds reports whether a row group's chunk statistics
 // have bounds for a leaf whose Parquet bounds are not its Delta ones, a
 // decimal of more than 18 digits: parquet-go's, in unsigned order (files
-// written before wideDecimalOptions, see decimalindex.go), which a copy of
+// written before parquetfile.WideDecimalOptions, see parquetfile/decimalindex.go), which a copy of
 // the row group would keep. (Floats' are in the right order; whether they
 // may be taken is floatsBounded.)
 func (b *chunkBounds) unsignedDecimalBounds(rg *format.RowGroup) bool {

@@ -3,7 +3,6 @@ package delta
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -11,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
@@ -443,28 +443,6 @@ func countTested(ctx context.Context, stored, byValue int) {
 	}
 }
 
-// errNotPrefetched is returned by a read of bytes that a sparse read did
-// not fetch: a bug in the ranges it computed, never more I/O.
-var errNotPrefetched = errors.New("read outside the prefetched pages")
-
-// prefetchedReaderAt serves parquet-go's page reads from the ranges
-// prefetched last; a read running past a range's end gets what the range
-// holds and io.EOF (parquet-go's buffered reader reads ahead of a page).
-type prefetchedReaderAt struct{ r *storeReaderAt }
-
-func (p prefetchedReaderAt) ReadAt(b []byte, off int64) (int, error) {
-	for _, c := range p.r.chunks {
-		if off >= c.off && off < c.off+int64(len(c.data)) {
-			n := copy(b, c.data[off-c.off:])
-			if n < len(b) {
-				return n, io.EOF
-			}
-			return n, nil
-		}
-	}
-	return 0, fmt.Errorf("%w: %d bytes at %d", errNotPrefetched, len(b), off)
-}
-
 // sparseCol is one output column of a sparse read: a constant, or a
 // top-level leaf that is not repeated (one value per row).
 type sparseCol struct {
@@ -476,7 +454,7 @@ type sparseCol struct {
 
 // sparseReader reads the row groups of one file through the page index.
 type sparseReader struct {
-	ra    *storeReaderAt
+	ra    *parquetfile.File
 	f     *parquet.File
 	m     *valueMatch
 	conv  func(parquet.Value) (any, error) // of the filter leaf's bounds
@@ -503,7 +481,7 @@ type groupIndex struct {
 // is not a constant or a top-level leaf, or the filter column's page bounds
 // do not order as value.Compare (see newRowGroupBounds). keep tells the row
 // groups the read wants; their page indexes are fetched with one prefetch.
-func newSparseReader(ra *storeReaderAt, f *parquet.File, m *valueMatch, bounds *rowGroupBounds, out []*asm, keep []bool) (*sparseReader, error) {
+func newSparseReader(ra *parquetfile.File, f *parquet.File, m *valueMatch, bounds *rowGroupBounds, out []*asm, keep []bool) (*sparseReader, error) {
 	if m == nil || bounds == nil {
 		return nil, nil
 	}
@@ -550,16 +528,15 @@ func newSparseReader(ra *storeReaderAt, f *parquet.File, m *valueMatch, bounds *
 		return nil, nil
 	}
 	for _, r := range ranges {
-		if r[0] < 4 || r[1] > ra.pages.footerStart || r[1] < r[0] {
-			return nil, corruptParquet("page index at [%d, %d) does not fit before the footer at %d", r[0], r[1], ra.pages.footerStart)
+		if r[0] < 4 || r[1] > ra.FooterStart() || r[1] < r[0] {
+			return nil, parquetfile.Corruptf("page index at [%d, %d) does not fit before the footer at %d", r[0], r[1], ra.FooterStart())
 		}
 	}
-	if err := ra.prefetch(ranges); err != nil {
+	if err := ra.Prefetch(ranges); err != nil {
 		return nil, fmt.Errorf("read page index: %w", err)
 	}
-	defer ra.release()
+	defer ra.Release()
 	s.index = make([]groupIndex, len(md.RowGroups))
-	rgs := f.RowGroups()
 	for g := range md.RowGroups {
 		if !keep[g] {
 			continue
@@ -567,7 +544,7 @@ func newSparseReader(ra *storeReaderAt, f *parquet.File, m *valueMatch, bounds *
 		gi := groupIndex{oi: map[int]*format.OffsetIndex{}}
 		usable := true
 		for _, l := range leaves {
-			ci, oi, err := ra.pages.pageIndex(g, l, ra.bytes, l == s.leaf)
+			ci, oi, err := ra.PageIndex(g, l, l == s.leaf)
 			if err != nil {
 				return nil, fmt.Errorf("row group %d: %w", g, err)
 			}
@@ -578,16 +555,8 @@ func newSparseReader(ra *storeReaderAt, f *parquet.File, m *valueMatch, bounds *
 			if l == s.leaf {
 				gi.ci = ci
 			}
+			// parquet-go decoded it, and seeks to a row through it.
 			gi.oi[l] = oi
-			// parquet-go seeks to a row through the offset index it holds.
-			fc, ok := rgs[g].ColumnChunks()[l].(*parquet.FileColumnChunk)
-			if !ok {
-				usable = false
-				break
-			}
-			if _, err := fc.OffsetIndexFrom(ra); err != nil {
-				return nil, corruptParquet("row group %d: column chunk %d: offset index: %v", g, l, err)
-			}
 		}
 		if usable {
 			s.index[g] = gi
@@ -653,18 +622,18 @@ func plainBound(phys format.Type, b []byte) (parquet.Value, error) {
 	switch phys {
 	case format.Int32:
 		if len(b) != 4 {
-			return parquet.Value{}, corruptParquet("INT32 bound of %d bytes", len(b))
+			return parquet.Value{}, parquetfile.Corruptf("INT32 bound of %d bytes", len(b))
 		}
 		return parquet.Int32Value(int32(binary.LittleEndian.Uint32(b))), nil
 	case format.Int64:
 		if len(b) != 8 {
-			return parquet.Value{}, corruptParquet("INT64 bound of %d bytes", len(b))
+			return parquet.Value{}, parquetfile.Corruptf("INT64 bound of %d bytes", len(b))
 		}
 		return parquet.Int64Value(int64(binary.LittleEndian.Uint64(b))), nil
 	case format.ByteArray:
 		return parquet.ByteArrayValue(b), nil
 	}
-	return parquet.Value{}, corruptParquet("bounds of physical type %v", phys)
+	return parquet.Value{}, parquetfile.Corruptf("bounds of physical type %v", phys)
 }
 
 // pageRows returns the rows [first, end) of page i of a row group of n
@@ -737,14 +706,47 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 		return 0, nil
 	}
 	gi := s.index[g]
-	// The filter column's pages: the rows whose value matches.
+	rows, keys, err := s.matchRows(ctx, g, pages, base, gi)
+	decoded = len(pages)
+	if err != nil || len(rows) == 0 {
+		return decoded, err
+	}
+	if err := ctx.Err(); err != nil {
+		return decoded, err
+	}
+	colVals, n, err := s.otherColumns(g, gi, rows, keys, base)
+	decoded += n
+	if err != nil {
+		return decoded, err
+	}
+	for k, r := range rows {
+		pos := base + r
+		if deleted != nil && deleted.Contains(uint64(pos)) {
+			continue
+		}
+		row := make([]any, len(s.cols))
+		for i, c := range s.cols {
+			if c.leaf < 0 {
+				row[i] = c.constant
+			} else {
+				row[i] = colVals[c.leaf][k]
+			}
+		}
+		if err := fn(pos, row); err != nil {
+			return decoded, err
+		}
+	}
+	return decoded, nil
+}
+
+// matchRows reads pages of row group g's filter column, whose rows start
+// at physical position base, and returns the rows (indexes in the row
+// group) whose value is looked for, with those values.
+func (s *sparseReader) matchRows(ctx context.Context, g int, pages []int, base int64, gi groupIndex) (rows []int64, keys []any, err error) {
 	want := make([]pageWant, len(pages))
 	for k, i := range pages {
 		want[k] = pageWant{s.leaf, i}
 	}
-	var rows []int64
-	var keys []any
-	decoded = len(want)
 	// The values each page's bounds can hold, tested first as stored.
 	stored := make(map[int]*storedTest, len(pages))
 	for k, i := range pages {
@@ -805,17 +807,17 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 		}
 		return nil
 	})
-	if err != nil || len(rows) == 0 {
-		return decoded, err
-	}
-	if err := ctx.Err(); err != nil {
-		return decoded, err
-	}
+	return rows, keys, err
+}
 
-	// The other columns' pages holding those rows.
+// otherColumns reads the pages of the other leaves the read outputs that
+// hold rows (matched, with their filter column's values keys) of row
+// group g, and returns every leaf's values of those rows, and how many
+// pages it decoded.
+func (s *sparseReader) otherColumns(g int, gi groupIndex, rows []int64, keys []any, base int64) (map[int][]any, int, error) {
 	colVals := make(map[int][]any, len(s.cols))
 	colVals[s.leaf] = keys
-	want = want[:0]
+	var want []pageWant
 	for _, l := range s.leaves()[1:] {
 		oi := gi.oi[l]
 		last := -1
@@ -827,7 +829,6 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 		}
 		colVals[l] = make([]any, 0, len(rows))
 	}
-	decoded += len(want)
 	if len(want) > 0 {
 		var offs []int64
 		var vals []parquet.Value
@@ -855,7 +856,7 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 			colVals[w.leaf] = got
 			return true, nil
 		}
-		err = s.readPages(g, want, gi, take, func(w pageWant, first int64, vals []parquet.Value) error {
+		err := s.readPages(g, want, gi, take, func(w pageWant, first int64, vals []parquet.Value) error {
 			c := s.leafCol(w.leaf)
 			got := colVals[w.leaf]
 			for _, r := range rows[len(got):] {
@@ -872,32 +873,15 @@ func (s *sparseReader) readGroup(ctx context.Context, g int, pages []int, base i
 			return nil
 		})
 		if err != nil {
-			return decoded, err
+			return nil, len(want), err
 		}
 	}
 	for _, l := range s.leaves() {
 		if len(colVals[l]) != len(rows) {
-			return decoded, corruptParquet("row group %d: column chunk %d: pages hold %d of %d matched rows", g, l, len(colVals[l]), len(rows))
+			return nil, len(want), parquetfile.Corruptf("row group %d: column chunk %d: pages hold %d of %d matched rows", g, l, len(colVals[l]), len(rows))
 		}
 	}
-	for k, r := range rows {
-		pos := base + r
-		if deleted != nil && deleted.Contains(uint64(pos)) {
-			continue
-		}
-		row := make([]any, len(s.cols))
-		for i, c := range s.cols {
-			if c.leaf < 0 {
-				row[i] = c.constant
-			} else {
-				row[i] = colVals[c.leaf][k]
-			}
-		}
-		if err := fn(pos, row); err != nil {
-			return decoded, err
-		}
-	}
-	return decoded, nil
+	return colVals, len(want), nil
 }
 
 // leafCol returns the output column reading leaf l.
@@ -920,7 +904,7 @@ func (c sparseCol) value(v parquet.Value) (any, error) {
 
 // readPages fetches the pages want (sorted by leaf, then page) of row
 // group g, with the dictionary page of each leaf that has one, checks
-// them (see pageChecker.checkRun) and hands each page's values to fn with
+// them (see parquetfile.File.CheckRun) and hands each page's values to fn with
 // the row index of its first value; or the page itself to raw, when raw is
 // not nil and reports it read it.
 func (s *sparseReader) readPages(g int, want []pageWant, gi groupIndex, raw func(w pageWant, first int64, p parquet.Page) (bool, error), fn func(w pageWant, first int64, vals []parquet.Value) error) error {
@@ -938,7 +922,7 @@ func (s *sparseReader) readPages(g int, want []pageWant, gi groupIndex, raw func
 		cm := &rg.Columns[w.leaf].MetaData
 		if w.leaf != lastLeaf {
 			lastLeaf = w.leaf
-			start, _, err := columnChunkRange(rg, w.leaf, s.ra.pages.footerStart)
+			start, _, err := s.ra.ChunkRange(g, w.leaf)
 			if err != nil {
 				return err
 			}
@@ -952,16 +936,16 @@ func (s *sparseReader) readPages(g int, want []pageWant, gi groupIndex, raw func
 	for _, r := range runs {
 		ranges = append(ranges, [2]int64{r.start, r.end})
 	}
-	if err := s.ra.prefetch(ranges); err != nil {
+	if err := s.ra.Prefetch(ranges); err != nil {
 		return err
 	}
-	defer s.ra.release()
+	defer s.ra.Release()
 	for _, r := range runs {
-		b, err := s.ra.bytes(r.start, r.end)
+		b, err := s.ra.Bytes(r.start, r.end)
 		if err != nil {
 			return err
 		}
-		if err := s.ra.pages.checkRun(g, r.leaf, r.start, b); err != nil {
+		if err := s.ra.CheckRun(g, r.leaf, r.start, b); err != nil {
 			return err
 		}
 	}
@@ -982,7 +966,7 @@ func (s *sparseReader) readPages(g int, want []pageWant, gi groupIndex, raw func
 			if !ok {
 				return fmt.Errorf("column chunk %d is not a file column chunk", w.leaf)
 			}
-			pages = fc.PagesFrom(prefetchedReaderAt{s.ra})
+			pages = fc.PagesFrom(s.ra.Prefetched())
 			lastLeaf = w.leaf
 		}
 		first, end := pageRows(gi.oi[w.leaf], w.page, rg.NumRows)
@@ -1001,26 +985,26 @@ func (s *sparseReader) readPages(g int, want []pageWant, gi groupIndex, raw func
 // (when not nil), or, when raw does not read it, its values to fn. Neither
 // may keep what they are given: it points into the page, released when
 // they return. A panic of parquet-go on a corrupt page becomes an error
-// (pageChecker.checkRun checked the headers, not the values).
+// (File.CheckRun checked the headers, not the values).
 func (s *sparseReader) decodePage(pages *parquet.FilePages, w pageWant, first, end int64, raw func(parquet.Page) (bool, error), fn func([]parquet.Value) error) (err error) {
 	var p parquet.Page
 	defer func() {
 		if r := recover(); r != nil {
-			err = corruptParquet("column chunk %d: page %d: %v", w.leaf, w.page, r)
+			err = parquetfile.Corruptf("column chunk %d: page %d: %v", w.leaf, w.page, r)
 		}
 		if p != nil {
 			parquet.Release(p)
 		}
 	}()
 	if err := pages.SeekToRow(first); err != nil {
-		return corruptParquet("column chunk %d: seek to page %d: %v", w.leaf, w.page, err)
+		return parquetfile.Corruptf("column chunk %d: seek to page %d: %v", w.leaf, w.page, err)
 	}
 	if p, err = pages.ReadPage(); err != nil {
 		p = nil
-		return corruptParquet("column chunk %d: page %d: %v", w.leaf, w.page, err)
+		return parquetfile.Corruptf("column chunk %d: page %d: %v", w.leaf, w.page, err)
 	}
 	if p.NumRows() != end-first || p.NumValues() != end-first {
-		return corruptParquet("column chunk %d: page %d holds %d values in %d rows, the offset index %d rows", w.leaf, w.page, p.NumValues(), p.NumRows(), end-first)
+		return parquetfile.Corruptf("column chunk %d: page %d holds %d values in %d rows, the offset index %d rows", w.leaf, w.page, p.NumValues(), p.NumRows(), end-first)
 	}
 	if raw != nil {
 		if ok, err := raw(p); ok || err != nil {
@@ -1039,10 +1023,10 @@ func (s *sparseReader) decodePage(pages *parquet.FilePages, w pageWant, first, e
 			break
 		}
 		if err != nil {
-			return corruptParquet("column chunk %d: page %d: %d of %d values: %v", w.leaf, w.page, n, len(vals), err)
+			return parquetfile.Corruptf("column chunk %d: page %d: %d of %d values: %v", w.leaf, w.page, n, len(vals), err)
 		}
 		if k == 0 {
-			return corruptParquet("column chunk %d: page %d: %d of %d values", w.leaf, w.page, n, len(vals))
+			return parquetfile.Corruptf("column chunk %d: page %d: %d of %d values", w.leaf, w.page, n, len(vals))
 		}
 	}
 	return fn(vals)

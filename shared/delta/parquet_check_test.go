@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -427,8 +428,8 @@ func TestCompressedPagesCannotAllocatePastTheirDeclaredSize(t *testing.T) {
 				return ckReplaceValues(h, body, tt.body(t))
 			})
 			err := ckDecode(t, b)
-			if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), tt.reason) {
-				t.Fatalf("err = %v, want ErrCorruptParquet with %q", err, tt.reason)
+			if !errors.Is(err, parquetfile.ErrCorrupt) || !strings.Contains(err.Error(), tt.reason) {
+				t.Fatalf("err = %v, want parquetfile.ErrCorrupt with %q", err, tt.reason)
 			}
 		})
 	}
@@ -443,8 +444,8 @@ func TestCorruptParquetRootCausesFailFast(t *testing.T) {
 		b := ckFile(t, &parquet.Snappy, false)
 		binary.LittleEndian.PutUint32(b[len(b)-8:], 0xfffffff0)
 		err := ckDecode(t, b)
-		if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), "footer length 4294967280") {
-			t.Fatalf("err = %v, want ErrCorruptParquet naming the footer length", err)
+		if !errors.Is(err, parquetfile.ErrCorrupt) || !strings.Contains(err.Error(), "footer length 4294967280") {
+			t.Fatalf("err = %v, want parquetfile.ErrCorrupt naming the footer length", err)
 		}
 	})
 	t.Run("snappy pages declared as lz4 are rejected instead of decoded forever", func(t *testing.T) {
@@ -455,8 +456,8 @@ func TestCorruptParquetRootCausesFailFast(t *testing.T) {
 			md.RowGroups[0].Columns[0].MetaData.Codec = format.Lz4Raw
 		})
 		err := ckDecode(t, b)
-		if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), "lz4") {
-			t.Fatalf("err = %v, want ErrCorruptParquet about lz4 data", err)
+		if !errors.Is(err, parquetfile.ErrCorrupt) || !strings.Contains(err.Error(), "lz4") {
+			t.Fatalf("err = %v, want parquetfile.ErrCorrupt about lz4 data", err)
 		}
 	})
 }
@@ -578,8 +579,8 @@ func TestCorruptParquetIsRejectedWithTheReason(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := ckDecode(t, tt.corrupt(t))
-			if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), tt.reason) {
-				t.Fatalf("err = %v, want ErrCorruptParquet with %q", err, tt.reason)
+			if !errors.Is(err, parquetfile.ErrCorrupt) || !strings.Contains(err.Error(), tt.reason) {
+				t.Fatalf("err = %v, want parquetfile.ErrCorrupt with %q", err, tt.reason)
 			}
 		})
 	}
@@ -621,14 +622,14 @@ func TestCorruptDataFileFailsWithItsNameAndReason(t *testing.T) {
 			err := ckWithin(t, func() error {
 				return ReadFile(context.Background(), store, md, add, ReadOptions{}, func([]any) error { return nil })
 			})
-			if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), "part-0.parquet") || !strings.Contains(err.Error(), tt.reason) {
-				t.Fatalf("err = %v, want ErrCorruptParquet naming part-0.parquet and %q", err, tt.reason)
+			if !errors.Is(err, parquetfile.ErrCorrupt) || !strings.Contains(err.Error(), "part-0.parquet") || !strings.Contains(err.Error(), tt.reason) {
+				t.Fatalf("err = %v, want parquetfile.ErrCorrupt naming part-0.parquet and %q", err, tt.reason)
 			}
 		})
 	}
 	t.Run("a footer larger than the first read of the file's end is read whole", func(t *testing.T) {
 		var buf bytes.Buffer
-		w := parquet.NewGenericWriter[ckRow](&buf, parquet.KeyValueMetadata("padding", strings.Repeat("x", 3*parquetTailBytes)))
+		w := parquet.NewGenericWriter[ckRow](&buf, parquet.KeyValueMetadata("padding", strings.Repeat("x", 3*parquetfile.TailBytes)))
 		s := "only row"
 		if _, err := w.Write([]ckRow{{S: &s}}); err != nil {
 			t.Fatal(err)
@@ -637,7 +638,7 @@ func TestCorruptDataFileFailsWithItsNameAndReason(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := buf.Bytes()
-		if n := binary.LittleEndian.Uint32(b[len(b)-8:]); n <= parquetTailBytes {
+		if n := binary.LittleEndian.Uint32(b[len(b)-8:]); n <= parquetfile.TailBytes {
 			t.Fatalf("footer of %d bytes fits in the first read; the test needs a larger one", n)
 		}
 		store := newPQMemStore()
@@ -672,17 +673,20 @@ func BenchmarkParquetGuard(b *testing.B) {
 			b.Fatal(err)
 		}
 		data := store.objects[name]
-		inMemory := func(start, end int64) ([]byte, error) { return data[start:end], nil }
 		b.Run("codec="+string(codec), func(b *testing.B) {
 			b.SetBytes(add.Size)
 			for range b.N {
-				ra, f, err := openParquet(ctx, store, name, add.Size)
+				ra, err := parquetfile.Open(ctx, store, name, add.Size)
 				if err != nil {
 					b.Fatal(err)
 				}
-				for g, rg := range f.Metadata().RowGroups {
+				for g, rg := range ra.Parquet().Metadata().RowGroups {
 					for c := range rg.Columns {
-						if err := ra.pages.check(g, c, inMemory); err != nil {
+						start, end, err := ra.ChunkRange(g, c)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if err := ra.CheckRun(g, c, start, data[start:end]); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/internal/fixture"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/snappy"
@@ -98,7 +99,7 @@ func fzSeeds(t testing.TB) [][]byte {
 // fzOwnWideDecimals returns the options that make parquet-go write the
 // decimals of more than 18 digits of the Parquet file src (of top-level
 // leaves) as FileWriter does: with decimalIndexer and without page bounds
-// (see decimalindex.go). Without them its files have such a decimal's
+// (see parquetfile/decimalindex.go). Without them its files have such a decimal's
 // chunk statistics in unsigned order, which a rewrite does not copy. With
 // dict, its byte arrays are dictionary-encoded.
 func fzOwnWideDecimals(t testing.TB, src []byte, dict bool) []parquet.WriterOption {
@@ -115,13 +116,13 @@ func fzOwnWideDecimals(t testing.TB, src []byte, dict bool) []parquet.WriterOpti
 		if !ok {
 			return fld
 		}
-		node := decimalBytesNode(value.DecimalType{Precision: int(dt.Precision), Scale: int(dt.Scale)})
+		node := parquetfile.DecimalNode(value.DecimalType{Precision: int(dt.Precision), Scale: int(dt.Scale)})
 		if fld.Optional() {
 			node = parquet.Optional(node)
 		}
 		return node
 	})
-	return append([]parquet.WriterOption{schema}, wideDecimalOptions(schema)...)
+	return append([]parquet.WriterOption{schema}, parquetfile.WideDecimalOptions(schema)...)
 }
 
 // fzSchemaOf returns the schema of the Parquet file src (of top-level
@@ -311,23 +312,24 @@ func fzCheckOutput(store objstore.Store, a Add) error {
 	if err != nil {
 		return err
 	}
-	ra, f, err := openParquet(ctx, store, name, a.Size)
+	ra, err := parquetfile.Open(ctx, store, name, a.Size)
 	if err != nil {
 		return err
 	}
+	f := ra.Parquet()
 	for g, rg := range f.Metadata().RowGroups {
-		if err := ra.prefetch(chunkRanges(rg, true)); err != nil {
+		if err := ra.Prefetch(chunkRanges(rg, true)); err != nil {
 			return err
 		}
 		for c := range rg.Columns {
-			if err := ra.checkPages(g, c); err != nil {
+			if err := ra.CheckPages(g, c); err != nil {
 				return err
 			}
-			if err := ra.checkPageIndex(g, c); err != nil {
+			if err := ra.CheckPageIndex(g, c); err != nil {
 				return err
 			}
 		}
-		ra.release()
+		ra.Release()
 	}
 	b, err := objstore.ReadAll(ctx, store, name)
 	if err != nil {
@@ -438,7 +440,7 @@ func TestFuzzSeedsAreValidAndExerciseBothRewritePaths(t *testing.T) {
 // TestCorruptDataFilesFailWithAnErrorNotAPanic covers the root causes the
 // fuzz targets found: each corrupt footer field made parquet-go panic (on
 // the rewrite path, or on the read path with a row group filter) and must
-// now fail the read and the rewrite with ErrCorruptParquet naming the file
+// now fail the read and the rewrite with parquetfile.ErrCorrupt naming the file
 // and the reason.
 func TestCorruptDataFilesFailWithAnErrorNotAPanic(t *testing.T) {
 	seed := fzSeeds(t)[1]
@@ -484,8 +486,8 @@ func TestCorruptDataFilesFailWithAnErrorNotAPanic(t *testing.T) {
 			t.Run(tt.name+" by a "+op.name, func(t *testing.T) {
 				store, add := fzStore(t, b)
 				err := ckWithin(t, func() error { return op.run(store, add) })
-				if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), add.Path) || !strings.Contains(err.Error(), tt.reason) {
-					t.Fatalf("err = %v, want ErrCorruptParquet naming %s and %q", err, add.Path, tt.reason)
+				if !errors.Is(err, parquetfile.ErrCorrupt) || !strings.Contains(err.Error(), add.Path) || !strings.Contains(err.Error(), tt.reason) {
+					t.Fatalf("err = %v, want parquetfile.ErrCorrupt naming %s and %q", err, add.Path, tt.reason)
 				}
 			})
 		}
@@ -564,23 +566,23 @@ func TestACorruptPageIndexIsNotCopiedByTheRewrite(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store, add := fzStore(t, tt.corrupt(t, seed))
 			// The guard's reason, as a read of the index would give it.
-			ra, _, err := openParquet(context.Background(), store, add.Path, add.Size)
+			ra, err := parquetfile.Open(context.Background(), store, add.Path, add.Size)
 			if err != nil {
 				t.Fatal(err)
 			}
-			meta := ra.pages.f.Metadata().RowGroups[1]
-			if err := ra.prefetch(chunkRanges(meta, true)); err != nil {
+			meta := ra.Parquet().Metadata().RowGroups[1]
+			if err := ra.Prefetch(chunkRanges(meta, true)); err != nil {
 				t.Fatal(err)
 			}
 			err = nil
 			for c := range meta.Columns {
-				if err = ra.checkPageIndex(1, c); err != nil {
+				if err = ra.CheckPageIndex(1, c); err != nil {
 					break
 				}
 			}
-			ra.release()
-			if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), tt.reason) {
-				t.Fatalf("page index of row group 1: %v, want ErrCorruptParquet and %q", err, tt.reason)
+			ra.Release()
+			if !errors.Is(err, parquetfile.ErrCorrupt) || !strings.Contains(err.Error(), tt.reason) {
+				t.Fatalf("page index of row group 1: %v, want parquetfile.ErrCorrupt and %q", err, tt.reason)
 			}
 			var res RewriteResult
 			err = ckWithin(t, func() error {
@@ -699,8 +701,8 @@ func TestAPanicDecodingPagesBecomesAnErrorOfTheColumn(t *testing.T) {
 		}
 		defer s.close()
 		_, err := s.next()
-		if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), "column 2 (name)") || !strings.Contains(err.Error(), "corrupt page") {
-			t.Fatalf("err = %v, want ErrCorruptParquet naming column 2 (name) and the panic", err)
+		if !errors.Is(err, parquetfile.ErrCorrupt) || !strings.Contains(err.Error(), "column 2 (name)") || !strings.Contains(err.Error(), "corrupt page") {
+			t.Fatalf("err = %v, want parquetfile.ErrCorrupt naming column 2 (name) and the panic", err)
 		}
 	})
 
@@ -721,8 +723,8 @@ func TestAPanicDecodingPagesBecomesAnErrorOfTheColumn(t *testing.T) {
 		dropped := make([]bool, rg.NumRows())
 		dropped[3] = true
 		err = ckWithin(t, func() error { return w.writeRowGroupKept(rg, dropped, bounds) })
-		if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), "column 2") || !strings.Contains(err.Error(), "corrupt page") {
-			t.Fatalf("err = %v, want ErrCorruptParquet naming column 2 and the panic", err)
+		if !errors.Is(err, parquetfile.ErrCorrupt) || !strings.Contains(err.Error(), "column 2") || !strings.Contains(err.Error(), "corrupt page") {
+			t.Fatalf("err = %v, want parquetfile.ErrCorrupt naming column 2 and the panic", err)
 		}
 	})
 
@@ -741,8 +743,8 @@ func TestAPanicDecodingPagesBecomesAnErrorOfTheColumn(t *testing.T) {
 		defer w.Abort()
 		bad := fzPanickyRowGroup{RowGroup: fd.RowGroups()[0], bad: 2}
 		err = ckWithin(t, func() error { return w.writeRowGroup(bad, make([]leafSummary, len(bad.ColumnChunks()))) })
-		if !errors.Is(err, ErrCorruptParquet) || !strings.Contains(err.Error(), "corrupt page") {
-			t.Fatalf("err = %v, want ErrCorruptParquet with the panic", err)
+		if !errors.Is(err, parquetfile.ErrCorrupt) || !strings.Contains(err.Error(), "corrupt page") {
+			t.Fatalf("err = %v, want parquetfile.ErrCorrupt with the panic", err)
 		}
 	})
 }

@@ -8,17 +8,16 @@ import (
 	"math/big"
 	"math/bits"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
-	"golang.org/x/sync/errgroup"
 )
 
 // ErrUnknownColumn is returned when ReadOptions.Columns names a column the
@@ -270,7 +269,7 @@ func ReadFile(ctx context.Context, store objstore.Store, md Metadata, add Add, o
 // OpenedFile is a data file opened for several reads (ReadOptions.Opened).
 type OpenedFile struct {
 	name string
-	ra   *storeReaderAt
+	ra   *parquetfile.File
 	f    *parquet.File
 }
 
@@ -280,12 +279,12 @@ func OpenFile(ctx context.Context, store objstore.Store, add Add) (*OpenedFile, 
 	if err != nil {
 		return nil, err
 	}
-	ra, f, err := openParquet(ctx, store, name, add.Size)
+	ra, err := parquetfile.Open(ctx, store, name, add.Size)
 	if err != nil {
 		return nil, fmt.Errorf("read data file %s: %w", name, err)
 	}
-	ra.buf, ra.chunks = nil, nil // the footer's read buffer (see readFile)
-	return &OpenedFile{name: name, ra: ra, f: f}, nil
+	ra.DropBuffer() // the footer's read buffer (see readFile)
+	return &OpenedFile{name: name, ra: ra, f: ra.Parquet()}, nil
 }
 
 // ReadFileAt is ReadFile that also tells fn each row's position: its
@@ -310,19 +309,9 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		return err
 	}
 	mode := ColumnMappingMode(md)
-	cols := make([]int, 0, len(schema.Fields))
-	if opts.Columns == nil {
-		for i := range schema.Fields {
-			cols = append(cols, i)
-		}
-	} else {
-		for _, c := range opts.Columns {
-			i := schema.Index(c)
-			if i < 0 {
-				return fmt.Errorf("%w %q", ErrUnknownColumn, c)
-			}
-			cols = append(cols, i)
-		}
+	cols, err := projection(schema, opts.Columns)
+	if err != nil {
+		return err
 	}
 	isPart := map[string]bool{}
 	for _, c := range md.PartitionColumns {
@@ -336,20 +325,16 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		}
 	}
 
-	var ra *storeReaderAt
-	var f *parquet.File
-	if o := opts.Opened; o != nil {
-		if o.name != name {
-			return fmt.Errorf("read with the opened file %s", o.name)
-		}
-		ra, f = o.ra, o.f
-		ra.ctx = ctx
-		// A file held open between reads holds no read buffer: a merge
-		// holds every part of its batch open.
-		defer func() { ra.buf, ra.chunks = nil, nil }()
-	} else if ra, f, err = openParquet(ctx, store, name, add.Size); err != nil {
+	ra, err := openForRead(ctx, store, name, add.Size, opts.Opened)
+	if err != nil {
 		return err
 	}
+	if opts.Opened != nil {
+		// A file held open between reads holds no read buffer: a merge
+		// holds every part of its batch open.
+		defer ra.DropBuffer()
+	}
+	f := ra.Parquet()
 	root, nleaves, err := parquetTree(f.Metadata().Schema)
 	if err != nil {
 		return err
@@ -361,32 +346,9 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 	if opts.KeepRows {
 		b.kept = new(keptValues)
 	}
-	out := make([]*asm, len(cols))
-	for k, i := range cols {
-		fld := schema.Fields[i]
-		if isPart[fld.Name] {
-			key := PhysicalName(fld, mode)
-			raw, ok := add.PartitionValues[key]
-			if !ok {
-				raw = add.PartitionValues[fld.Name]
-			}
-			v, err := ParsePartitionValue(fld.Type, raw)
-			if err != nil {
-				return fmt.Errorf("partition column %q: %w", fld.Name, err)
-			}
-			out[k] = &asm{kind: asmConst, constant: v}
-			continue
-		}
-		p := root.child(fld, mode)
-		if p == nil {
-			out[k] = &asm{kind: asmConst}
-			continue
-		}
-		a, err := b.build(fld.Type, p, false)
-		if err != nil {
-			return fmt.Errorf("column %q: %w", fld.Name, err)
-		}
-		out[k] = a
+	out, err := b.outputs(schema, cols, isPart, root, add.PartitionValues)
+	if err != nil {
+		return err
 	}
 
 	var bounds *rowGroupBounds
@@ -431,34 +393,9 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 			fn = match.filter(fn)
 		}
 	}
-	// The pages to read of the row groups read through the page index (nil
-	// for the others). Their bloom filters are read only where the page
-	// bounds select more than half of the pages (an unsorted row group):
-	// in a sorted file the page bounds rule out more, for fewer bytes (a
-	// filter costs 4 bytes per row).
-	pages := make([][]int, len(keep))
-	probed := slices.Clone(keep) // the row groups the bloom filters judge
-	for g := range keep {
-		if !keep[g] {
-			continue
-		}
-		sel, total, ok, err := sparse.selectPages(g)
-		if err != nil {
-			return err
-		}
-		if ok {
-			pages[g] = sel
-			probed[g] = 2*len(sel) > total
-		}
-	}
-	judged := slices.Clone(probed)
-	if err := probe.filter(ra, f, bounds, ra.pages.footerStart, probed); err != nil {
+	pages, err := selectPages(ra, sparse, probe, bounds, keep)
+	if err != nil {
 		return err
-	}
-	for g := range keep {
-		if judged[g] {
-			keep[g] = probed[g]
-		}
 	}
 
 	var flat *flatReader
@@ -494,9 +431,109 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 	return nil
 }
 
+// projection returns the positions in schema of the columns names (every
+// column when names is nil).
+func projection(schema value.StructType, names []string) ([]int, error) {
+	cols := make([]int, 0, len(schema.Fields))
+	if names == nil {
+		for i := range schema.Fields {
+			cols = append(cols, i)
+		}
+		return cols, nil
+	}
+	for _, c := range names {
+		i := schema.Index(c)
+		if i < 0 {
+			return nil, fmt.Errorf("%w %q", ErrUnknownColumn, c)
+		}
+		cols = append(cols, i)
+	}
+	return cols, nil
+}
+
+// openForRead returns the data file name as opened (the read's context
+// set), or opens it.
+func openForRead(ctx context.Context, store objstore.Store, name string, size int64, opened *OpenedFile) (*parquetfile.File, error) {
+	if opened == nil {
+		return parquetfile.Open(ctx, store, name, size)
+	}
+	if opened.name != name {
+		return nil, fmt.Errorf("read with the opened file %s", opened.name)
+	}
+	opened.ra.SetContext(ctx)
+	return opened.ra, nil
+}
+
+// outputs returns one assembler per output column cols of schema:
+// constants for partition columns (from partVals) and columns the file
+// lacks, column readers for the rest.
+func (b *asmBuilder) outputs(schema value.StructType, cols []int, isPart map[string]bool, root *pqNode, partVals map[string]*string) ([]*asm, error) {
+	out := make([]*asm, len(cols))
+	for k, i := range cols {
+		fld := schema.Fields[i]
+		if isPart[fld.Name] {
+			raw, ok := partVals[PhysicalName(fld, b.mode)]
+			if !ok {
+				raw = partVals[fld.Name]
+			}
+			v, err := ParsePartitionValue(fld.Type, raw)
+			if err != nil {
+				return nil, fmt.Errorf("partition column %q: %w", fld.Name, err)
+			}
+			out[k] = &asm{kind: asmConst, constant: v}
+			continue
+		}
+		p := root.child(fld, b.mode)
+		if p == nil {
+			out[k] = &asm{kind: asmConst}
+			continue
+		}
+		a, err := b.build(fld.Type, p, false)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", fld.Name, err)
+		}
+		out[k] = a
+	}
+	return out, nil
+}
+
+// selectPages returns the pages to read of the row groups keep keeps that
+// are read through the page index (nil for the others), and clears keep
+// for the row groups their bloom filters rule out. The filters are read
+// only where the page bounds select more than half of the pages (an
+// unsorted row group): in a sorted file the page bounds rule out more,
+// for fewer bytes (a filter costs 4 bytes per row).
+func selectPages(ra *parquetfile.File, sparse *sparseReader, probe *bloomProbe, bounds *rowGroupBounds, keep []bool) ([][]int, error) {
+	pages := make([][]int, len(keep))
+	probed := slices.Clone(keep) // the row groups the bloom filters judge
+	for g := range keep {
+		if !keep[g] {
+			continue
+		}
+		sel, total, ok, err := sparse.selectPages(g)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			pages[g] = sel
+			probed[g] = 2*len(sel) > total
+		}
+	}
+	judged := slices.Clone(probed)
+	if err := probe.filter(ra, bounds, probed); err != nil {
+		return nil, err
+	}
+	for g := range keep {
+		if judged[g] {
+			keep[g] = probed[g]
+		}
+	}
+	return pages, nil
+}
+
 // readRowGroup reads the rows of row group g (rg) of f through the
 // assemblers out, or the flat read where they are flat, to fn.
-func readRowGroup(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func([]any) error) error {
+func readRowGroup(ctx context.Context, ra *parquetfile.File, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func([]any) error) error {
 	at := func(_ int64, row []any) error { return fn(row) }
 	if flat := newFlatReader(out, streams, false); flat != nil {
 		return flat.readGroup(ctx, ra, f, g, rg, base, deleted, at)
@@ -505,9 +542,9 @@ func readRowGroup(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int
 }
 
 // readRowGroupAt is readRowGroup telling fn each row's physical position.
-func readRowGroupAt(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func(int64, []any) error) error {
+func readRowGroupAt(ctx context.Context, ra *parquetfile.File, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func(int64, []any) error) error {
 	err := loadRowGroup(ra, f, g, streams)
-	defer ra.release()
+	defer ra.Release()
 	if err != nil {
 		return err
 	}
@@ -553,7 +590,7 @@ func readRowGroupAt(ctx context.Context, ra *storeReaderAt, f *parquet.File, g i
 // loadRowGroup fetches the column chunks of row group g that streams (by
 // leaf) read and checks their pages; the caller releases them
 // (ra.release) once read, whether or not this fails.
-func loadRowGroup(ra *storeReaderAt, f *parquet.File, g int, streams []*colStream) error {
+func loadRowGroup(ra *parquetfile.File, f *parquet.File, g int, streams []*colStream) error {
 	meta := f.Metadata().RowGroups[g]
 	var ranges [][2]int64
 	for i, s := range streams {
@@ -567,12 +604,12 @@ func loadRowGroup(ra *storeReaderAt, f *parquet.File, g int, streams []*colStrea
 		}
 		ranges = append(ranges, [2]int64{start, start + cm.TotalCompressedSize})
 	}
-	if err := ra.prefetch(ranges); err != nil {
+	if err := ra.Prefetch(ranges); err != nil {
 		return err
 	}
 	for i, s := range streams {
 		if s != nil {
-			if err := ra.checkPages(g, i); err != nil {
+			if err := ra.CheckPages(g, i); err != nil {
 				return err
 			}
 		}
@@ -714,7 +751,7 @@ func (s *colStream) fill() error {
 func (s *colStream) readValues() (n int, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			n, err = 0, corruptParquet("column %d (%s): decode pages: %v", s.leaf, s.name, p)
+			n, err = 0, parquetfile.Corruptf("column %d (%s): decode pages: %v", s.leaf, s.name, p)
 		}
 	}()
 	return s.r.ReadValues(s.buf)
@@ -732,7 +769,7 @@ func (s *colStream) close() {
 func (s *colStream) open(c parquet.ColumnChunk) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.r, err = nil, corruptParquet("column %d (%s): open pages: %v", s.leaf, s.name, p)
+			s.r, err = nil, parquetfile.Corruptf("column %d (%s): open pages: %v", s.leaf, s.name, p)
 		}
 	}()
 	s.reset(parquet.NewColumnChunkValueReader(c))
@@ -1430,235 +1467,6 @@ func fromTwosComplement(b []byte) *big.Int {
 	return u
 }
 
-// storeReaderAt gives parquet-go random access to an object. Before each
-// row group the byte ranges of the wanted column chunks are fetched with a
-// few ranged reads and served from memory, so memory is bounded by a row
-// group and remote stores see few requests. Unlike objstore.NewReaderAt it
-// reads exactly what is asked: no read-ahead block around a small read, so
-// a row group skipped is a row group not fetched.
-type storeReaderAt struct {
-	ctx    context.Context
-	store  objstore.Store
-	name   string
-	size   int64
-	chunks []cachedRange
-	buf    []byte // backs chunks
-	// pages checks column chunks before parquet-go reads them; set once
-	// the footer is checked.
-	pages *pageChecker
-}
-
-// openParquet opens data file name of the given size (a Stat finds it when
-// size is not positive) for reading through a storeReaderAt.
-func openParquet(ctx context.Context, store objstore.Store, name string, size int64) (*storeReaderAt, *parquet.File, error) {
-	if size <= 0 {
-		info, err := store.Stat(ctx, name)
-		if err != nil {
-			return nil, nil, err
-		}
-		size = info.Size
-	}
-	ra := &storeReaderAt{ctx: ctx, store: store, name: name, size: size}
-	footerStart, err := ra.loadFooter()
-	if err != nil {
-		return nil, nil, fmt.Errorf("open parquet: %w", err)
-	}
-	f, err := openParquetFile(ra, size)
-	ra.release()
-	if err != nil {
-		return nil, nil, fmt.Errorf("open parquet: %w", err)
-	}
-	if err := checkParquetMetadata(f, footerStart); err != nil {
-		return nil, nil, fmt.Errorf("open parquet: %w", err)
-	}
-	ra.pages = newPageChecker(f, footerStart)
-	return ra, f, nil
-}
-
-// openParquetFile opens a file whose footer loadFooter checked, turning a
-// panic of parquet-go on a malformed footer into an error.
-func openParquetFile(ra *storeReaderAt, size int64) (f *parquet.File, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			f, err = nil, corruptParquet("%v", p)
-		}
-	}()
-	return parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.OptimisticRead(true))
-}
-
-// loadFooter reads the end of the file, with the footer, into memory for
-// parquet-go to open it from, and returns the offset where the footer
-// starts: a footer length that does not fit in the file is an error here,
-// where parquet-go would allocate it. Most footers fit in the first read.
-func (r *storeReaderAt) loadFooter() (int64, error) {
-	n := min(r.size, parquetTailBytes)
-	if err := r.prefetch([][2]int64{{r.size - n, r.size}}); err != nil {
-		return 0, err
-	}
-	var tail []byte
-	if len(r.chunks) > 0 {
-		tail = r.chunks[0].data
-	}
-	footerStart, err := checkParquetTail(tail, r.size)
-	if err != nil {
-		return 0, err
-	}
-	if footerStart < r.size-n {
-		if err := r.prefetch([][2]int64{{footerStart, r.size}}); err != nil {
-			return 0, err
-		}
-	}
-	footer, err := r.bytes(footerStart, r.size-8)
-	if err != nil {
-		return 0, err
-	}
-	if err := checkParquetFooter(footer); err != nil {
-		return 0, err
-	}
-	return footerStart, nil
-}
-
-// checkPages checks the pages of column chunk c of row group g before
-// parquet-go reads them (see pageChecker), from the prefetched ranges.
-func (r *storeReaderAt) checkPages(g, c int) error {
-	return r.pages.check(g, c, r.bytes)
-}
-
-// checkPageIndex checks the column and offset indexes of column chunk c of
-// row group g before parquet-go reads them (see
-// pageChecker.checkPageIndex), from the prefetched ranges.
-func (r *storeReaderAt) checkPageIndex(g, c int) error {
-	return r.pages.checkPageIndex(g, c, r.bytes)
-}
-
-// bytes returns the bytes [start, end) of the file: from the prefetched
-// ranges when they hold them, read otherwise.
-func (r *storeReaderAt) bytes(start, end int64) ([]byte, error) {
-	for _, ch := range r.chunks {
-		if start >= ch.off && end <= ch.off+int64(len(ch.data)) {
-			return ch.data[start-ch.off : end-ch.off], nil
-		}
-	}
-	b := make([]byte, end-start)
-	if err := r.readDirect(b, start); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-type cachedRange struct {
-	off  int64
-	data []byte
-}
-
-// prefetchGapBytes is the largest gap between two wanted byte ranges that
-// prefetch reads through to fetch them as one range.
-//
-// On a remote store a ranged read costs a round trip (tens of ms on GCS)
-// plus its bytes (about 100 MB/s per stream); prefetch issues its ranges
-// concurrently (prefetchRequests at a time), so one more range costs little
-// more than its own request overhead, while reading through a gap costs the
-// gap's bytes: 128 KiB is about a millisecond of transfer. A dense read (the
-// selected column chunks of a row group) still comes in one or a few
-// ranges; a sparse read through the page index (pages a few KiB long,
-// tens of KiB apart) fetches its pages and not the whole chunk between
-// them. The old 1 MiB gap made a lookup of two columns fetch nearly the
-// whole file.
-const prefetchGapBytes = 128 << 10
-
-// prefetchRequests bounds the ranged reads one prefetch runs at once.
-const prefetchRequests = 8
-
-// prefetch loads the given [start, end) ranges, merging those less than
-// prefetchGapBytes apart, and reads the merged ranges concurrently.
-func (r *storeReaderAt) prefetch(ranges [][2]int64) error {
-	r.chunks = r.chunks[:0]
-	sort.Slice(ranges, func(i, j int) bool { return ranges[i][0] < ranges[j][0] })
-	var merged [][2]int64
-	for _, rg := range ranges {
-		if n := len(merged); n > 0 && rg[0] <= merged[n-1][1]+prefetchGapBytes {
-			merged[n-1][1] = max(merged[n-1][1], rg[1])
-			continue
-		}
-		merged = append(merged, rg)
-	}
-	var total int64
-	for _, rg := range merged {
-		total += max(min(rg[1], r.size)-max(rg[0], 0), 0)
-	}
-	// One buffer, reused from row group to row group: a rewrite prefetches
-	// every row group of a file it copies, and allocating each anew made
-	// the collector run (and mark the merge's batch) every few row groups.
-	if int64(cap(r.buf)) < total {
-		r.buf = make([]byte, total)
-	}
-	buf := r.buf[:0]
-	for _, rg := range merged {
-		start, end := max(rg[0], 0), min(rg[1], r.size)
-		if end <= start {
-			continue
-		}
-		data := buf[len(buf) : len(buf)+int(end-start)]
-		buf = buf[:len(buf)+int(end-start)]
-		r.chunks = append(r.chunks, cachedRange{off: start, data: data})
-	}
-	if len(r.chunks) == 1 {
-		if err := r.readDirect(r.chunks[0].data, r.chunks[0].off); err != nil {
-			r.chunks = r.chunks[:0]
-			return err
-		}
-		return nil
-	}
-	var g errgroup.Group
-	g.SetLimit(prefetchRequests)
-	for _, c := range r.chunks {
-		g.Go(func() error { return r.readDirect(c.data, c.off) })
-	}
-	if err := g.Wait(); err != nil {
-		r.chunks = r.chunks[:0]
-		return err
-	}
-	return nil
-}
-
-// release forgets the prefetched ranges; their buffer is reused by the
-// next prefetch, so nothing read from it may be kept beyond this call.
-func (r *storeReaderAt) release() { r.chunks = r.chunks[:0] }
-
-func (r *storeReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	for _, c := range r.chunks {
-		if off >= c.off && off+int64(len(p)) <= c.off+int64(len(c.data)) {
-			return copy(p, c.data[off-c.off:]), nil
-		}
-	}
-	if off >= r.size {
-		return 0, io.EOF
-	}
-	n := len(p)
-	if off+int64(n) > r.size {
-		n = int(r.size - off)
-	}
-	if err := r.readDirect(p[:n], off); err != nil {
-		return 0, err
-	}
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-func (r *storeReaderAt) readDirect(p []byte, off int64) error {
-	rc, err := r.store.NewReader(r.ctx, r.name, off, int64(len(p)))
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	if _, err := io.ReadFull(rc, p); err != nil {
-		return fmt.Errorf("read %d bytes at %d: %w", len(p), off, err)
-	}
-	return nil
-}
-
 // FileRowCount returns the logical rows of a data file: its numRecords stat
 // when present, else the row count in its Parquet footer (one ranged read),
 // minus the rows its deletion vector marks.
@@ -1674,9 +1482,9 @@ func FileRowCount(ctx context.Context, store objstore.Store, add Add) (int64, er
 	if err != nil {
 		return 0, err
 	}
-	_, f, err := openParquet(ctx, store, name, add.Size)
+	f, err := parquetfile.Open(ctx, store, name, add.Size)
 	if err != nil {
 		return 0, fmt.Errorf("row count of %s: %w", name, err)
 	}
-	return f.NumRows() - dvRows, nil
+	return f.Parquet().NumRows() - dvRows, nil
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
+
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 )
 
 // flatBatchRows is how many rows a flat read decodes, column after column,
@@ -66,9 +68,9 @@ func newFlatReader(out []*asm, streams []*colStream, keep bool) *flatReader {
 
 // readGroup reads row group g (rg) of f as readRowGroupAt does: the rows
 // of physical positions base, base+1, ..., but those deleted marks, to fn.
-func (r *flatReader) readGroup(ctx context.Context, ra *storeReaderAt, f *parquet.File, g int, rg parquet.RowGroup, base int64, deleted *roaring64.Bitmap, fn func(int64, []any) error) error {
+func (r *flatReader) readGroup(ctx context.Context, ra *parquetfile.File, f *parquet.File, g int, rg parquet.RowGroup, base int64, deleted *roaring64.Bitmap, fn func(int64, []any) error) error {
 	err := loadRowGroup(ra, f, g, r.streams)
-	defer ra.release()
+	defer ra.Release()
 	if err != nil {
 		return err
 	}
@@ -208,7 +210,7 @@ const (
 func (l *flatLeaf) open(c parquet.ColumnChunk) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			l.pages, err = nil, corruptParquet("column %d (%s): open pages: %v", l.leaf, l.name, p)
+			l.pages, err = nil, parquetfile.Corruptf("column %d (%s): open pages: %v", l.leaf, l.name, p)
 		}
 	}()
 	l.pages = c.Pages()
@@ -247,7 +249,7 @@ func (l *flatLeaf) release() {
 func (l *flatLeaf) read(dst []any, stride, m int) (done int, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = corruptParquet("column %d (%s): decode pages: %v", l.leaf, l.name, p)
+			err = parquetfile.Corruptf("column %d (%s): decode pages: %v", l.leaf, l.name, p)
 		}
 	}()
 	o := 0
@@ -306,7 +308,7 @@ func (l *flatLeaf) read(dst []any, stride, m int) (done int, err error) {
 func (l *flatLeaf) value() (any, error) {
 	j := l.val
 	if j >= l.nval {
-		return nil, corruptParquet("column %d (%s): page has %d values, its definition levels more", l.leaf, l.name, l.nval)
+		return nil, parquetfile.Corruptf("column %d (%s): page has %d values, its definition levels more", l.leaf, l.name, l.nval)
 	}
 	l.val++
 	var v parquet.Value

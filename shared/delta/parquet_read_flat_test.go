@@ -781,8 +781,8 @@ func TestAnOpenedFileReadsAsAFreshOne(t *testing.T) {
 		}
 		// Held open between reads, it holds no read buffer (a merge
 		// holds every part of its batch open).
-		if opened.ra.buf != nil || len(opened.ra.chunks) != 0 {
-			t.Fatalf("the opened file holds %d bytes of read buffer between reads", cap(opened.ra.buf))
+		if n := opened.ra.BufferBytes(); n != 0 {
+			t.Fatalf("the opened file holds %d bytes of read buffer between reads", n)
 		}
 	}
 	if _, err := read(other, ReadOptions{Opened: opened}); err == nil {

@@ -2,7 +2,6 @@ package delta
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/google/uuid"
 	"github.com/klauspost/compress/s2"
@@ -288,7 +288,7 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		parquet.DataPageStatistics(false),
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
 		parquet.CreatedBy("dsdelta", "1", ""),
-	}, append(append(bloomOpts, pageOptions(opts)...), wideDecimalOptions(schema)...)...)...)
+	}, append(append(bloomOpts, pageOptions(opts)...), parquetfile.WideDecimalOptions(schema)...)...)...)
 	return w, nil
 }
 
@@ -795,7 +795,7 @@ func (w *FileWriter) copiesRowGroups() error {
 func writeRowGroupSafely(pw *parquet.GenericWriter[any], rg parquet.RowGroup) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = corruptParquet("%v", p)
+			err = parquetfile.Corruptf("%v", p)
 		}
 	}()
 	_, err = pw.WriteRowGroup(rg)
@@ -884,7 +884,7 @@ func (w *FileWriter) writeRowGroupKept(rg parquet.RowGroup, dropped []bool, boun
 func copyKeptValuesSafely(c parquet.ColumnChunk, cw *parquet.ColumnWriter, dropped []bool, bounds *chunkBounds, k int, buf, out []parquet.Value, s *leafSummary) (n int64, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			n, err = 0, corruptParquet("copy values: %v", p)
+			n, err = 0, parquetfile.Corruptf("copy values: %v", p)
 		}
 	}()
 	return copyKeptValues(c, cw, dropped, bounds, k, buf, out, s)
@@ -1147,66 +1147,7 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 		return parquet.Value{}, fmt.Errorf("%w: %T is not a %v value", ErrValueType, v, t)
 	}
 	if dt, ok := t.(value.DecimalType); ok {
-		if dt.Precision < 1 || dt.Precision > 38 || dt.Scale < 0 || dt.Scale > dt.Precision {
-			return nil, nil, fmt.Errorf("unsupported %v", dt)
-		}
-		limit := decimalLimit(dt.Precision)
-		fit := func(v any) (*big.Int, error) {
-			d, ok := v.(value.Decimal)
-			if !ok || d.Unscaled == nil {
-				_, err := mismatch(v)
-				return nil, err
-			}
-			r, err := d.Rescale(dt.Scale)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrValueType, err)
-			}
-			if new(big.Int).Abs(r.Unscaled).Cmp(limit) >= 0 {
-				return nil, fmt.Errorf("%w: %s overflows %v", ErrValueType, d, dt)
-			}
-			return r.Unscaled, nil
-		}
-		switch {
-		case dt.Precision <= 9:
-			return parquet.Decimal(dt.Scale, dt.Precision, parquet.Int32Type), func(v any) (parquet.Value, error) {
-				u, err := fit(v)
-				if err != nil {
-					return parquet.Value{}, err
-				}
-				return parquet.Int32Value(int32(u.Int64())), nil
-			}, nil
-		case dt.Precision <= 18:
-			return parquet.Decimal(dt.Scale, dt.Precision, parquet.Int64Type), func(v any) (parquet.Value, error) {
-				u, err := fit(v)
-				if err != nil {
-					return parquet.Value{}, err
-				}
-				return parquet.Int64Value(u.Int64()), nil
-			}, nil
-		default:
-			size := decimalBytes(dt.Precision)
-			var slab []byte // the closure is one writer's, used by one goroutine
-			return decimalBytesNode(dt), func(v any) (parquet.Value, error) {
-				// Most values are of the column's scale and fit 64 bits,
-				// which a precision above 18 always holds: no big.Int
-				// arithmetic for them, and their bytes are cut from a
-				// slab (parquet-go copies them into its column buffer).
-				if d, ok := v.(value.Decimal); ok && d.Unscaled != nil && d.Scale == dt.Scale && d.Unscaled.IsInt64() {
-					if len(slab) < size {
-						slab = make([]byte, 256*size)
-					}
-					b := slab[:size:size]
-					slab = slab[size:]
-					putInt64TwosComplement(b, d.Unscaled.Int64())
-					return parquet.FixedLenByteArrayValue(b), nil
-				}
-				u, err := fit(v)
-				if err != nil {
-					return parquet.Value{}, err
-				}
-				return parquet.FixedLenByteArrayValue(twosComplement(u, size)), nil
-			}, nil
-		}
+		return decimalLeaf(dt, mismatch)
 	}
 	switch t {
 	case value.Boolean:
@@ -1301,52 +1242,69 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 	return nil, nil, fmt.Errorf("unsupported column type %v", t)
 }
 
-// decimalLimit is 10^precision, the least magnitude a decimal of that
-// precision cannot hold.
-func decimalLimit(precision int) *big.Int {
-	return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil)
-}
-
-// decimalBytes is the smallest FIXED_LEN_BYTE_ARRAY length that holds every
-// unscaled value of the given precision in two's complement.
-func decimalBytes(precision int) int {
-	limit := decimalLimit(precision)
-	for n := 1; ; n++ {
-		max := new(big.Int).Lsh(big.NewInt(1), uint(8*n-1)) // 2^(8n-1) > 10^p - 1
-		if max.Cmp(limit) >= 0 {
-			return n
+// decimalLeaf is leafNode of a decimal: INT32, INT64 or, beyond 18
+// digits, parquetfile.DecimalNode's FIXED_LEN_BYTE_ARRAY.
+func decimalLeaf(dt value.DecimalType, mismatch func(any) (parquet.Value, error)) (parquet.Node, func(any) (parquet.Value, error), error) {
+	if dt.Precision < 1 || dt.Precision > 38 || dt.Scale < 0 || dt.Scale > dt.Precision {
+		return nil, nil, fmt.Errorf("unsupported %v", dt)
+	}
+	limit := parquetfile.DecimalLimit(dt.Precision)
+	fit := func(v any) (*big.Int, error) {
+		d, ok := v.(value.Decimal)
+		if !ok || d.Unscaled == nil {
+			_, err := mismatch(v)
+			return nil, err
 		}
+		r, err := d.Rescale(dt.Scale)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrValueType, err)
+		}
+		if new(big.Int).Abs(r.Unscaled).Cmp(limit) >= 0 {
+			return nil, fmt.Errorf("%w: %s overflows %v", ErrValueType, d, dt)
+		}
+		return r.Unscaled, nil
 	}
-}
-
-// twosComplement renders u big-endian in size bytes.
-// putInt64TwosComplement writes x in two's complement into out (at least
-// 8 bytes long), as twosComplement would.
-func putInt64TwosComplement(out []byte, x int64) {
-	size := len(out)
-	binary.BigEndian.PutUint64(out[size-8:], uint64(x))
-	fill := byte(0)
-	if x < 0 {
-		fill = 0xff
+	switch {
+	case dt.Precision <= 9:
+		return parquet.Decimal(dt.Scale, dt.Precision, parquet.Int32Type), func(v any) (parquet.Value, error) {
+			u, err := fit(v)
+			if err != nil {
+				return parquet.Value{}, err
+			}
+			return parquet.Int32Value(int32(u.Int64())), nil
+		}, nil
+	case dt.Precision <= 18:
+		return parquet.Decimal(dt.Scale, dt.Precision, parquet.Int64Type), func(v any) (parquet.Value, error) {
+			u, err := fit(v)
+			if err != nil {
+				return parquet.Value{}, err
+			}
+			return parquet.Int64Value(u.Int64()), nil
+		}, nil
+	default:
+		size := parquetfile.DecimalBytes(dt.Precision)
+		var slab []byte // the closure is one writer's, used by one goroutine
+		return parquetfile.DecimalNode(dt), func(v any) (parquet.Value, error) {
+			// Most values are of the column's scale and fit 64 bits,
+			// which a precision above 18 always holds: no big.Int
+			// arithmetic for them, and their bytes are cut from a
+			// slab (parquet-go copies them into its column buffer).
+			if d, ok := v.(value.Decimal); ok && d.Unscaled != nil && d.Scale == dt.Scale && d.Unscaled.IsInt64() {
+				if len(slab) < size {
+					slab = make([]byte, 256*size)
+				}
+				b := slab[:size:size]
+				slab = slab[size:]
+				parquetfile.PutInt64TwosComplement(b, d.Unscaled.Int64())
+				return parquet.FixedLenByteArrayValue(b), nil
+			}
+			u, err := fit(v)
+			if err != nil {
+				return parquet.Value{}, err
+			}
+			return parquet.FixedLenByteArrayValue(parquetfile.TwosComplement(u, size)), nil
+		}, nil
 	}
-	for i := range out[:size-8] {
-		out[i] = fill
-	}
-}
-
-func twosComplement(u *big.Int, size int) []byte {
-	out := make([]byte, size)
-	if u.Sign() >= 0 {
-		u.FillBytes(out)
-		return out
-	}
-	// -x = ^(x-1) in two's complement.
-	m := new(big.Int).Sub(new(big.Int).Neg(u), big.NewInt(1))
-	m.FillBytes(out)
-	for i := range out {
-		out[i] = ^out[i]
-	}
-	return out
 }
 
 // shred appends v's leaf values with the given repetition level r (for the

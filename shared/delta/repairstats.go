@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -16,7 +17,7 @@ import (
 // whose Parquet bounds are not their Delta ones (see boundsAsDelta):
 //   - a Parquet footer with the chunk bounds of a decimal of more than 18
 //     digits, which parquet-go took in unsigned order (see
-//     decimalindex.go): a reader pruning row groups by them skips rows it
+//     parquetfile/decimalindex.go): a reader pruning row groups by them skips rows it
 //     wants. The file is rewritten, those row groups written anew;
 //   - an add.stats whose float, double or wide-decimal bounds are not
 //     values of the file's rows: a rewrite that dropped rows kept the
@@ -196,10 +197,11 @@ func (s *Snapshot) checkFileStats(ctx context.Context, f Add, cols []suspectColu
 	if err != nil {
 		return c, err
 	}
-	_, pf, err := openParquet(ctx, s.Store(), name, f.Size)
+	ra, err := parquetfile.Open(ctx, s.Store(), name, f.Size)
 	if err != nil {
 		return c, err
 	}
+	pf := ra.Parquet()
 	fmd := pf.Metadata()
 	if c.ours = strings.HasPrefix(fmd.CreatedBy, dsdeltaCreatedBy); !c.ours {
 		return c, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -120,10 +121,11 @@ func TestRepairStats(t *testing.T) {
 				}
 				if tc.rewrite {
 					name, _ := decodeAddPath(f.Path)
-					_, pf, err := openParquet(ctx, store, name, f.Size)
+					ra, err := parquetfile.Open(ctx, store, name, f.Size)
 					if err != nil {
 						t.Fatal(err)
 					}
+					pf := ra.Parquet()
 					for g, rg := range pf.Metadata().RowGroups {
 						if s := rg.Columns[3].MetaData.Statistics; s.MinValue != nil || s.MaxValue != nil {
 							t.Fatalf("row group %d of the rewrite keeps the decimal's footer bounds", g)

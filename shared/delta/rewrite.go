@@ -9,6 +9,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -83,7 +84,7 @@ type RewriteResult struct {
 	// copied but for metadata that must not be copied: a malformed page
 	// index (parquet-go's for a decimal of more than 18 digits with a page
 	// of nulls, or a damaged one), or such a decimal's chunk statistics
-	// with parquet-go's unsigned bounds (see decimalindex.go and
+	// with parquet-go's unsigned bounds (see parquetfile/decimalindex.go and
 	// chunkBounds.unsignedDecimalBounds). Their pages, checked, were
 	// decoded and written anew, with metadata of their own.
 	// RowGroupsDecoded counts them too.
@@ -237,7 +238,7 @@ type rowGroupSource struct {
 	dataFields []value.Field
 	partVals   map[string]any
 
-	ra   *storeReaderAt
+	ra   *parquetfile.File
 	f    *parquet.File
 	root *pqNode
 	// Key assemblers find the dropped rows (keyOut, one per opts.Keys);
@@ -257,10 +258,11 @@ func openRowGroupSource(ctx context.Context, store objstore.Store, name string, 
 	if ok, err := src.qualify(md, add); err != nil || !ok {
 		return nil, false, err
 	}
-	ra, f, err := openParquet(ctx, store, name, add.Size)
+	ra, err := parquetfile.Open(ctx, store, name, add.Size)
 	if err != nil {
 		return nil, false, err
 	}
+	f := ra.Parquet()
 	if !strings.HasPrefix(f.Metadata().CreatedBy, dsdeltaCreatedBy) {
 		return nil, false, nil
 	}
@@ -653,7 +655,7 @@ var errNotCopied = errors.New("the row group's page index is not copied")
 // file at the target size. The row group's column chunks (and, with
 // indexes, the page indexes parquet-go copies with verbatim pages) are
 // fetched in a few ranged reads first, so write reads from memory.
-func (r *rewriter) appendRowGroup(ra *storeReaderAt, f *parquet.File, g int, indexes bool, write func(*FileWriter) error) error {
+func (r *rewriter) appendRowGroup(ra *parquetfile.File, f *parquet.File, g int, indexes bool, write func(*FileWriter) error) error {
 	if err := r.open(); err != nil {
 		return err
 	}
@@ -669,19 +671,19 @@ func (r *rewriter) appendRowGroup(ra *storeReaderAt, f *parquet.File, g int, ind
 			}
 		}
 	}
-	if err := ra.prefetch(ranges); err != nil {
+	if err := ra.Prefetch(ranges); err != nil {
 		return err
 	}
-	defer ra.release()
+	defer ra.Release()
 	for c := range meta.Columns {
-		if err := ra.checkPages(g, c); err != nil {
+		if err := ra.CheckPages(g, c); err != nil {
 			return err
 		}
 		if !indexes {
 			continue
 		}
-		if err := ra.checkPageIndex(g, c); err != nil {
-			if errors.Is(err, ErrCorruptParquet) {
+		if err := ra.CheckPageIndex(g, c); err != nil {
+			if errors.Is(err, parquetfile.ErrCorrupt) {
 				return fmt.Errorf("%w: %w", errNotCopied, err)
 			}
 			return err

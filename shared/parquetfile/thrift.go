@@ -1,4 +1,4 @@
-package delta
+package parquetfile
 
 import (
 	"encoding/binary"

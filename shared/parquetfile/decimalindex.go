@@ -1,4 +1,4 @@
-package delta
+package parquetfile
 
 import (
 	"math/big"
@@ -40,16 +40,17 @@ import (
 // from unsigned page bounds no order finds a page's signed least value: a
 // reader pruning row groups by them skips ones that hold the rows it
 // wants (min 1.00, max -5.00 for -5, 3 and 1; "WHERE d < 0" finds none).
-// So the pages' bounds are not taken at all (wideDecimalOptions): the
+// So the pages' bounds are not taken at all (WideDecimalOptions): the
 // chunk's statistics keep their null count, without min and max, which
 // they may omit, and the column index has the precision's limits for
 // every page of values. Nothing prunes such a column by its Parquet
 // bounds, and nothing is missed; add.stats takes its bounds row by row
 // (boundsAsDelta), for Delta's data skipping.
 
-// decimalBytesNode is the leaf of a decimal of more than 18 digits.
-func decimalBytesNode(dt value.DecimalType) parquet.Node {
-	return parquet.Decimal(dt.Scale, dt.Precision, decimalBytesType{parquet.FixedLenByteArrayType(decimalBytes(dt.Precision)), dt.Precision})
+// DecimalNode is the leaf of a decimal of more than 18 digits, with
+// decimalIndexer as its column indexer.
+func DecimalNode(dt value.DecimalType) parquet.Node {
+	return parquet.Decimal(dt.Scale, dt.Precision, decimalBytesType{parquet.FixedLenByteArrayType(DecimalBytes(dt.Precision)), dt.Precision})
 }
 
 // decimalBytesType is the FIXED_LEN_BYTE_ARRAY type of such a decimal,
@@ -61,8 +62,8 @@ type decimalBytesType struct {
 
 func (t decimalBytesType) NewColumnIndexer(int) parquet.ColumnIndexer {
 	size := t.Length()
-	m := new(big.Int).Sub(decimalLimit(t.precision), big.NewInt(1))
-	return &decimalIndexer{size: size, least: twosComplement(new(big.Int).Neg(m), size), greatest: twosComplement(m, size)}
+	m := new(big.Int).Sub(DecimalLimit(t.precision), big.NewInt(1))
+	return &decimalIndexer{size: size, least: TwosComplement(new(big.Int).Neg(m), size), greatest: TwosComplement(m, size)}
 }
 
 // decimalIndexer is the column indexer of a decimalBytesType leaf.
@@ -109,15 +110,15 @@ func (i *decimalIndexer) bounds(lo, hi []byte) ([]byte, []byte) {
 		return append([]byte(nil), lo...), append([]byte(nil), hi...)
 	}
 	// Non-negative values sort first unsigned: the page holds both signs.
-	// Or it has no bounds (SkipPageBounds, as wideDecimalOptions sets, has
+	// Or it has no bounds (SkipPageBounds, as WideDecimalOptions sets, has
 	// parquet-go pass null ones), or bounds of another width, which no
 	// value of the type has.
 	return i.least, i.greatest
 }
 
-// wideDecimalOptions are the writer options of schema's decimals stored as
+// WideDecimalOptions are the writer options of schema's decimals stored as
 // FIXED_LEN_BYTE_ARRAY: their pages' bounds are not taken (see above).
-func wideDecimalOptions(schema *parquet.Schema) []parquet.WriterOption {
+func WideDecimalOptions(schema *parquet.Schema) []parquet.WriterOption {
 	var opts []parquet.WriterOption
 	for _, path := range schema.Columns() {
 		if wideDecimalLeaf(schema, path) {

@@ -1,16 +1,17 @@
-package delta
+package parquetfile
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// ErrCorruptParquet is returned when a Parquet file (a data file or a
+// ErrCorrupt is returned when a Parquet file (a data file or a
 // checkpoint) is malformed: its footer, column chunk metadata, page
 // headers, compressed pages or page index contradict each other or the
 // file's size.
@@ -24,57 +25,57 @@ import (
 // brotli pages and of zstd frames that do not declare their size (none of
 // which dsdelta writes by default). What they cannot see without decoding
 // values, a page parquet-go panics on, is recovered where the pages are
-// read (colStream, copyKeptValuesSafely, writeRowGroupSafely) and becomes
+// read (by the readers and writers of package delta) and becomes
 // this error too, naming the column.
-var ErrCorruptParquet = errors.New("corrupt parquet file")
+var ErrCorrupt = errors.New("corrupt parquet file")
 
-// maxParquetPageBytes bounds the uncompressed size a page header may
+// maxPageBytes bounds the uncompressed size a page header may
 // declare: parquet-go allocates it before decompressing. Writers cut pages
 // at about a megabyte and a page only outgrows that by one oversized value,
 // far below this bound.
-const maxParquetPageBytes = 1 << 30
+const maxPageBytes = 1 << 30
 
-// parquetTailBytes is how much of a file's end openParquet reads at once:
+// TailBytes is how much of a file's end Open reads at once:
 // the footer of most files fits, so opening costs one ranged read.
-const parquetTailBytes = 64 << 10
+const TailBytes = 64 << 10
 
-func corruptParquet(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrCorruptParquet, fmt.Sprintf(format, args...))
+func Corruptf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
 }
 
-// checkParquetTail checks the last 8 bytes of a Parquet file of the given
+// checkTail checks the last 8 bytes of a Parquet file of the given
 // size (the footer length and the magic) and returns the offset where the
 // footer starts. parquet-go allocates the footer length before reading it.
-func checkParquetTail(tail []byte, size int64) (int64, error) {
+func checkTail(tail []byte, size int64) (int64, error) {
 	if size < 12 || len(tail) < 8 {
-		return 0, corruptParquet("%d bytes is too short for a parquet file", size)
+		return 0, Corruptf("%d bytes is too short for a parquet file", size)
 	}
 	t := tail[len(tail)-8:]
 	if string(t[4:]) != "PAR1" {
-		return 0, corruptParquet("no PAR1 magic at the end of the file (encrypted footers are not supported)")
+		return 0, Corruptf("no PAR1 magic at the end of the file (encrypted footers are not supported)")
 	}
 	footer := int64(binary.LittleEndian.Uint32(t[:4]))
 	if footer == 0 || footer > size-12 {
-		return 0, corruptParquet("footer length %d does not fit in a file of %d bytes", footer, size)
+		return 0, Corruptf("footer length %d does not fit in a file of %d bytes", footer, size)
 	}
 	return size - 8 - footer, nil
 }
 
-// checkParquetFooter checks the encoded footer of a Parquet file (between
-// the offset checkParquetTail returns and the last 8 bytes) before
+// checkFooter checks the encoded footer of a Parquet file (between
+// the offset checkTail returns and the last 8 bytes) before
 // parquet-go decodes it: see checkThrift.
-func checkParquetFooter(footer []byte) error {
+func checkFooter(footer []byte) error {
 	if err := checkThrift(footer); err != nil {
-		return corruptParquet("footer: %v", err)
+		return Corruptf("footer: %v", err)
 	}
 	return nil
 }
 
-// checkParquetMetadata checks what the footer of f (which starts at
+// checkMetadata checks what the footer of f (which starts at
 // footerStart) says about its row groups against the file: every column
 // chunk lies within the data before the footer and its counts are not
 // negative. Pages are checked by a pageChecker when they are read.
-func checkParquetMetadata(f *parquet.File, footerStart int64) error {
+func checkMetadata(f *parquet.File, footerStart int64) error {
 	md := f.Metadata()
 	leaves := len(f.Schema().Columns())
 	kinds, err := leafKinds(f)
@@ -84,10 +85,10 @@ func checkParquetMetadata(f *parquet.File, footerStart int64) error {
 	for g := range md.RowGroups {
 		rg := &md.RowGroups[g]
 		if rg.NumRows < 0 {
-			return corruptParquet("row group %d has %d rows", g, rg.NumRows)
+			return Corruptf("row group %d has %d rows", g, rg.NumRows)
 		}
 		if len(rg.Columns) != leaves {
-			return corruptParquet("row group %d has %d column chunks, the schema %d leaf columns", g, len(rg.Columns), leaves)
+			return Corruptf("row group %d has %d column chunks, the schema %d leaf columns", g, len(rg.Columns), leaves)
 		}
 		for c := range rg.Columns {
 			if _, _, err := columnChunkRange(rg, c, footerStart); err != nil {
@@ -99,7 +100,7 @@ func checkParquetMetadata(f *parquet.File, footerStart int64) error {
 			// Page indexes are read (with lengths parquet-go allocates)
 			// when a rewrite copies a row group verbatim, and so are bloom
 			// filters (parquet-go copies bloom_filter_length bytes; a
-			// lookup reads them, see bloomProbe.filter).
+			// lookup reads them, see File.BloomFilters).
 			cc := &rg.Columns[c]
 			for _, ix := range []struct {
 				name string
@@ -111,7 +112,7 @@ func checkParquetMetadata(f *parquet.File, footerStart int64) error {
 				{"bloom filter", cc.MetaData.BloomFilterOffset, cc.MetaData.BloomFilterLength},
 			} {
 				if ix.off != 0 && (ix.off < 4 || ix.n < 0 || int64(ix.n) > footerStart-ix.off) {
-					return corruptParquet("row group %d: column chunk %d has a %s of %d bytes at offset %d, beyond the footer at %d", g, c, ix.name, ix.n, ix.off, footerStart)
+					return Corruptf("row group %d: column chunk %d has a %s of %d bytes at offset %d, beyond the footer at %d", g, c, ix.name, ix.n, ix.off, footerStart)
 				}
 			}
 		}
@@ -138,7 +139,7 @@ func leafKinds(f *parquet.File) ([]parquet.Kind, error) {
 		}
 		k, ok := kindOf(c.Type())
 		if !ok {
-			return corruptParquet("leaf column %q has the type %s, which has no physical kind", c.Name(), c.Type())
+			return Corruptf("leaf column %q has the type %s, which has no physical kind", c.Name(), c.Type())
 		}
 		kinds = append(kinds, k)
 		return nil
@@ -172,7 +173,7 @@ func checkChunkBounds(st *format.Statistics, kind parquet.Kind) error {
 		err = checkBounds("deprecated ", st.Min, st.Max, kind)
 	}
 	if err != nil {
-		return corruptParquet("%v", err)
+		return Corruptf("%v", err)
 	}
 	return nil
 }
@@ -208,12 +209,12 @@ func checkBounds(prefix string, min, max []byte, kind parquet.Kind) error {
 // rg, checked to lie within the file's data (before footerStart).
 func columnChunkRange(rg *format.RowGroup, c int, footerStart int64) (int64, int64, error) {
 	if c >= len(rg.Columns) {
-		return 0, 0, corruptParquet("no column chunk %d in a row group of %d", c, len(rg.Columns))
+		return 0, 0, Corruptf("no column chunk %d in a row group of %d", c, len(rg.Columns))
 	}
 	cc := &rg.Columns[c]
 	cm := &cc.MetaData
 	if cc.FilePath != "" {
-		return 0, 0, corruptParquet("column chunk %d is in another file (%q)", c, cc.FilePath)
+		return 0, 0, Corruptf("column chunk %d is in another file (%q)", c, cc.FilePath)
 	}
 	// parquet-go starts at the dictionary page offset whenever it is set.
 	start := cm.DataPageOffset
@@ -222,13 +223,13 @@ func columnChunkRange(rg *format.RowGroup, c int, footerStart int64) (int64, int
 	}
 	switch {
 	case cm.NumValues < 0:
-		return 0, 0, corruptParquet("column chunk %d has %d values", c, cm.NumValues)
+		return 0, 0, Corruptf("column chunk %d has %d values", c, cm.NumValues)
 	case start < 4 || cm.DataPageOffset < start:
-		return 0, 0, corruptParquet("column chunk %d has pages at offsets %d (dictionary) and %d (data)", c, cm.DictionaryPageOffset, cm.DataPageOffset)
+		return 0, 0, Corruptf("column chunk %d has pages at offsets %d (dictionary) and %d (data)", c, cm.DictionaryPageOffset, cm.DataPageOffset)
 	case cm.TotalCompressedSize <= 0 || cm.TotalCompressedSize > footerStart-start:
-		return 0, 0, corruptParquet("column chunk %d of %d bytes at offset %d does not fit before the footer at %d", c, cm.TotalCompressedSize, start, footerStart)
+		return 0, 0, Corruptf("column chunk %d of %d bytes at offset %d does not fit before the footer at %d", c, cm.TotalCompressedSize, start, footerStart)
 	case cm.DataPageOffset >= start+cm.TotalCompressedSize:
-		return 0, 0, corruptParquet("column chunk %d has its data page at %d, past its end at %d", c, cm.DataPageOffset, start+cm.TotalCompressedSize)
+		return 0, 0, Corruptf("column chunk %d has its data page at %d, past its end at %d", c, cm.DataPageOffset, start+cm.TotalCompressedSize)
 	}
 	return start, start + cm.TotalCompressedSize, nil
 }
@@ -267,7 +268,7 @@ func newPageChecker(f *parquet.File, footerStart int64) *pageChecker {
 		}
 	}
 	walk(f.Root())
-	pc.kinds, _ = leafKinds(f) // an error failed checkParquetMetadata
+	pc.kinds, _ = leafKinds(f) // an error failed checkMetadata
 	return pc
 }
 
@@ -307,23 +308,19 @@ func (pc *pageChecker) checkRun(g, c int, start int64, b []byte) error {
 	for pos, page := 0, 0; pos < len(b); page++ {
 		at := start + int64(pos)
 		where := func(msg string, args ...any) error {
-			return corruptParquet("column chunk %d, page %d at offset %d: %s", c, page, at, fmt.Sprintf(msg, args...))
+			return Corruptf("column chunk %d, page %d at offset %d: %s", c, page, at, fmt.Sprintf(msg, args...))
 		}
-		h, n, ok := fastPageHeader(b[pos:])
-		if !ok {
-			h = format.PageHeader{}
-			rd.ResetBytes(b[pos:])
-			if err := dec.Decode(&h); err != nil {
-				return where("page header: %v", err)
-			}
-			n = rd.BytesRead()
+		var h format.PageHeader
+		rd.ResetBytes(b[pos:])
+		if err := dec.Decode(&h); err != nil {
+			return where("page header: %v", err)
 		}
-		body := pos + n
+		body := pos + rd.BytesRead()
 		comp, uncomp := int64(h.CompressedPageSize), int64(h.UncompressedPageSize)
 		switch {
 		case comp < 0 || comp > int64(len(b)-body):
 			return where("compressed size %d does not fit in the column chunk", comp)
-		case uncomp < 0 || uncomp > maxParquetPageBytes:
+		case uncomp < 0 || uncomp > maxPageBytes:
 			return where("uncompressed size %d is out of range", uncomp)
 		}
 		data := b[body : body+int(comp)]
@@ -425,7 +422,7 @@ func (pc *pageChecker) pageIndex(g, c int, index func(start, end int64) ([]byte,
 			err = thrift.Unmarshal(&proto, b, v)
 		}
 		if err != nil {
-			return corruptParquet("column chunk %d: %s: %v", c, name, err)
+			return Corruptf("column chunk %d: %s: %v", c, name, err)
 		}
 		return nil
 	}
@@ -439,7 +436,7 @@ func (pc *pageChecker) pageIndex(g, c int, index func(start, end int64) ([]byte,
 		}
 		pages = len(ci.NullPages)
 		if len(ci.MinValues) != pages || len(ci.MaxValues) != pages || (len(ci.NullCounts) != 0 && len(ci.NullCounts) != pages) {
-			return nil, nil, corruptParquet("column chunk %d: column index of %d pages with %d min and %d max bounds and %d null counts", c, pages, len(ci.MinValues), len(ci.MaxValues), len(ci.NullCounts))
+			return nil, nil, Corruptf("column chunk %d: column index of %d pages with %d min and %d max bounds and %d null counts", c, pages, len(ci.MinValues), len(ci.MaxValues), len(ci.NullCounts))
 		}
 		kind := parquet.Kind(-1)
 		if c < len(pc.kinds) {
@@ -450,17 +447,16 @@ func (pc *pageChecker) pageIndex(g, c int, index func(start, end int64) ([]byte,
 				continue
 			}
 			if err := checkBounds("", ci.MinValues[i], ci.MaxValues[i], kind); err != nil {
-				return nil, nil, corruptParquet("column chunk %d: column index: page %d: %v", c, i, err)
+				return nil, nil, Corruptf("column chunk %d: column index: page %d: %v", c, i, err)
 			}
 		}
 	}
 	if cc.OffsetIndexOffset != 0 {
-		oi = new(format.OffsetIndex)
-		if err := decode("offset index", cc.OffsetIndexOffset, cc.OffsetIndexLength, oi); err != nil {
+		if oi, err = pc.offsetIndex(g, c, index, decode); err != nil {
 			return nil, nil, err
 		}
 		where := func(msg string, args ...any) error {
-			return corruptParquet("column chunk %d: offset index: %s", c, fmt.Sprintf(msg, args...))
+			return Corruptf("column chunk %d: offset index: %s", c, fmt.Sprintf(msg, args...))
 		}
 		if pages >= 0 && len(oi.PageLocations) != pages {
 			return nil, nil, where("%d pages, the column index %d", len(oi.PageLocations), pages)
@@ -478,4 +474,54 @@ func (pc *pageChecker) pageIndex(g, c int, index func(start, end int64) ([]byte,
 		}
 	}
 	return ci, oi, nil
+}
+
+// offsetIndex decodes the offset index of column chunk c of row group g,
+// whose bytes index returns, once: by parquet-go, which keeps it for
+// seeking to a row (FilePages.SeekToRow) and for copying the row group,
+// after checkThrift, as decode would. The locations are copied out of it
+// for the checks; decode decodes a chunk parquet-go does not hold. An
+// index these checks refuse stays in parquet-go's chunk, where only
+// FilePages.SeekToRow looks, which only a sparse read of indexes that
+// passed calls.
+func (pc *pageChecker) offsetIndex(g, c int, index func(start, end int64) ([]byte, error), decode func(name string, off int64, n int32, v any) error) (*format.OffsetIndex, error) {
+	cc := &pc.f.Metadata().RowGroups[g].Columns[c]
+	oi := new(format.OffsetIndex)
+	fc, ok := pc.f.RowGroups()[g].ColumnChunks()[c].(*parquet.FileColumnChunk)
+	if !ok {
+		return oi, decode("offset index", cc.OffsetIndexOffset, cc.OffsetIndexLength, oi)
+	}
+	b, err := index(cc.OffsetIndexOffset, cc.OffsetIndexOffset+int64(cc.OffsetIndexLength))
+	if err != nil {
+		return nil, fmt.Errorf("column chunk %d: offset index: %w", c, err)
+	}
+	if err := checkThrift(b); err != nil {
+		return nil, Corruptf("column chunk %d: offset index: %v", c, err)
+	}
+	foi, err := fc.OffsetIndexFrom(bytesAt{cc.OffsetIndexOffset, b})
+	if err != nil {
+		return nil, Corruptf("column chunk %d: offset index: %v", c, err)
+	}
+	oi.PageLocations = make([]format.PageLocation, foi.NumPages())
+	for i := range oi.PageLocations {
+		oi.PageLocations[i] = format.PageLocation{Offset: foi.Offset(i), CompressedPageSize: int32(foi.CompressedPageSize(i)), FirstRowIndex: foi.FirstRowIndex(i)}
+	}
+	return oi, nil
+}
+
+// bytesAt reads the bytes b of a file, which start at offset off.
+type bytesAt struct {
+	off int64
+	b   []byte
+}
+
+func (r bytesAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < r.off || off-r.off > int64(len(r.b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b[off-r.off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }

@@ -1,0 +1,12 @@
+// Package parquetfile holds Parquet files as bytes, apart from what a
+// Delta table makes of them: it hardens opening a file of an object store
+// (checks of its tail, footer, column chunk metadata, pages and page
+// index before parquet-go acts on them; caps on what codecs inflate and on
+// Thrift structures; ErrCorrupt for whatever fails), reads it through a
+// range-merging prefetch (File), fetches its bloom filters and page
+// indexes, and stores decimals of more than 18 digits with a column index
+// parquet-go gets wrong (DecimalNode).
+//
+// It imports parquet-go, objstore and value, never delta: package delta
+// reads and writes its data files through it.
+package parquetfile
