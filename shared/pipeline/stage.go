@@ -641,7 +641,7 @@ func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem i
 	}
 	hs := cdc.HistorySchema(schema)
 	base := fmt.Sprintf("%s-%s-%d", s.id, uuid.NewString()[:8], len(m.Parts))
-	wo := delta.WriteOptions{Schema: hs, Dir: stagingDir(m.Table), FileName: base + ".snappy.parquet", DataChange: true, ValueArrays: &s.p.valueArrays}
+	wo := delta.WriteOptions{Schema: hs, Dir: stagingDir(m.Table), FileName: base + ".snappy.parquet", DataChange: true, ValueArrays: &s.p.valueArrays, Configuration: cdc.HistoryStatsConfiguration(schema, m.Key)}
 	if firstDay == lastDay && events.Len() > 0 {
 		// As the history table writes its files: the date is the
 		// partition's, not a column (cdc.HistoryFile).
