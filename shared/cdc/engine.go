@@ -295,10 +295,14 @@ func awaitHistory(ctx context.Context, committed <-chan struct{}) error {
 
 // openTombstones opens (or creates) a table's tombstone table.
 func openTombstones(ctx context.Context, t TableSet, schema value.StructType, key []string) (*delta.Snapshot, error) {
-	return openOrCreate(ctx, t.Tombstones, t.ID, "tombstones", delta.CreateOptions{
+	co := delta.CreateOptions{
 		Schema: schema, Name: t.ID + "_tombstones", Configuration: expiryRecordedConf(map[string]string{PropKey: strings.Join(key, ",")}),
 		Description: "dsdelta tombstones of " + t.ID + ": deleted keys and the position of their delete",
-	})
+	}
+	if err := createWithStats(&co, statsNeeds(roleTombstones, key, ModeCurrent)); err != nil {
+		return nil, err
+	}
+	return openOrCreate(ctx, t.Tombstones, t.ID, roleTombstones, co)
 }
 
 // replaceSchema is schema mode "overwrite": the table takes the incoming
@@ -434,11 +438,18 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	if opts.Overwrite {
 		co.Configuration = withSchemaOrder(nil, order)
 	}
-	snap, err := openOrCreate(ctx, t.History, t.ID, "history", co)
+	need := statsNeeds(roleHistory, b.Key, opts.Mode)
+	if err := createWithStats(&co, need); err != nil {
+		return nil, value.StructType{}, nil, err
+	}
+	snap, err := openOrCreate(ctx, t.History, t.ID, roleHistory, co)
 	if err != nil {
 		return nil, value.StructType{}, nil, err
 	}
 	md, source, sourceOrder, widened, err := evolve(snap, b.Source, order, HistorySchema, b.Key, opts.Overwrite)
+	if err == nil {
+		md, err = metadataWithStats(snap, md, need)
+	}
 	if err != nil {
 		return nil, value.StructType{}, nil, err
 	}
@@ -467,7 +478,11 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	// One rolling writer per source date partition, in row groups small
 	// enough that their source-timestamp bounds let a later batch's
 	// duplicate check skip most of them (historyDuplicates).
-	w := newRolling(ctx, t.History, delta.WriteOptions{Schema: schema, PartitionColumns: []string{ColSourceDate}, RowGroupRows: historyRowGroupRows}, opts.TargetFileBytes)
+	conf := snap.Configuration()
+	if md != nil {
+		conf = md.Configuration
+	}
+	w := newRolling(ctx, t.History, delta.WriteOptions{Schema: schema, PartitionColumns: []string{ColSourceDate}, Configuration: conf, RowGroupRows: historyRowGroupRows}, opts.TargetFileBytes)
 	rows, err := writeBatchHistory(w, b, dup, from, schema, opts.Overwrite, res)
 	if err != nil {
 		w.Abort()

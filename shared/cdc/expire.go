@@ -346,7 +346,7 @@ func (c tombstoneCut) expired(v any) bool {
 // md), copying the row groups without one verbatim.
 func (c tombstoneCut) rewriteOptions(schema value.StructType, md delta.Metadata, target int64) delta.RewriteOptions {
 	return delta.RewriteOptions{
-		Write:           delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, DataChange: true, BloomFilterColumns: firstKeyColumn(schema), PageBytes: StatePageBytes},
+		Write:           delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, Configuration: md.Configuration, DataChange: true, BloomFilterColumns: firstKeyColumn(schema), PageBytes: StatePageBytes},
 		TargetFileBytes: target,
 		Keys:            []string{ColDeletedAt},
 		Drop:            func(k []any) bool { return c.expired(k[0]) },
@@ -401,7 +401,7 @@ func mergeTombstones(ctx context.Context, store objstore.Store, md delta.Metadat
 	if err != nil {
 		return nil, m, err
 	}
-	w := delta.NewRollingWriter(ctx, store, delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, DataChange: true, BloomFilterColumns: firstKeyColumn(schema), PageBytes: StatePageBytes}, target)
+	w := delta.NewRollingWriter(ctx, store, delta.WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, Configuration: md.Configuration, DataChange: true, BloomFilterColumns: firstKeyColumn(schema), PageBytes: StatePageBytes}, target)
 	var pending []any
 	var pendingKey, key []byte
 	flush := func() error {

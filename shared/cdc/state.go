@@ -39,7 +39,8 @@ type stateStep struct {
 
 	stateSnap, tombSnap *delta.Snapshot
 	tombSchema          value.StructType
-	// stateMD is the state table's new metadata (nil: unchanged),
+	// stateMD is the state table's new metadata (nil: unchanged): a new
+	// schema, or statistics columns (statscols.go),
 	// stateSource its source schema after the step, and stateWidened tells
 	// that its existing rows must be rewritten with converted values.
 	stateMD             *delta.Metadata
@@ -78,10 +79,15 @@ func openState(ctx context.Context, t TableSet, step Step, b Batch, source value
 	if opts.Overwrite {
 		stateConf = withSchemaOrder(stateConf, order)
 	}
-	st.stateSnap, err = openOrCreate(ctx, t.State, t.ID, "state", delta.CreateOptions{
+	co := delta.CreateOptions{
 		Schema: st.schema(source), Name: t.ID, Configuration: stateConf, PartitionColumns: opts.StatePartitionColumns,
 		Description: "dsdelta current state of " + t.ID + ": one row per primary key",
-	})
+	}
+	need := statsNeeds(roleState, b.Key, opts.Mode)
+	if err := createWithStats(&co, need); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	st.stateSnap, err = openOrCreate(ctx, t.State, t.ID, roleState, co)
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
@@ -92,6 +98,9 @@ func openState(ctx context.Context, t TableSet, step Step, b Batch, source value
 		return nil, fmt.Errorf("tombstones: %w", err)
 	}
 	st.stateMD, st.stateSource, _, st.stateWidened, err = evolve(st.stateSnap, source, order, st.schema, b.Key, opts.Overwrite)
+	if err == nil {
+		st.stateMD, err = metadataWithStats(st.stateSnap, st.stateMD, need)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
@@ -102,6 +111,15 @@ func openState(ctx context.Context, t TableSet, step Step, b Batch, source value
 		st.keyTypes = append(st.keyTypes, source.Fields[k].Type)
 	}
 	return st, nil
+}
+
+// stateConf is the state table's properties after the step: those of
+// the metadata it commits, if any. Its files are written with them.
+func (st *stateStep) stateConf() map[string]string {
+	if st.stateMD != nil {
+		return st.stateMD.Configuration
+	}
+	return st.stateSnap.Configuration()
 }
 
 // latestSorted is the latest change of each key (Latest), sorted by key.
@@ -250,7 +268,7 @@ func (st *stateStep) commitTombstones(ctx context.Context, plan statePlan, res *
 		return nil
 	}
 	t := st.t
-	adds, err := writeRows(ctx, t.Tombstones, delta.WriteOptions{Schema: st.tombSnap.Schema(), BloomFilterColumns: st.keyNames[:1], PageBytes: StatePageBytes}, rows, st.opts.TargetFileBytes)
+	adds, err := writeRows(ctx, t.Tombstones, delta.WriteOptions{Schema: st.tombSnap.Schema(), Configuration: st.tombSnap.Configuration(), BloomFilterColumns: st.keyNames[:1], PageBytes: StatePageBytes}, rows, st.opts.TargetFileBytes)
 	if err != nil {
 		return fmt.Errorf("tombstones: %w", err)
 	}
@@ -488,7 +506,7 @@ func (st *stateStep) rewriteTouched(ctx context.Context, plan statePlan, acts ma
 				dropRows = plan.touched[f.Path]
 			}
 			rw, err := delta.RewriteFile(ctx, st.t.State, md, f, delta.RewriteOptions{
-				Write:           delta.WriteOptions{Schema: stateSchema, PartitionColumns: st.stateSnap.PartitionColumns(), DataChange: true, RowGroupBytes: st.opts.RowGroupBytes, BloomFilterColumns: st.keyNames[:1], PageBytes: StatePageBytes},
+				Write:           delta.WriteOptions{Schema: stateSchema, PartitionColumns: st.stateSnap.PartitionColumns(), Configuration: st.stateConf(), DataChange: true, RowGroupBytes: st.opts.RowGroupBytes, BloomFilterColumns: st.keyNames[:1], PageBytes: StatePageBytes},
 				TargetFileBytes: st.opts.TargetFileBytes,
 				Keys:            st.keyNames,
 				Drop:            drop,
@@ -579,7 +597,7 @@ func (st *stateStep) markTouched(ctx context.Context, plan statePlan, acts map[s
 // writeUpserts writes the plan's new state rows in key order, streaming
 // through one reused row: a step holds its changes, not a second copy.
 func (st *stateStep) writeUpserts(ctx context.Context, plan statePlan) ([]delta.Add, error) {
-	wo := delta.WriteOptions{Schema: st.schema(st.stateSource), PartitionColumns: st.stateSnap.PartitionColumns(), RowGroupBytes: st.opts.RowGroupBytes, BloomFilterColumns: st.keyNames[:1], PageBytes: StatePageBytes}
+	wo := delta.WriteOptions{Schema: st.schema(st.stateSource), PartitionColumns: st.stateSnap.PartitionColumns(), Configuration: st.stateConf(), RowGroupBytes: st.opts.RowGroupBytes, BloomFilterColumns: st.keyNames[:1], PageBytes: StatePageBytes}
 	if plan.rows != nil {
 		return writeRows(ctx, st.t.State, wo, plan.rows, st.opts.TargetFileBytes)
 	}

@@ -401,8 +401,12 @@ func (r Replay) Rebuild(ctx context.Context, t TableSet) (VerifyResult, error) {
 		return res, err
 	}
 	stateSchema := stateSchemaOf(rr.mode)(rr.source)
-	stateW := newRolling(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: snap.PartitionColumns()}, rr.TargetFileBytes)
-	tombW := newRolling(ctx, t.Tombstones, delta.WriteOptions{Schema: tombSchema, PartitionColumns: tsnap.PartitionColumns()}, rr.TargetFileBytes)
+	stateMD, err := rebuiltStateMetadata(snap, hsnap, stateSchema, key, rr.mode)
+	if err != nil {
+		return res, err
+	}
+	stateW := newRolling(ctx, t.State, delta.WriteOptions{Schema: stateSchema, PartitionColumns: snap.PartitionColumns(), Configuration: stateMD.Configuration}, rr.TargetFileBytes)
+	tombW := newRolling(ctx, t.Tombstones, delta.WriteOptions{Schema: tombSchema, PartitionColumns: tsnap.PartitionColumns(), Configuration: tsnap.Configuration()}, rr.TargetFileBytes)
 	abort := func(err error) (VerifyResult, error) {
 		stateW.Abort()
 		tombW.Abort()
@@ -461,14 +465,6 @@ func (r Replay) Rebuild(ctx context.Context, t TableSet) (VerifyResult, error) {
 		return abort(fmt.Errorf("rebuild tombstones of %s: %w", t.ID, err))
 	}
 	seq, _ := hsnap.TxnVersion(AppID(t.ID))
-	stateMD := snap.Metadata()
-	stateMD.Configuration = maps.Clone(stateMD.Configuration)
-	if o, ok := hsnap.Configuration()[PropSchemaOrder]; ok {
-		// The state takes the history's schema, so the order of the
-		// change that set it too (schema mode "overwrite").
-		stateMD.Configuration[PropSchemaOrder] = o
-	}
-	stateMD.Configuration[PropMode] = string(rr.mode)
 	if err := replaceFiles(ctx, snap, stateMD, stateSchema, stateAdds, rows, AppID(t.ID), seq, now); err != nil {
 		return res, fmt.Errorf("rebuild state of %s: %w", t.ID, err)
 	}
@@ -476,6 +472,26 @@ func (r Replay) Rebuild(ctx context.Context, t TableSet) (VerifyResult, error) {
 		return res, fmt.Errorf("rebuild tombstones of %s: %w", t.ID, err)
 	}
 	return r.Verify(ctx, t)
+}
+
+// rebuiltStateMetadata is the metadata a rebuild in mode commits to the
+// state table snap, whose rows it replays from the history hsnap.
+func rebuiltStateMetadata(snap, hsnap *delta.Snapshot, stateSchema value.StructType, key []string, mode Mode) (delta.Metadata, error) {
+	md := snap.Metadata()
+	md.Configuration = maps.Clone(md.Configuration)
+	if md.Configuration == nil {
+		md.Configuration = map[string]string{}
+	}
+	if o, ok := hsnap.Configuration()[PropSchemaOrder]; ok {
+		// The state takes the history's schema, so the order of the
+		// change that set it too (schema mode "overwrite").
+		md.Configuration[PropSchemaOrder] = o
+	}
+	md.Configuration[PropMode] = string(mode)
+	// The mode's columns are new to a table rebuilt in another mode.
+	conf, _, err := withStatsColumns(stateSchema, md.PartitionColumns, md.Configuration, statsNeeds(roleState, key, mode))
+	md.Configuration = conf
+	return md, err
 }
 
 // replaceFiles commits adds as the whole content of a table, with schema

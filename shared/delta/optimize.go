@@ -274,7 +274,7 @@ func PackBins(files []Add, targetBytes int64, maxFiles int) [][]Add {
 func (s *Snapshot) rewriteAlone(ctx context.Context, f Add, target int64, opts OptimizeOptions) ([]Add, error) {
 	md := s.Metadata()
 	res, err := RewriteFile(ctx, s.Store(), md, f, RewriteOptions{
-		Write:           WriteOptions{Schema: s.Schema(), PartitionColumns: md.PartitionColumns, BloomFilterColumns: opts.BloomFilterColumns, PageBytes: opts.PageBytes},
+		Write:           WriteOptions{Schema: s.Schema(), PartitionColumns: md.PartitionColumns, Configuration: md.Configuration, BloomFilterColumns: opts.BloomFilterColumns, PageBytes: opts.PageBytes},
 		TargetFileBytes: target,
 	})
 	if err != nil {
@@ -342,7 +342,7 @@ func (s *Snapshot) rewriteMerged(ctx context.Context, files []Add, mo MergeOptio
 				}
 			}
 			// dataChange=false: compaction rearranges rows, it changes none.
-			w = NewRollingWriter(ctx, s.Store(), WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, PartitionValues: pv, BloomFilterColumns: opts.BloomFilterColumns, PageBytes: opts.PageBytes}, target)
+			w = NewRollingWriter(ctx, s.Store(), WriteOptions{Schema: schema, PartitionColumns: md.PartitionColumns, PartitionValues: pv, Configuration: md.Configuration, BloomFilterColumns: opts.BloomFilterColumns, PageBytes: opts.PageBytes}, target)
 			writers[g] = w
 		}
 		return w.Write(row)

@@ -86,9 +86,14 @@ type WriteOptions struct {
 	// RowGroupRows is the row count at which a row group is flushed, whatever
 	// its size. Default DefaultRowGroupRows.
 	RowGroupRows int64
-	// StatsColumns is how many leaf columns get statistics: 0 means
-	// DefaultStatsColumns (32), -1 means all.
+	// StatsColumns is how many leaf columns get statistics, -1 meaning
+	// all; 0 leaves the choice to Configuration.
 	StatsColumns int
+	// Configuration is the table's properties: its
+	// delta.dataSkippingStatsColumns or delta.dataSkippingNumIndexedCols
+	// choose the columns with statistics as Spark's writer does
+	// (statscols.go); without them, the first DefaultStatsColumns leaves.
+	Configuration map[string]string
 	// DataChange is copied to the add action.
 	DataChange bool
 	// ColumnMappingMode is the table's delta.columnMapping.mode; with "name"
@@ -242,7 +247,11 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 	for i := range w.colBatch {
 		w.colBatch[i] = make([]parquet.Value, 0, writeBatchRows)
 	}
-	w.stats = newStatsCollector(opts.Schema, w.dataIdx, opts.StatsColumns, mode)
+	spec, err := writeStatsSpec(opts)
+	if err != nil {
+		return nil, fmt.Errorf("new data file: %w", err)
+	}
+	w.stats = newStatsCollector(opts.Schema, w.dataIdx, spec, mode)
 	w.statsFromFooter()
 
 	file := opts.FileName

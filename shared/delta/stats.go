@@ -31,6 +31,7 @@ const statsStringPrefix = 32
 type statsNode struct {
 	key      string     // name in the stats JSON (physical name)
 	index    int        // position of the field in its parent struct value
+	pos      int        // of a root: its position among the data fields
 	typ      value.Type // Delta type
 	children []*statsNode
 
@@ -56,16 +57,20 @@ type statsCollector struct {
 }
 
 // newStatsCollector builds the collector for the data fields (given by
-// their index in the row) limited to the first limit leaves (-1 = all).
-func newStatsCollector(schema value.StructType, dataFields []int, limit int, mode string) *statsCollector {
-	budget := limit
-	if limit == 0 {
-		budget = DefaultStatsColumns
-	}
+// their index in the row) that spec chooses (statscols.go).
+func newStatsCollector(schema value.StructType, dataFields []int, spec statsSpec, mode string) *statsCollector {
+	budget := spec.count
 	c := &statsCollector{}
-	for _, i := range dataFields {
+	for pos, i := range dataFields {
 		f := schema.Fields[i]
-		if n := buildStatsNode(f, i, &budget, mode); n != nil {
+		var n *statsNode
+		if spec.byName {
+			n = buildNamedStatsNode(f, i, spec.paths, mode)
+		} else {
+			n = buildStatsNode(f, i, &budget, mode)
+		}
+		if n != nil {
+			n.pos = pos
 			c.roots = append(c.roots, n)
 		}
 	}
@@ -130,14 +135,14 @@ type leafSummary struct {
 	unbounded bool
 }
 
-// addSummary counts rows summarised by leaves, one per root of a flat
-// schema (roots[k] takes leaves[k]; extra leaves beyond the stats columns
-// are ignored).
+// addSummary counts rows summarised by leaves, one per data field of a
+// flat schema (a root takes the leaf at its pos; the leaves of columns
+// without statistics are ignored).
 func (c *statsCollector) addSummary(rows int64, leaves []leafSummary) {
 	c.numRecords += rows
-	for k, n := range c.roots {
-		if k < len(leaves) {
-			n.addSummary(leaves[k])
+	for _, n := range c.roots {
+		if n.pos < len(leaves) {
+			n.addSummary(leaves[n.pos])
 		}
 	}
 }

@@ -665,6 +665,7 @@ func (s *stager) typeJSON(ctx context.Context, events *datastream.Events) ([]str
 // partSchema is the schema of a part's rows, and what else one pass over
 // its events finds.
 type partSchema struct {
+	source  value.StructType   // the part's source schema
 	hs      value.StructType   // the history schema of the part's rows
 	schemas []value.StructType // the events' schemas, each where it changes
 	rowSch  []int              // index into schemas per event
@@ -705,13 +706,13 @@ func (s *stager) partSchema(events *datastream.Events) (partSchema, error) {
 	if err := cdc.ValidateSource(schema); err != nil {
 		return partSchema{}, permanentError{fmt.Errorf("%s: %w", s.f.Name, err)}
 	}
-	ps.hs = cdc.HistorySchema(schema)
+	ps.source, ps.hs = schema, cdc.HistorySchema(schema)
 	return ps, nil
 }
 
 // writeOptions are those of a part of n rows named base.
 func (s *stager) writeOptions(base string, ps partSchema, n int) delta.WriteOptions {
-	wo := delta.WriteOptions{Schema: ps.hs, Dir: stagingDir(s.m.Table), FileName: base + ".snappy.parquet", DataChange: true, ValueArrays: &s.p.valueArrays}
+	wo := delta.WriteOptions{Schema: ps.hs, Dir: stagingDir(s.m.Table), FileName: base + ".snappy.parquet", DataChange: true, ValueArrays: &s.p.valueArrays, Configuration: cdc.HistoryStatsConfiguration(ps.source, s.m.Key)}
 	if ps.firstDay == ps.lastDay && n > 0 {
 		// As the history table writes its files: the date is the
 		// partition's, not a column (cdc.HistoryFile).
