@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -9,7 +8,7 @@ import (
 func TestSummaryMarksUnmeasuredFiguresNA(t *testing.T) {
 	r := &report{decodeRatio: 1.5, peakMiB: 300}
 	got := r.summary()
-	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA random_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA latency_p99_ms=NA backfill_vs_duckdb=NA backfill_events_per_s=NA backfill_peak_mib=NA backfill_10M_over_1M=NA backfill_10M_peak_mib=NA scd2_vs_current=NA"
+	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA random_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA latency_p99_ms=NA backfill_vs_duckdb=NA backfill_events_per_s=NA backfill_peak_mib=NA backfill_10M_over_1M=NA backfill_10M_peak_mib=NA scd2_vs_current=NA merge_us_per_changed_row_100k=NA merge_us_per_changed_row_1M=NA merge_us_per_changed_row_10M=NA"
 	if got != want {
 		t.Errorf("summary = %q, want %q", got, want)
 	}
@@ -70,8 +69,8 @@ func TestMarkdownListsEveryPastRunAndThisOne(t *testing.T) {
 
 func TestSummaryAndTargetsCarryTheBackfillFigures(t *testing.T) {
 	r := &report{backfillRatio: 2.5, backfillEventsPerS: 123456.4, backfillPeakMiB: 2048.2, backfillStageMBs: 80, backfillScaleRatio: 1.21, backfillScalePeakMiB: 430.4}
-	if got, want := r.summary(), " backfill_vs_duckdb=2.50 backfill_events_per_s=123456 backfill_peak_mib=2048 backfill_10M_over_1M=1.21 backfill_10M_peak_mib=430 scd2_vs_current=NA"; !strings.HasSuffix(got, want) {
-		t.Errorf("summary = %q, want it to end with %q", got, want)
+	if got, want := r.summary(), " backfill_vs_duckdb=2.50 backfill_events_per_s=123456 backfill_peak_mib=2048 backfill_10M_over_1M=1.21 backfill_10M_peak_mib=430 scd2_vs_current=NA "; !strings.Contains(got, want) {
+		t.Errorf("summary = %q, want it to contain %q", got, want)
 	}
 	md := r.markdown()
 	for _, row := range []string{
@@ -126,28 +125,23 @@ func TestSelectScenarios(t *testing.T) {
 
 func TestSummaryAndTargetsCarryTheSCD2Ratio(t *testing.T) {
 	r := &report{scd2Ratio: 1.234}
-	if got := r.summary(); !strings.HasSuffix(got, " scd2_vs_current=1.23") {
-		t.Errorf("summary = %q, want it to end with scd2_vs_current=1.23", got)
+	if got := r.summary(); !strings.Contains(got, " scd2_vs_current=1.23 ") {
+		t.Errorf("summary = %q, want it to contain scd2_vs_current=1.23", got)
 	}
 	if md := r.markdown(); !strings.Contains(md, "| scd2 merge ≤ 2× current | 1.23× | **met** |") {
 		t.Errorf("targets lack the scd2 row:\n%s", md)
 	}
 }
 
-// pairRatios compares each dsdelta run with the DuckDB run next to it, and
-// takes the median: the middle ratio, or the mean of the two middle ones.
-func TestPairRatiosComparesRunsSideBySide(t *testing.T) {
-	ratios, median := pairRatios([]float64{3727, 3865, 4087, 4456, 4226}, []float64{2864, 2916, 2677, 3021, 2317})
-	if got, want := joinf("%.2f", ratios), "1.30, 1.33, 1.53, 1.48, 1.82"; got != want {
-		t.Errorf("ratios %s, want %s", got, want)
+func TestSummaryAndHistoryCarryTheCostPerChangedRow(t *testing.T) {
+	r := &report{mergeUsPerChangedRow: [3]float64{9.5, 16.71, 0}}
+	if got, want := r.summary(), " merge_us_per_changed_row_100k=9.50 merge_us_per_changed_row_1M=16.71 merge_us_per_changed_row_10M=NA"; !strings.HasSuffix(got, want) {
+		t.Errorf("summary = %q, want it to end with %q", got, want)
 	}
-	if got := fmt.Sprintf("%.2f", median); got != "1.48" {
-		t.Errorf("median = %s, want 1.48", got)
+	if md := r.historyMarkdown("x"); !strings.Contains(md, "| 9.50 / 16.71 / NA |\n") {
+		t.Errorf("history lacks this run's cost per changed row:\n%s", md)
 	}
-	if _, m := pairRatios([]float64{4, 6}, []float64{2, 2}); m != 2.5 {
-		t.Errorf("median of two ratios = %v, want their mean 2.5", m)
-	}
-	if r, m := pairRatios([]float64{4}, nil); r != nil || m != 0 {
-		t.Errorf("no DuckDB run: %v, %v; want none", r, m)
+	if md := (&report{}).historyMarkdown("x"); !strings.Contains(md, "| NA | NA |\n") {
+		t.Errorf("history of a run without merges does not show NA:\n%s", md)
 	}
 }

@@ -24,16 +24,21 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"describe": {cmdDescribe, "describe a Delta table: version, protocol, schema, files, records"},
-		"history":  {cmdHistory, "list a Delta table's commits (like DESCRIBE HISTORY)"},
-		"show":     {cmdShow, "print a Delta table's rows, at the latest or an older version"},
-		"decode":   {cmdDecode, "print the change events of a Datastream file, one JSON object per line"},
-		"verify":   {cmdVerify, "check a current-state table against the replay of its history table"},
-		"rebuild":  {cmdRebuild, "recreate a current-state table (and its tombstones) from its history"},
-		"simulate": {cmdSimulate, "write realistic Datastream output (MySQL, Oracle, PostgreSQL) for trying dsdelta out"},
-		"status":   {cmdStatus, "per table lag, pending and quarantined files, versions (deployment or embedded lake)"},
-		"replay":   {cmdReplay, "stage quarantined (or named, or all) files again after a fix, and merge them"},
-		"run":      {cmdRun, "stage, merge and maintain Datastream output into Delta tables (embedded)"},
+		"describe":          {cmdDescribe, "describe a Delta table: version, protocol, schema, files, records"},
+		"history":           {cmdHistory, "list a Delta table's commits (like DESCRIBE HISTORY)"},
+		"show":              {cmdShow, "print a Delta table's rows, at the latest or an older version"},
+		"decode":            {cmdDecode, "print the change events of a Datastream file, one JSON object per line"},
+		"verify":            {cmdVerify, "check a current-state table against the replay of its history table"},
+		"rebuild":           {cmdRebuild, "recreate a current-state table (and its tombstones) from its history"},
+		"simulate":          {cmdSimulate, "write realistic Datastream output (MySQL, Oracle, PostgreSQL) for trying dsdelta out"},
+		"status":            {cmdStatus, "per table lag, pending and quarantined files, versions (deployment or embedded lake)"},
+		"replay":            {cmdReplay, "stage quarantined (or named, or all) files again after a fix, and merge them"},
+		"run":               {cmdRun, "stage, merge and maintain Datastream output into Delta tables (embedded)"},
+		"optimize":          {cmdOptimize, "bin-pack a Delta table's small files (clustered by key for ours) and fold deletion vectors"},
+		"vacuum":            {cmdVacuum, "delete the files of a Delta table that no version within the retention references"},
+		"checkpoint":        {cmdCheckpoint, "write a checkpoint of a Delta table at its latest version"},
+		"expire-tombstones": {cmdExpireTombstones, "remove the tombstones older than the retention from a dsdelta tombstone table"},
+		"repair-stats":      {cmdRepairStats, "repair the footer and add.stats bounds older releases wrote wrong in a Delta table"},
 	}
 }
 
@@ -112,7 +117,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(w, "  %-17s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w, "Run 'dsdelta help COMMAND' (or 'dsdelta COMMAND -h') for a command's flags.")
 }

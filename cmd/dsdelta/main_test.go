@@ -17,6 +17,11 @@ func TestHelpVerbPrintsTheVerbsFlags(t *testing.T) {
 	for _, tt := range []struct{ verb, flag string }{
 		{"show", "-skip-missing"},
 		{"simulate", "-fixed-dates"},
+		{"optimize", "-dry-run"},
+		{"vacuum", "-force"},
+		{"checkpoint", "-dry-run"},
+		{"expire-tombstones", "-retain string"},
+		{"repair-stats", "-dry-run"},
 	} {
 		t.Run("help "+tt.verb+" explains "+tt.flag, func(t *testing.T) {
 			if _, errOut, _ := cli(t, "help", tt.verb); !strings.Contains(errOut, "  "+tt.flag+"\n") {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/pipeline"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -36,92 +37,11 @@ func tableArg(fs *flag.FlagSet, pos []string, name string) (string, error) {
 	return pos[0], nil
 }
 
+// describeOutput is what describe --json prints: the table as named, and
+// its description.
 type describeOutput struct {
-	Table            string            `json:"table"`
-	Version          int64             `json:"version"`
-	Timestamp        string            `json:"timestamp"`
-	ID               string            `json:"id"`
-	Name             string            `json:"name,omitempty"`
-	Description      string            `json:"description,omitempty"`
-	Protocol         protocolOutput    `json:"protocol"`
-	Schema           json.RawMessage   `json:"schema"`
-	PartitionColumns []string          `json:"partition_columns"`
-	Configuration    map[string]string `json:"configuration"`
-	NumFiles         int               `json:"num_files"`
-	// NumRecords is null when some file's count is unknown; RecordsCounted
-	// then sums the files whose count is known, and UncountedFiles lists
-	// the others.
-	NumRecords     *int64          `json:"num_records"`
-	RecordsCounted int64           `json:"records_counted"`
-	UncountedFiles []uncountedFile `json:"uncounted_files"`
-	SizeBytes      int64           `json:"size_bytes"`
-	// ReaderRequirements name the reader features a reader must support
-	// (those of the protocol, or implied by its reader version), each
-	// with what an engine lacking it cannot do.
-	ReaderRequirements []readerRequirement `json:"reader_requirements"`
-	// DeletionVectors counts the live files with a deletion vector and
-	// the rows those vectors delete (still stored: compaction purges them).
-	DeletionVectors deletionVectorsOutput `json:"deletion_vectors"`
-	LastCheckpoint  *int64                `json:"last_checkpoint"`
-	CreatedTime     string                `json:"created_time,omitempty"`
-}
-
-// uncountedFile is a live file whose record count is unknown: its stats
-// lack numRecords and its Parquet footer could not be read. Path and size
-// are what the log says.
-type uncountedFile struct {
-	Path      string `json:"path"`
-	SizeBytes int64  `json:"size_bytes"`
-	Problem   string `json:"problem"` // "missing" or "unreadable"
-	Error     string `json:"error"`
-}
-
-type readerRequirement struct {
-	Feature string `json:"feature"`
-	Note    string `json:"note"`
-}
-
-type deletionVectorsOutput struct {
-	Files       int   `json:"files"`
-	DeletedRows int64 `json:"deleted_rows"`
-}
-
-// readerFeatureNames are how describe names the reader features it
-// explains; others go by their protocol name.
-var readerFeatureNames = map[string]string{
-	"deletionVectors": "deletion vector",
-	"columnMapping":   "column mapping",
-	"timestampNtz":    "timestamp without time zone",
-	"v2Checkpoint":    "V2 checkpoint",
-	"typeWidening":    "type widening",
-}
-
-// readerRequirements lists the reader features of pr: those named by a
-// (3,7) protocol, or the one reader version 2 implies (PROTOCOL.md "Table
-// Features": column mapping). An engine without one of them must refuse
-// the table; for deletion vectors, one that ignored them would return
-// deleted rows.
-func readerRequirements(pr delta.Protocol) []readerRequirement {
-	features := pr.ReaderFeatures
-	if len(features) == 0 && pr.MinReaderVersion == 2 {
-		features = []string{"columnMapping"}
-	}
-	out := []readerRequirement{}
-	for _, f := range features {
-		name := readerFeatureNames[f]
-		if name == "" {
-			name = f
-		}
-		out = append(out, readerRequirement{Feature: f, Note: "engines without " + name + " support cannot read this table"})
-	}
-	return out
-}
-
-type protocolOutput struct {
-	MinReaderVersion int      `json:"min_reader_version"`
-	MinWriterVersion int      `json:"min_writer_version"`
-	ReaderFeatures   []string `json:"reader_features"`
-	WriterFeatures   []string `json:"writer_features"`
+	Table string `json:"table"`
+	pipeline.TableDescription
 }
 
 func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -144,91 +64,60 @@ func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("%s: %w", url, err)
 	}
-	md, pr := snap.Metadata(), snap.Protocol()
-	out := describeOutput{
-		Table: url, Version: snap.Version(), Timestamp: snap.Timestamp().UTC().Format(time.RFC3339Nano),
-		ID: md.ID, Name: md.Name, Description: md.Description,
-		Protocol: protocolOutput{MinReaderVersion: pr.MinReaderVersion, MinWriterVersion: pr.MinWriterVersion,
-			ReaderFeatures: orEmpty(pr.ReaderFeatures), WriterFeatures: orEmpty(pr.WriterFeatures)},
-		Schema: json.RawMessage(snap.Schema().SchemaString()), PartitionColumns: orEmpty(snap.PartitionColumns()),
-		Configuration: snap.Configuration(), NumFiles: snap.NumFiles(), SizeBytes: snap.SizeBytes(),
-		ReaderRequirements: readerRequirements(pr),
+	d, err := pipeline.Describe(ctx, snap)
+	if err != nil {
+		return fmt.Errorf("%s: %w", url, err)
 	}
-	if out.Configuration == nil {
-		out.Configuration = map[string]string{}
-	}
-	// Records from stats; files without stats have their Parquet footers
-	// read (one ranged read each). A file that is missing or unreadable
-	// leaves the total unknown rather than failing: the log still says
-	// what the table should hold, which is what an operator needs to see.
-	out.UncountedFiles = []uncountedFile{}
-	for _, f := range snap.Files() {
-		if dv := f.DeletionVector; dv != nil {
-			out.DeletionVectors.Files++
-			out.DeletionVectors.DeletedRows += dv.Cardinality
-		}
-		n, err := delta.FileRowCount(ctx, snap.Store(), f)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%s: %w", url, err)
-			}
-			out.UncountedFiles = append(out.UncountedFiles, uncountedFile{Path: f.Path, SizeBytes: f.Size, Problem: fileProblem(err), Error: err.Error()})
-			continue
-		}
-		out.RecordsCounted += n
-	}
-	if len(out.UncountedFiles) == 0 {
-		out.NumRecords = &out.RecordsCounted
-	} else {
+	if d.NumRecords == nil {
 		fmt.Fprintf(stderr, "dsdelta describe: warning: %s: %d of %d data files have no record count in their stats and cannot be read; the record count is unknown\n",
-			url, len(out.UncountedFiles), out.NumFiles)
-	}
-	if cp := snap.CheckpointVersion(); cp >= 0 {
-		out.LastCheckpoint = &cp
-	}
-	if md.CreatedTime != nil {
-		out.CreatedTime = time.UnixMilli(*md.CreatedTime).UTC().Format(time.RFC3339Nano)
+			url, len(d.UncountedFiles), d.NumFiles)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return enc.Encode(describeOutput{Table: url, TableDescription: d})
 	}
+	return printDescription(stdout, url, d, snap.Schema())
+}
+
+// printDescription prints a table's description as text.
+func printDescription(stdout io.Writer, url string, d pipeline.TableDescription, schema value.StructType) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "table\t%s\n", url)
-	fmt.Fprintf(tw, "version\t%d (%s)\n", out.Version, out.Timestamp)
-	fmt.Fprintf(tw, "id\t%s\n", out.ID)
-	if out.Name != "" {
-		fmt.Fprintf(tw, "name\t%s\n", out.Name)
+	fmt.Fprintf(tw, "version\t%d (%s)\n", d.Version, d.Timestamp)
+	fmt.Fprintf(tw, "id\t%s\n", d.ID)
+	if d.Name != "" {
+		fmt.Fprintf(tw, "name\t%s\n", d.Name)
 	}
+	pr := d.Protocol
 	fmt.Fprintf(tw, "protocol\treader %d, writer %d", pr.MinReaderVersion, pr.MinWriterVersion)
 	if len(pr.ReaderFeatures)+len(pr.WriterFeatures) > 0 {
-		fmt.Fprintf(tw, " (reader features %v, writer features %v)", out.Protocol.ReaderFeatures, out.Protocol.WriterFeatures)
+		fmt.Fprintf(tw, " (reader features %v, writer features %v)", pr.ReaderFeatures, pr.WriterFeatures)
 	}
 	fmt.Fprintln(tw)
-	if len(out.ReaderRequirements) > 0 {
-		names := make([]string, len(out.ReaderRequirements))
-		for i, r := range out.ReaderRequirements {
+	if len(d.ReaderRequirements) > 0 {
+		names := make([]string, len(d.ReaderRequirements))
+		for i, r := range d.ReaderRequirements {
 			names[i] = r.Feature
 		}
 		fmt.Fprintf(tw, "reader features\t%s\n", strings.Join(names, ", "))
-		for _, r := range out.ReaderRequirements {
+		for _, r := range d.ReaderRequirements {
 			fmt.Fprintf(tw, "\t%s\n", r.Note)
 		}
 	}
-	fmt.Fprintf(tw, "partition columns\t%s\n", strings.Join(out.PartitionColumns, ", "))
-	fmt.Fprintf(tw, "files\t%d\n", out.NumFiles)
-	if out.NumRecords != nil {
-		fmt.Fprintf(tw, "records\t%d\n", *out.NumRecords)
+	fmt.Fprintf(tw, "partition columns\t%s\n", strings.Join(d.PartitionColumns, ", "))
+	fmt.Fprintf(tw, "files\t%d\n", d.NumFiles)
+	if d.NumRecords != nil {
+		fmt.Fprintf(tw, "records\t%d\n", *d.NumRecords)
 	} else {
 		fmt.Fprintf(tw, "records\tunknown (%d counted; %d of %d files have no numRecords in their stats and cannot be read)\n",
-			out.RecordsCounted, len(out.UncountedFiles), out.NumFiles)
+			d.RecordsCounted, len(d.UncountedFiles), d.NumFiles)
 	}
-	fmt.Fprintf(tw, "size\t%d bytes\n", out.SizeBytes)
-	if dv := out.DeletionVectors; dv.Files > 0 {
-		fmt.Fprintf(tw, "deletion vectors\ton %d of %d files, deleting %d rows that are still stored (compaction purges them)\n", dv.Files, out.NumFiles, dv.DeletedRows)
+	fmt.Fprintf(tw, "size\t%d bytes\n", d.SizeBytes)
+	if dv := d.DeletionVectors; dv.Files > 0 {
+		fmt.Fprintf(tw, "deletion vectors\ton %d of %d files, deleting %d rows that are still stored (compaction purges them)\n", dv.Files, d.NumFiles, dv.DeletedRows)
 	}
-	for _, f := range out.UncountedFiles {
+	for _, f := range d.UncountedFiles {
 		// A missing file needs no reason; an unreadable one does.
 		fmt.Fprintf(tw, "%s file\t%s (%d bytes in the log)", f.Problem, f.Path, f.SizeBytes)
 		if f.Problem != "missing" {
@@ -236,21 +125,21 @@ func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		fmt.Fprintln(tw)
 	}
-	if out.LastCheckpoint != nil {
-		fmt.Fprintf(tw, "last checkpoint\t%d\n", *out.LastCheckpoint)
+	if d.LastCheckpoint != nil {
+		fmt.Fprintf(tw, "last checkpoint\t%d\n", *d.LastCheckpoint)
 	} else {
 		fmt.Fprintf(tw, "last checkpoint\tnone\n")
 	}
-	keys := make([]string, 0, len(out.Configuration))
-	for k := range out.Configuration {
+	keys := make([]string, 0, len(d.Configuration))
+	for k := range d.Configuration {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(tw, "property\t%s = %s\n", k, out.Configuration[k])
+		fmt.Fprintf(tw, "property\t%s = %s\n", k, d.Configuration[k])
 	}
 	fmt.Fprintln(tw, "schema")
-	for _, f := range snap.Schema().Fields {
+	for _, f := range schema.Fields {
 		null := ""
 		if !f.Nullable {
 			null = " not null"
@@ -258,13 +147,6 @@ func cmdDescribe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(tw, "  %s\t%s%s\n", f.Name, f.Type, null)
 	}
 	return tw.Flush()
-}
-
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 type historyOutput struct {
@@ -510,7 +392,7 @@ func (s *showScan) warn(stderr io.Writer, url string) {
 	fmt.Fprintf(stderr, "dsdelta show: warning: %s: %d of %d data files of version %d skipped (--skip-missing); their rows are not shown\n",
 		url, len(s.skipped), s.snap.NumFiles(), s.snap.Version())
 	for _, sk := range s.skipped {
-		problem := fileProblem(sk.err)
+		problem := pipeline.FileProblem(sk.err)
 		fmt.Fprintf(stderr, "dsdelta show: warning: skipped %s data file %s (%d bytes in the log)", problem, sk.add.Path, sk.add.Size)
 		if problem != "missing" {
 			fmt.Fprintf(stderr, ": %v", sk.err)
@@ -520,15 +402,6 @@ func (s *showScan) warn(stderr io.Writer, url string) {
 		}
 		fmt.Fprintln(stderr)
 	}
-}
-
-// fileProblem says why a data file could not be read: "missing" or
-// "unreadable".
-func fileProblem(err error) string {
-	if errors.Is(err, objstore.ErrNotExist) {
-		return "missing"
-	}
-	return "unreadable"
 }
 
 // cell renders a value for the table format: the JSON encoding without the

@@ -80,8 +80,9 @@ func TestTheLookupSkipsRowGroupsByTheFirstKeyColumnsBloomFilter(t *testing.T) {
 			firsts[i] = c.Key[0]
 		}
 		flt := firstKeyFilter("id", firsts)
-		boundsOnly := *flt
-		boundsOnly.Values = nil
+		// A filter of its own (a RowGroupFilter is not copied: it keeps a
+		// memo of its Values).
+		boundsOnly := delta.RowGroupFilter{Column: flt.Column, Keep: flt.Keep}
 		decoded := func(flt *delta.RowGroupFilter) int {
 			n := 0
 			for _, f := range counted.Files() {

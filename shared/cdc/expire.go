@@ -33,6 +33,9 @@ type ExpireOptions struct {
 	TargetFileBytes int64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// DryRun counts what would expire (reading the files that may hold
+	// expired rows) without writing or committing anything.
+	DryRun bool
 }
 
 // ExpireResult counts what one expiry run did.
@@ -48,6 +51,12 @@ type ExpireResult struct {
 	FilesRewritten, FilesCompacted, FilesAdded int
 	// RowGroupsCopied and RowGroupsDecoded add up RewriteFile's counts.
 	RowGroupsCopied, RowGroupsDecoded int
+	// BytesRemoved and BytesAdded are the sizes of the files removed and
+	// added (on a dry run, of those that would be removed).
+	BytesRemoved, BytesAdded int64
+	// Version is the version committed; 0 when nothing was (a dry run, or
+	// nothing to expire).
+	Version int64
 }
 
 // ExpireTombstones removes from the tombstone table in store the
@@ -80,97 +89,18 @@ type ExpireResult struct {
 // without an expired row verbatim. Rows a file's deletion vector deletes
 // are left out of whatever is written. One commit replaces them all.
 func ExpireTombstones(ctx context.Context, store objstore.Store, opts ExpireOptions) (ExpireResult, error) {
-	var res ExpireResult
-	now := time.Now()
-	if opts.Now != nil {
-		now = opts.Now()
+	plan, err := planExpiry(ctx, store, opts)
+	if err != nil || plan == nil {
+		return ExpireResult{}, err
 	}
-	cutoff := value.MicrosOf(now.Add(-opts.Retention))
-	target := opts.TargetFileBytes
-	snap, err := delta.Open(store).Snapshot(ctx)
-	if errors.Is(err, delta.ErrNotATable) {
-		return res, nil // no delete yet
+	if opts.DryRun {
+		return plan.dryRun(ctx)
 	}
+	removes, adds, res, err := plan.rewrite(ctx)
 	if err != nil {
-		return res, fmt.Errorf("open tombstones %s: %w", store.URL(), err)
+		return res, err
 	}
-	schema := snap.Schema()
-	md := snap.Metadata()
-	at := schema.Index(ColDeletedAt)
-	ord := schema.Index(ColOrder)
-	if at < 0 || ord < 1 || !value.Equal(schema.Fields[ord].Type, value.Binary) {
-		return res, fmt.Errorf("%s is not a tombstone table (schema %s)", store.URL(), schema)
-	}
-	tc := tombstoneCut{cutoff: cutoff, at: at, ord: ord, nkey: ord} // key columns come first
-	// Files() is shared: these are copies of its elements. Small files
-	// with a deletion vector merge like the others: ReadMerged leaves out
-	// the rows their vectors delete, and the remove carries the vector.
-	var small, rest []delta.Add
-	for _, f := range snap.Files() {
-		if f.Size < target/4 {
-			small = append(small, f)
-		} else {
-			rest = append(rest, f)
-		}
-	}
-	var bins [][]delta.Add
-	if len(small) >= tombstoneCompactMinFiles {
-		for _, bin := range delta.PackBins(small, target, tombstoneMergeFanIn) {
-			if len(bin) < 2 {
-				rest = append(rest, bin...)
-				continue
-			}
-			bins = append(bins, bin)
-		}
-	} else {
-		rest = append(rest, small...)
-	}
-
-	var removes []delta.Remove
-	var adds []delta.Add
-	// Outputs are written before the commit; when anything fails they are
-	// unreferenced and vacuum deletes them later.
-	for _, bin := range bins {
-		a, m, err := mergeTombstones(ctx, store, md, bin, tc, target)
-		if err != nil {
-			return res, fmt.Errorf("compact %d tombstone files: %w", len(bin), err)
-		}
-		// A merge that dropped nothing only rearranges rows.
-		changed := m.Expired+m.Superseded > 0
-		for i := range a {
-			a[i].DataChange = changed
-		}
-		for _, f := range bin {
-			removes = append(removes, f.Remove(now.UnixMilli(), changed))
-		}
-		adds = append(adds, a...)
-		res.Expired += m.Expired
-		res.Superseded += m.Superseded
-		res.Copied += m.Copied
-		res.FilesCompacted += len(bin)
-	}
-	for _, f := range rest {
-		if !tc.fileMayExpire(md, f) {
-			continue
-		}
-		rw, err := delta.RewriteFile(ctx, store, md, f, tc.rewriteOptions(schema, md, target))
-		if err != nil {
-			return res, fmt.Errorf("expire tombstones of %s: %w", f.Path, err)
-		}
-		res.RowGroupsCopied += rw.RowGroupsCopied
-		res.RowGroupsDecoded += rw.RowGroupsDecoded
-		if rw.Dropped == 0 {
-			// Stats were missing or coarser than the values (Delta keeps
-			// timestamps to the millisecond): the file stays as it is.
-			delta.DiscardFiles(ctx, store, rw.Adds)
-			continue
-		}
-		removes = append(removes, f.Remove(now.UnixMilli(), true))
-		adds = append(adds, rw.Adds...)
-		res.Expired += rw.Dropped
-		res.Copied += rw.Rows
-		res.FilesRewritten++
-	}
+	snap, cutoff := plan.snap, plan.tc.cutoff
 	// A table that cannot tell whether tombstones were lost (created by
 	// an older release, see PropExpiryRecorded) records this cutoff even
 	// when nothing expires now: the history's duplicate check then trusts
@@ -180,19 +110,21 @@ func ExpireTombstones(ctx context.Context, store objstore.Store, opts ExpireOpti
 		if recorded {
 			return res, nil
 		}
-		tx := snap.NewTransaction(delta.Operation{Name: "DELETE", Parameters: map[string]string{"predicate": fmt.Sprintf(`["%s < '%s'"]`, ColDeletedAt, cutoff)}})
+		tx := expiryDelete(snap, cutoff)
 		tx.SetMetrics(map[string]string{"numDeletedRows": "0", "numRemovedFiles": "0", "numAddedFiles": "0"})
 		tx.SetTxn(expiryAppID, expiryTxnVersion(snap, cutoff))
-		if _, err := tx.Commit(ctx); err != nil {
+		committed, err := tx.Commit(ctx)
+		if err != nil {
 			return res, fmt.Errorf("record the tombstone expiry cutoff of %s: %w", store.URL(), err)
 		}
+		res.Version = committed.Version()
 		return res, nil
 	}
 	res.FilesAdded = len(adds)
 	deleted := res.Expired + res.Superseded
 	var tx *delta.Transaction
 	if deleted > 0 {
-		tx = snap.NewTransaction(delta.Operation{Name: "DELETE", Parameters: map[string]string{"predicate": fmt.Sprintf(`["%s < '%s'"]`, ColDeletedAt, cutoff)}})
+		tx = expiryDelete(snap, cutoff)
 		tx.SetMetrics(map[string]string{
 			"numDeletedRows":  strconv.FormatInt(deleted, 10),
 			"numCopiedRows":   strconv.FormatInt(res.Copied, 10),
@@ -208,13 +140,187 @@ func ExpireTombstones(ctx context.Context, store objstore.Store, opts ExpireOpti
 	for _, r := range removes {
 		tx.ReadFiles(r.Path)
 	}
+	for _, a := range adds {
+		res.BytesAdded += a.Size
+	}
 	tx.Remove(removes...)
 	tx.Add(adds...)
 	if res.Expired > 0 || !recorded {
 		tx.SetTxn(expiryAppID, expiryTxnVersion(snap, cutoff))
 	}
-	if _, err := tx.Commit(ctx); err != nil {
+	committed, err := tx.Commit(ctx)
+	if err != nil {
 		return res, fmt.Errorf("commit tombstone expiry to %s: %w", store.URL(), err)
+	}
+	res.Version = committed.Version()
+	return res, nil
+}
+
+// expiryDelete is the DELETE transaction of an expiry at cutoff.
+func expiryDelete(snap *delta.Snapshot, cutoff value.Micros) *delta.Transaction {
+	return snap.NewTransaction(delta.Operation{Name: "DELETE", Parameters: map[string]string{"predicate": fmt.Sprintf(`["%s < '%s'"]`, ColDeletedAt, cutoff)}})
+}
+
+// expiryPlan is what one expiry run reads: bins of small files to merge
+// together, and the other files, which are rewritten when their stats
+// show an expired row.
+type expiryPlan struct {
+	store  objstore.Store
+	snap   *delta.Snapshot
+	tc     tombstoneCut
+	now    time.Time
+	target int64
+	bins   [][]delta.Add
+	rest   []delta.Add
+}
+
+// planExpiry reads the tombstone table in store and plans its expiry; a
+// nil plan when there is no table yet.
+func planExpiry(ctx context.Context, store objstore.Store, opts ExpireOptions) (*expiryPlan, error) {
+	now := time.Now()
+	if opts.Now != nil {
+		now = opts.Now()
+	}
+	cutoff := value.MicrosOf(now.Add(-opts.Retention))
+	target := opts.TargetFileBytes
+	snap, err := delta.Open(store).Snapshot(ctx)
+	if errors.Is(err, delta.ErrNotATable) {
+		return nil, nil // no delete yet
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open tombstones %s: %w", store.URL(), err)
+	}
+	schema := snap.Schema()
+	at := schema.Index(ColDeletedAt)
+	ord := schema.Index(ColOrder)
+	if at < 0 || ord < 1 || !value.Equal(schema.Fields[ord].Type, value.Binary) {
+		return nil, fmt.Errorf("%s is not a tombstone table (schema %s)", store.URL(), schema)
+	}
+	p := &expiryPlan{store: store, snap: snap, now: now, target: target,
+		tc: tombstoneCut{cutoff: cutoff, at: at, ord: ord, nkey: ord}} // key columns come first
+	// Files() is shared: these are copies of its elements. Small files
+	// with a deletion vector merge like the others: ReadMerged leaves out
+	// the rows their vectors delete, and the remove carries the vector.
+	var small []delta.Add
+	for _, f := range snap.Files() {
+		if f.Size < target/4 {
+			small = append(small, f)
+		} else {
+			p.rest = append(p.rest, f)
+		}
+	}
+	if len(small) < tombstoneCompactMinFiles {
+		p.rest = append(p.rest, small...)
+		return p, nil
+	}
+	for _, bin := range delta.PackBins(small, target, tombstoneMergeFanIn) {
+		if len(bin) < 2 {
+			p.rest = append(p.rest, bin...)
+			continue
+		}
+		p.bins = append(p.bins, bin)
+	}
+	return p, nil
+}
+
+// rewrite writes the plan's new files: the bins merged, the other files
+// with an expired row rewritten without it. Outputs are written before the
+// commit; when anything fails they are unreferenced and vacuum deletes
+// them later.
+func (p *expiryPlan) rewrite(ctx context.Context) (removes []delta.Remove, adds []delta.Add, res ExpireResult, err error) {
+	store, md, tc, target := p.store, p.snap.Metadata(), p.tc, p.target
+	nowMs := p.now.UnixMilli()
+	for _, bin := range p.bins {
+		a, m, err := mergeTombstones(ctx, store, md, bin, tc, target)
+		if err != nil {
+			return nil, nil, res, fmt.Errorf("compact %d tombstone files: %w", len(bin), err)
+		}
+		// A merge that dropped nothing only rearranges rows.
+		changed := m.Expired+m.Superseded > 0
+		for i := range a {
+			a[i].DataChange = changed
+		}
+		for _, f := range bin {
+			removes = append(removes, f.Remove(nowMs, changed))
+			res.BytesRemoved += f.Size
+		}
+		adds = append(adds, a...)
+		res.Expired += m.Expired
+		res.Superseded += m.Superseded
+		res.Copied += m.Copied
+		res.FilesCompacted += len(bin)
+	}
+	schema := p.snap.Schema()
+	for _, f := range p.rest {
+		if !tc.fileMayExpire(md, f) {
+			continue
+		}
+		rw, err := delta.RewriteFile(ctx, store, md, f, tc.rewriteOptions(schema, md, target))
+		if err != nil {
+			return nil, nil, res, fmt.Errorf("expire tombstones of %s: %w", f.Path, err)
+		}
+		res.RowGroupsCopied += rw.RowGroupsCopied
+		res.RowGroupsDecoded += rw.RowGroupsDecoded
+		if rw.Dropped == 0 {
+			// Stats were missing or coarser than the values (Delta keeps
+			// timestamps to the millisecond): the file stays as it is.
+			delta.DiscardFiles(ctx, store, rw.Adds)
+			continue
+		}
+		removes = append(removes, f.Remove(nowMs, true))
+		res.BytesRemoved += f.Size
+		adds = append(adds, rw.Adds...)
+		res.Expired += rw.Dropped
+		res.Copied += rw.Rows
+		res.FilesRewritten++
+	}
+	return removes, adds, res, nil
+}
+
+// dryRun counts what rewrite would do without writing: the expired rows
+// of the files it would read, the small files it would merge and the
+// other files it would rewrite, and their bytes. Superseded rows, which
+// only a merge finds, are not counted.
+func (p *expiryPlan) dryRun(ctx context.Context) (ExpireResult, error) {
+	var res ExpireResult
+	md := p.snap.Metadata()
+	count := func(f delta.Add) (int64, error) {
+		var n int64
+		err := delta.ReadFile(ctx, p.store, md, f, delta.ReadOptions{}, func(row []any) error {
+			if p.tc.expired(row[p.tc.at]) {
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("count expired tombstones of %s: %w", f.Path, err)
+		}
+		return n, nil
+	}
+	for _, bin := range p.bins {
+		for _, f := range bin {
+			n, err := count(f)
+			if err != nil {
+				return res, err
+			}
+			res.Expired += n
+			res.FilesCompacted++
+			res.BytesRemoved += f.Size
+		}
+	}
+	for _, f := range p.rest {
+		if !p.tc.fileMayExpire(md, f) {
+			continue
+		}
+		n, err := count(f)
+		if err != nil {
+			return res, err
+		}
+		if n > 0 {
+			res.Expired += n
+			res.FilesRewritten++
+			res.BytesRemoved += f.Size
+		}
 	}
 	return res, nil
 }

@@ -663,3 +663,47 @@ func TestExpireTombstonesCommitsNothingWhenAFileCannotBeRead(t *testing.T) {
 		})
 	}
 }
+
+// TestExpireTombstonesDryRunCountsWhatARunExpires: a dry run counts the
+// expired rows and the files a run rewrites and merges, and commits
+// nothing; the run then expires as many.
+func TestExpireTombstonesDryRunCountsWhatARunExpires(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		files int
+	}{
+		{"files judged alone", 3},
+		{"small files merged", 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newTombstoneTable(t, ctx)
+			var input []tomb
+			for b := range tc.files {
+				rows := []tomb{{int64(b), uint64(2 * b), oldTS}, {int64(b + 100), uint64(2*b + 1), freshTS}}
+				appendTombstones(t, ctx, store, rows, fileOptions{})
+				input = append(input, rows...)
+			}
+			_, before := readTombstones(t, ctx, store)
+			o := expiryOptions(1 << 20)
+			o.DryRun = true
+			dry, err := ExpireTombstones(ctx, store, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, snap := readTombstones(t, ctx, store); snap.Version() != before.Version() || dry.Version != 0 {
+				t.Fatalf("a dry run committed version %d", snap.Version())
+			}
+			res := expire(t, ctx, store, 1<<20)
+			if dry.Expired != int64(tc.files) || dry.Expired != res.Expired || dry.FilesRewritten != res.FilesRewritten ||
+				dry.FilesCompacted != res.FilesCompacted || dry.BytesRemoved != res.BytesRemoved || dry.BytesRemoved != before.SizeBytes() {
+				t.Fatalf("dry run %+v, run %+v, table of %d bytes", dry, res, before.SizeBytes())
+			}
+			got, after := readTombstones(t, ctx, store)
+			sameTombs(t, got, unexpired(input))
+			if res.Version != after.Version() || res.BytesAdded != after.SizeBytes() {
+				t.Fatalf("run %+v, table at version %d of %d bytes", res, after.Version(), after.SizeBytes())
+			}
+		})
+	}
+}

@@ -371,7 +371,6 @@ func (raw *rawEvent) has(k string) bool {
 // (the slot it will live in, so that it is not copied). Errors are
 // *fieldError; *ev is then incomplete.
 func (d *Reader) build(raw *rawEvent, record int64, ev *Event) error {
-	has := raw.has
 	c := raw.cache
 	if c == nil {
 		c = &buildCache{} // every decoder sets one; this is for safety
@@ -379,16 +378,7 @@ func (d *Reader) build(raw *rawEvent, record int64, ev *Event) error {
 	if !c.ok || c.readMethod != raw.readMethod {
 		*c = buildCache{readMethod: raw.readMethod, rmKind: readMethodOf(raw.readMethod), src: sourceOfReadMethod(raw.readMethod), ok: true, db: c.db, tbl: c.tbl}
 	}
-	src := d.opts.Source
-	if src == Unknown {
-		if src = c.src; src == Unknown {
-			src = detectSource(raw.readMethod, has)
-		}
-	}
-	if src == Unknown && !d.warnedUnknown.Load() && d.warnedUnknown.CompareAndSwap(false, true) {
-		d.log.Warn("unknown Datastream source; events order by source timestamp only",
-			"file", d.name, "read_method", raw.readMethod)
-	}
+	src := d.source(raw, c)
 	// Fields are set one by one: building the Event elsewhere and copying
 	// it in would copy every pointer of it through the write barrier.
 	ev.SourceTimestamp, ev.ReadMethod = raw.sourceTS, c.rmKind
@@ -398,6 +388,47 @@ func (d *Reader) build(raw *rawEvent, record int64, ev *Event) error {
 	m.ReadTimestamp, m.SourceTimestamp = raw.readTS, raw.sourceTS
 	m.Source, m.File, m.Record = src, d.file, record
 
+	if err := buildChange(raw, ev); err != nil {
+		return err
+	}
+	if err := d.buildTable(raw, c, src, ev); err != nil {
+		return err
+	}
+	if err := buildPosition(raw, src, &m.Position); err != nil {
+		return err
+	}
+	var err error
+	ev.Order, err = buildOrder(src, ev.ReadMethod, m.Position, m.ChangeType, raw.sourceTS, raw.arena)
+	if err != nil {
+		var pe *positionError
+		if errors.As(err, &pe) {
+			return fieldErr("source_metadata."+pe.field, pe.reason, nil)
+		}
+		return err
+	}
+	return d.buildKey(raw, ev)
+}
+
+// source is the event's source database kind: Options.Source, else the
+// one its read method names, else the one its metadata fields suggest.
+// The first event of a file whose source stays unknown logs a warning.
+func (d *Reader) source(raw *rawEvent, c *buildCache) Source {
+	src := d.opts.Source
+	if src == Unknown {
+		if src = c.src; src == Unknown {
+			src = detectSource(raw.readMethod, raw.has)
+		}
+	}
+	if src == Unknown && !d.warnedUnknown.Load() && d.warnedUnknown.CompareAndSwap(false, true) {
+		d.log.Warn("unknown Datastream source; events order by source timestamp only",
+			"file", d.name, "read_method", raw.readMethod)
+	}
+	return src
+}
+
+// buildChange sets the event's change type and whether it is a delete.
+func buildChange(raw *rawEvent, ev *Event) error {
+	m := &ev.Meta
 	var err error
 	if m.ChangeType, err = metaString(raw, "change_type"); err != nil {
 		return err
@@ -417,10 +448,14 @@ func (d *Reader) build(raw *rawEvent, record int64, ev *Event) error {
 	if IsDelete(m.IsDeleted, m.ChangeType) {
 		ev.Op = OpDelete
 	}
+	return nil
+}
 
-	// Table identity.
+// buildTable sets the event's table identity, validated once for each
+// identity the cache has not seen last.
+func (d *Reader) buildTable(raw *rawEvent, c *buildCache, src Source, ev *Event) error {
 	dbField := "schema"
-	if src == MySQL || (src == Unknown && !has("schema")) {
+	if src == MySQL || (src == Unknown && !raw.has("schema")) {
 		dbField = "database"
 	}
 	db, err := metaString(raw, dbField)
@@ -446,16 +481,19 @@ func (d *Reader) build(raw *rawEvent, record int64, ev *Event) error {
 		c.db, c.tbl = db, tbl
 	}
 	ev.Table = TableID{Namespace: d.opts.Namespace, Database: db, Table: tbl}
+	return nil
+}
 
-	// Position.
-	p := &m.Position
+// buildPosition reads the source's log position fields into *p.
+func buildPosition(raw *rawEvent, src Source, p *Position) error {
+	var err error
 	switch src {
 	case MySQL:
 		fileKey, posKey := "log_file", "log_position"
-		if !has(fileKey) && has("binlog_file") {
+		if !raw.has(fileKey) && raw.has("binlog_file") {
 			fileKey = "binlog_file"
 		}
-		if !has(posKey) && has("binlog_position") {
+		if !raw.has(posKey) && raw.has("binlog_position") {
 			posKey = "binlog_position"
 		}
 		if p.LogFile, err = metaString(raw, fileKey); err != nil {
@@ -485,21 +523,17 @@ func (d *Reader) build(raw *rawEvent, record int64, ev *Event) error {
 			return err
 		}
 	}
-	if p.TxID, err = metaText(raw, "tx_id"); err != nil {
-		return err
-	}
-	ev.Order, err = buildOrder(src, ev.ReadMethod, *p, m.ChangeType, raw.sourceTS, raw.arena)
-	if err != nil {
-		var pe *positionError
-		if errors.As(err, &pe) {
-			return fieldErr("source_metadata."+pe.field, pe.reason, nil)
-		}
-		return err
-	}
+	p.TxID, err = metaText(raw, "tx_id")
+	return err
+}
 
-	// Key.
+// buildKey sets the event's key names and values: the configured primary
+// keys of its table, else those source_metadata names. An event without
+// a key is history only.
+func (d *Reader) buildKey(raw *rawEvent, ev *Event) error {
 	var keyBuf [4]string // the key names are only read here: no allocation
 	var keys []string
+	var err error
 	override := false
 	if len(d.opts.PrimaryKeys) > 0 {
 		keys, override = d.opts.PrimaryKeys[ev.Table.String()]

@@ -216,14 +216,18 @@ func convertJSON(t value.Type, raw json.RawMessage) (any, error) {
 // into arena and cutting small decimals and boxes from al. plain tells a
 // string that reads as itself (scanString), so its bytes need no second
 // look.
+//
+// It converts the common cases itself (timestamps, strings, small
+// integers and decimals) and hands the rest to convertText, so that those
+// cost no further call: BenchmarkDecode/jsonl-schema-sequential types
+// every payload value here.
 func convertJSONIn(t value.Type, raw json.RawMessage, plain bool, arena *strArena, al *slabs) (any, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	c := raw[0]
-	var str string
-	isStr := c == '"'
-	if isStr && (t == value.Timestamp || t == value.TimestampNTZ) {
+	v := jsonText{raw: raw, c: raw[0]}
+	v.isStr = v.c == '"'
+	if v.isStr && (t == value.Timestamp || t == value.TimestampNTZ) {
 		if us, ok := fastMicros(raw[1 : len(raw)-1]); ok {
 			if t == value.TimestampNTZ {
 				return value.LocalMicros(us), nil
@@ -231,23 +235,25 @@ func convertJSONIn(t value.Type, raw json.RawMessage, plain bool, arena *strAren
 			return al.boxMicros(us), nil
 		}
 	}
-	if isStr {
+	if v.isStr {
 		var err error
 		if t == value.String {
 			// The text is the value, kept with the event.
-			str, err = arena.unquoteSpan(raw, plain)
+			if v.str, err = arena.unquoteSpan(raw, plain); err == nil {
+				return al.boxString(v.str), nil
+			}
 		} else {
-			str, err = unquote(raw)
+			v.str, err = unquote(raw)
 		}
 		if err != nil {
 			return nil, fieldErr("", "malformed string", err)
 		}
 	}
-	isNum := c == '-' || (c >= '0' && c <= '9')
-	// numText is the number as text, whether written as a number or quoted.
+	v.isNum = v.c == '-' || (v.c >= '0' && v.c <= '9')
+	// v.num is the number as text, whether written as a number or quoted.
 	// Converting raw copies it, so the common cases below avoid it.
-	numText := str
-	if isNum {
+	v.num = v.str
+	if v.isNum {
 		switch tt := t.(type) {
 		case value.Primitive:
 			if n, ok := smallInt(raw); ok {
@@ -263,176 +269,224 @@ func convertJSONIn(t value.Type, raw json.RawMessage, plain bool, arena *strAren
 				return al.boxDecimal(d), nil
 			}
 		}
-		numText = string(raw)
+		v.num = string(raw)
 	}
-	mismatch := func() error {
-		return fieldErr("", fmt.Sprintf("JSON %s does not fit type %s", jsonKind(c), t), nil)
-	}
+	return v.convert(t)
+}
+
+// jsonText is a JSON value convertJSONIn did not convert by a fast path,
+// with what it found out about it.
+type jsonText struct {
+	raw          json.RawMessage
+	c            byte   // raw's first byte
+	str          string // a string's value (isStr)
+	num          string // the number as text, written as a number or quoted
+	isStr, isNum bool
+}
+
+// convert converts v to the Go representation of t.
+func (v *jsonText) convert(t value.Type) (any, error) {
 	switch tt := t.(type) {
 	case value.Primitive:
-		switch tt {
-		case value.String:
-			switch {
-			case isStr:
-				return al.boxString(str), nil
-			case c == '{' || c == '[' || isNum || c == 't' || c == 'f':
-				return compactJSON(raw), nil
-			}
-		case value.Boolean:
-			switch {
-			case string(raw) == "true" || (isStr && strings.EqualFold(str, "true")):
-				return true, nil
-			case string(raw) == "false" || (isStr && strings.EqualFold(str, "false")):
-				return false, nil
-			}
-		case value.Byte, value.Short, value.Integer, value.Long:
-			if !isNum && !isStr {
-				return nil, mismatch()
-			}
-			n, err := value.ParseInteger(tt, strings.TrimSpace(numText))
-			if err != nil {
-				return nil, fieldErr("", fmt.Sprintf("%q is not a %d-bit integer", numText, value.IntegerBits(tt)), nil)
-			}
-			return n, nil
-		case value.Float, value.Double:
-			if !isNum && !isStr {
-				return nil, mismatch()
-			}
-			bits := 64
-			if tt == value.Float {
-				bits = 32
-			}
-			f, err := parseFloatText(numText, bits)
-			if err != nil {
-				return nil, fieldErr("", "invalid floating-point number", err)
-			}
-			if tt == value.Float {
-				return float32(f), nil
-			}
-			return f, nil
-		case value.Binary:
-			if !isStr {
-				return nil, mismatch()
-			}
-			if b, err := base64.StdEncoding.DecodeString(str); err == nil {
-				return b, nil
-			}
-			if b, err := hex.DecodeString(str); err == nil {
-				return b, nil
-			}
-			return nil, fieldErr("", "binary value is neither base64 nor hex", nil)
-		case value.Date:
-			if isNum {
-				n, err := strconv.ParseInt(numText, 10, 32)
-				if err != nil {
-					return nil, fieldErr("", "date number is not days since 1970-01-01", nil)
-				}
-				return value.Days(n), nil
-			}
-			if !isStr {
-				return nil, mismatch()
-			}
-			tm, _, err := parseTimestamp(str)
-			if err != nil {
-				return nil, fieldErr("", "invalid date", err)
-			}
-			return value.DaysOf(tm), nil
-		case value.Timestamp, value.TimestampNTZ:
-			var us int64
-			if isNum {
-				n, err := strconv.ParseInt(numText, 10, 64)
-				if err != nil {
-					return nil, fieldErr("", "timestamp number is not integer microseconds", nil)
-				}
-				us = n
-			} else if isStr {
-				tm, _, err := parseTimestamp(str)
-				if err != nil {
-					return nil, fieldErr("", "invalid timestamp", err)
-				}
-				us = int64(value.MicrosOf(tm))
-			} else {
-				return nil, mismatch()
-			}
-			if tt == value.TimestampNTZ {
-				return value.LocalMicros(us), nil
-			}
-			return value.Micros(us), nil
-		}
-		return nil, mismatch()
+		return v.primitive(tt)
 	case value.DecimalType:
-		if !isNum && !isStr {
-			return nil, mismatch()
+		if !v.isNum && !v.isStr {
+			return nil, v.mismatch(t)
 		}
-		d, err := toDecimal(numText, tt)
+		d, err := toDecimal(v.num, tt)
 		if err != nil {
 			return nil, fieldErr("", "invalid decimal", err)
 		}
 		return d, nil
 	case value.StructType:
-		if c != '{' {
-			return nil, mismatch()
+		return v.structOf(tt)
+	case value.ArrayType:
+		return v.arrayOf(tt)
+	case value.MapType:
+		return v.mapOf(tt)
+	}
+	return nil, v.mismatch(t)
+}
+
+// mismatch is the error for a JSON value of a kind type t cannot hold.
+func (v *jsonText) mismatch(t value.Type) error {
+	return fieldErr("", fmt.Sprintf("JSON %s does not fit type %s", jsonKind(v.c), t), nil)
+}
+
+// primitive converts v to primitive type t. A string of a string column
+// never reaches it: convertJSONIn returns those.
+func (v *jsonText) primitive(t value.Primitive) (any, error) {
+	switch t {
+	case value.String:
+		if c := v.c; c == '{' || c == '[' || v.isNum || c == 't' || c == 'f' {
+			return compactJSON(v.raw), nil
 		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &obj); err != nil {
+	case value.Boolean:
+		switch {
+		case string(v.raw) == "true" || (v.isStr && strings.EqualFold(v.str, "true")):
+			return true, nil
+		case string(v.raw) == "false" || (v.isStr && strings.EqualFold(v.str, "false")):
+			return false, nil
+		}
+	case value.Byte, value.Short, value.Integer, value.Long:
+		if !v.isNum && !v.isStr {
+			return nil, v.mismatch(t)
+		}
+		n, err := value.ParseInteger(t, strings.TrimSpace(v.num))
+		if err != nil {
+			return nil, fieldErr("", fmt.Sprintf("%q is not a %d-bit integer", v.num, value.IntegerBits(t)), nil)
+		}
+		return n, nil
+	case value.Float, value.Double:
+		if !v.isNum && !v.isStr {
+			return nil, v.mismatch(t)
+		}
+		bits := 64
+		if t == value.Float {
+			bits = 32
+		}
+		f, err := parseFloatText(v.num, bits)
+		if err != nil {
+			return nil, fieldErr("", "invalid floating-point number", err)
+		}
+		if t == value.Float {
+			return float32(f), nil
+		}
+		return f, nil
+	case value.Binary:
+		if !v.isStr {
+			return nil, v.mismatch(t)
+		}
+		if b, err := base64.StdEncoding.DecodeString(v.str); err == nil {
+			return b, nil
+		}
+		if b, err := hex.DecodeString(v.str); err == nil {
+			return b, nil
+		}
+		return nil, fieldErr("", "binary value is neither base64 nor hex", nil)
+	case value.Date:
+		return v.date()
+	case value.Timestamp, value.TimestampNTZ:
+		return v.timestamp(t)
+	}
+	return nil, v.mismatch(t)
+}
+
+// date converts v, days since 1970-01-01 or a date or timestamp string,
+// to a date.
+func (v *jsonText) date() (any, error) {
+	if v.isNum {
+		n, err := strconv.ParseInt(v.num, 10, 32)
+		if err != nil {
+			return nil, fieldErr("", "date number is not days since 1970-01-01", nil)
+		}
+		return value.Days(n), nil
+	}
+	if !v.isStr {
+		return nil, v.mismatch(value.Date)
+	}
+	tm, _, err := parseTimestamp(v.str)
+	if err != nil {
+		return nil, fieldErr("", "invalid date", err)
+	}
+	return value.DaysOf(tm), nil
+}
+
+// timestamp converts v, microseconds since the epoch or a timestamp
+// string, to a timestamp of type t (Timestamp or TimestampNTZ).
+func (v *jsonText) timestamp(t value.Primitive) (any, error) {
+	var us int64
+	if v.isNum {
+		n, err := strconv.ParseInt(v.num, 10, 64)
+		if err != nil {
+			return nil, fieldErr("", "timestamp number is not integer microseconds", nil)
+		}
+		us = n
+	} else if v.isStr {
+		tm, _, err := parseTimestamp(v.str)
+		if err != nil {
+			return nil, fieldErr("", "invalid timestamp", err)
+		}
+		us = int64(value.MicrosOf(tm))
+	} else {
+		return nil, v.mismatch(t)
+	}
+	if t == value.TimestampNTZ {
+		return value.LocalMicros(us), nil
+	}
+	return value.Micros(us), nil
+}
+
+// structOf converts a JSON object to a struct of t's fields, in t's order.
+func (v *jsonText) structOf(t value.StructType) (any, error) {
+	if v.c != '{' {
+		return nil, v.mismatch(t)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(v.raw, &obj); err != nil {
+		return nil, fieldErr("", "malformed object", err)
+	}
+	out := make([]any, len(t.Fields))
+	for i, f := range t.Fields {
+		x, err := convertJSON(f.Type, obj[f.Name])
+		if err != nil {
+			return nil, prefixField(f.Name, err)
+		}
+		out[i] = x
+	}
+	return out, nil
+}
+
+// arrayOf converts a JSON array to an array of t's elements.
+func (v *jsonText) arrayOf(t value.ArrayType) (any, error) {
+	if v.c != '[' {
+		return nil, v.mismatch(t)
+	}
+	var arr []json.RawMessage
+	if err := json.Unmarshal(v.raw, &arr); err != nil {
+		return nil, fieldErr("", "malformed array", err)
+	}
+	out := make([]any, len(arr))
+	for i, e := range arr {
+		x, err := convertJSON(t.Element, e)
+		if err != nil {
+			return nil, prefixField(fmt.Sprintf("[%d]", i), err)
+		}
+		out[i] = x
+	}
+	return out, nil
+}
+
+// mapOf converts a JSON object to map entries in the object's order, its
+// keys converted as JSON strings.
+func (v *jsonText) mapOf(t value.MapType) (any, error) {
+	if v.c != '{' {
+		return nil, v.mismatch(t)
+	}
+	dec := json.NewDecoder(bytes.NewReader(v.raw))
+	_, _ = dec.Token()
+	var out []value.MapEntry
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
 			return nil, fieldErr("", "malformed object", err)
 		}
-		out := make([]any, len(tt.Fields))
-		for i, f := range tt.Fields {
-			v, err := convertJSON(f.Type, obj[f.Name])
-			if err != nil {
-				return nil, prefixField(f.Name, err)
-			}
-			out[i] = v
+		k, _ := kt.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fieldErr(k, "malformed value", err)
 		}
-		return out, nil
-	case value.ArrayType:
-		if c != '[' {
-			return nil, mismatch()
+		kv, err := convertJSON(t.Key, json.RawMessage(strconv.Quote(k)))
+		if err != nil {
+			return nil, prefixField(k, err)
 		}
-		var arr []json.RawMessage
-		if err := json.Unmarshal(raw, &arr); err != nil {
-			return nil, fieldErr("", "malformed array", err)
+		vv, err := convertJSON(t.Value, raw)
+		if err != nil {
+			return nil, prefixField(k, err)
 		}
-		out := make([]any, len(arr))
-		for i, e := range arr {
-			v, err := convertJSON(tt.Element, e)
-			if err != nil {
-				return nil, prefixField(fmt.Sprintf("[%d]", i), err)
-			}
-			out[i] = v
-		}
-		return out, nil
-	case value.MapType:
-		if c != '{' {
-			return nil, mismatch()
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		_, _ = dec.Token()
-		var out []value.MapEntry
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return nil, fieldErr("", "malformed object", err)
-			}
-			k, _ := kt.(string)
-			var v json.RawMessage
-			if err := dec.Decode(&v); err != nil {
-				return nil, fieldErr(k, "malformed value", err)
-			}
-			kv, err := convertJSON(tt.Key, json.RawMessage(strconv.Quote(k)))
-			if err != nil {
-				return nil, prefixField(k, err)
-			}
-			vv, err := convertJSON(tt.Value, v)
-			if err != nil {
-				return nil, prefixField(k, err)
-			}
-			out = append(out, value.MapEntry{Key: kv, Value: vv})
-		}
-		return out, nil
+		out = append(out, value.MapEntry{Key: kv, Value: vv})
 	}
-	return nil, mismatch()
+	return out, nil
 }
 
 func parseFloatText(s string, bits int) (float64, error) {

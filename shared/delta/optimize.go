@@ -44,6 +44,9 @@ type OptimizeOptions struct {
 	SeparateNulls string
 	// Now stamps the removes; nil means the table's clock.
 	Now func() time.Time
+	// DryRun plans the rewrite and reports it, counting the files and
+	// bytes it would remove, without writing or committing anything.
+	DryRun bool
 }
 
 // DefaultMaxDeletedShare is the deleted share past which Optimize folds a
@@ -64,6 +67,11 @@ type OptimizeResult struct {
 	// longer stored.
 	DeletionVectorsPurged int
 	RowsPurged            int64
+	// BytesRemoved and BytesAdded are the sizes of those files.
+	BytesRemoved, BytesAdded int64
+	// Version is the version committed; 0 when nothing was (a table's
+	// first version is never an OPTIMIZE), as on a dry run.
+	Version int64
 }
 
 // Optimize bin-packs the small files of the snapshot, partition by
@@ -158,7 +166,9 @@ func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (Optimize
 	if err := s.Protocol().CheckWrite(s.Metadata()); err != nil {
 		return OptimizeResult{}, fmt.Errorf("optimize %s: %w", s.Store().URL(), err)
 	}
-	var res OptimizeResult
+	if opts.DryRun {
+		return planned(work), nil
+	}
 	var removes []Remove
 	var adds []Add
 	for _, bin := range work {
@@ -176,13 +186,10 @@ func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (Optimize
 			// The remove carries the vector: the logical file is the
 			// pair of path and vector.
 			removes = append(removes, f.Remove(now.UnixMilli(), false))
-			if f.DeletionVector != nil {
-				res.DeletionVectorsPurged++
-				res.RowsPurged += f.DeletionVector.Cardinality
-			}
 		}
 		adds = append(adds, a...)
 	}
+	res := planned(work)
 	tx := s.NewTransaction(Operation{Name: "OPTIMIZE", Parameters: map[string]string{"predicate": "[]", "zOrderBy": "[]", "auto": "true"}})
 	for _, r := range removes {
 		tx.ReadFiles(r.Path)
@@ -196,11 +203,32 @@ func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (Optimize
 		metrics["numDeletionVectorRowsRemoved"] = strconv.FormatInt(res.RowsPurged, 10)
 	}
 	tx.SetMetrics(metrics)
-	if _, err := tx.Commit(ctx); err != nil {
+	committed, err := tx.Commit(ctx)
+	if err != nil {
 		return OptimizeResult{}, err
 	}
-	res.FilesRemoved, res.FilesAdded = len(removes), len(adds)
+	res.FilesAdded, res.Version = len(adds), committed.Version()
+	for _, a := range adds {
+		res.BytesAdded += a.Size
+	}
 	return res, nil
+}
+
+// planned counts what rewriting the bins of work removes: files, bytes,
+// and the deletion vectors folded with the rows they mark.
+func planned(work [][]Add) OptimizeResult {
+	var res OptimizeResult
+	for _, bin := range work {
+		for _, f := range bin {
+			res.FilesRemoved++
+			res.BytesRemoved += f.Size
+			if f.DeletionVector != nil {
+				res.DeletionVectorsPurged++
+				res.RowsPurged += f.DeletionVector.Cardinality
+			}
+		}
+	}
+	return res
 }
 
 // foldDeletionVector reports whether f's deletion vector marks more than

@@ -808,9 +808,8 @@ func writeRowGroupSafely(pw *parquet.GenericWriter[any], rg parquet.RowGroup) (e
 // column by column: each chunk's values are decoded and written to this
 // file's column writers without assembling rows, so a kept row costs a
 // decode and an encode of its values and no Go value per field. bounds
-// turns the kept values' extremes into the statistics; the columns whose
-// chunk bounds it does not trust take the source file's bounds, as for
-// row groups copied verbatim.
+// turns the kept values' extremes, taken in Delta's order, into the
+// statistics (see exactbounds.go).
 func (w *FileWriter) writeRowGroupKept(rg parquet.RowGroup, dropped []bool, bounds *chunkBounds) error {
 	if err := w.copiesRowGroups(); err != nil {
 		return err
@@ -895,10 +894,8 @@ func copyKeptValuesSafely(c parquet.ColumnChunk, cw *parquet.ColumnWriter, dropp
 // that dropped does not mark to cw and summarises them in s. It returns the number of values
 // written.
 func copyKeptValues(c parquet.ColumnChunk, cw *parquet.ColumnWriter, dropped []bool, bounds *chunkBounds, k int, buf, out []parquet.Value, s *leafSummary) (int64, error) {
-	typ := c.Type()
-	minMax := hasMinMax(bounds.types[k]) && !bounds.useFile[k]
-	var lo, hi parquet.Value
-	var haveBounds, loInPage, hiInPage bool
+	minMax := hasMinMax(bounds.types[k])
+	ext := bounds.extremes(k, c.Type())
 	var row, written int64
 	pages := c.Pages()
 	defer pages.Close()
@@ -922,15 +919,7 @@ func copyKeptValues(c parquet.ColumnChunk, cw *parquet.ColumnWriter, dropped []b
 					if v.IsNull() {
 						s.nulls++
 					} else if minMax {
-						switch {
-						case !haveBounds:
-							lo, hi, haveBounds = v, v, true
-							loInPage, hiInPage = true, true
-						case typ.Compare(v, lo) < 0:
-							lo, loInPage = v, true
-						case typ.Compare(v, hi) > 0:
-							hi, hiInPage = v, true
-						}
+						ext.add(v)
 					}
 					out = append(out, v)
 				}
@@ -952,35 +941,16 @@ func copyKeptValues(c parquet.ColumnChunk, cw *parquet.ColumnWriter, dropped []b
 				return 0, fmt.Errorf("read values: %w", rerr)
 			}
 		}
-		// Values point into the page, which is released now: extremes
-		// taken from it are cloned once per page (key-sorted data sets a
-		// new maximum on nearly every row).
-		if loInPage {
-			lo, loInPage = lo.Clone(), false
-		}
-		if hiInPage {
-			hi, hiInPage = hi.Clone(), false
-		}
+		ext.endPage() // the extremes' values point into the page
 		parquet.Release(p)
 	}
 	if row != int64(len(dropped)) {
 		return 0, fmt.Errorf("%d values for a row group of %d rows", row, len(dropped))
 	}
-	switch {
-	case s.nulls == written || !hasMinMax(bounds.types[k]):
-	case bounds.useFile[k]:
-		s.min, s.max = bounds.fileMin[k], bounds.fileMax[k]
-		s.unbounded = s.min == nil || s.max == nil
-	default:
-		var err error
-		if s.min, err = bounds.conv[k](lo); err != nil {
-			return 0, fmt.Errorf("min: %w", err)
-		}
-		if s.max, err = bounds.conv[k](hi); err != nil {
-			return 0, fmt.Errorf("max: %w", err)
-		}
+	if s.nulls == written || !minMax {
+		return written, nil
 	}
-	return written, nil
+	return written, bounds.setBounds(k, &ext, s)
 }
 
 func equalSer(a, b *string) bool {

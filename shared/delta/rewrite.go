@@ -183,132 +183,21 @@ func rewriteByRow(ctx context.Context, store objstore.Store, md Metadata, add Ad
 // written, when the file does not qualify for it. byPosition tells that
 // only opts.DropRows drop rows: a row group none of whose positions it
 // holds is copied without reading its keys, and the others are masked by
-// position.
+// position. Each row group is masked (dropMask), then appended as it is,
+// re-encoded without its dropped rows, or left out (appendGroup).
 func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, md Metadata, add Add, opts RewriteOptions, byPosition bool) (RewriteResult, bool, error) {
-	if ColumnMappingMode(md) != ColumnMappingNone {
-		return RewriteResult{}, false, nil
-	}
-	if m := opts.Write.ColumnMappingMode; m != "" && m != ColumnMappingNone {
-		return RewriteResult{}, false, nil
-	}
-	schema, err := value.ParseSchema(md.SchemaString)
-	if err != nil {
+	src, ok, err := openRowGroupSource(ctx, store, name, md, add, opts, byPosition)
+	if err != nil || !ok {
 		return RewriteResult{}, false, err
 	}
-	if !value.Equal(schema, opts.Write.Schema) || !slices.Equal(md.PartitionColumns, opts.Write.PartitionColumns) {
-		return RewriteResult{}, false, nil
-	}
-	isPart := map[string]bool{}
-	for _, c := range md.PartitionColumns {
-		isPart[c] = true
-	}
-	var dataFields []value.Field
-	for _, f := range schema.Fields {
-		if isPart[f.Name] {
-			continue
-		}
-		switch f.Type.(type) {
-		case value.Primitive, value.DecimalType:
-		default:
-			return RewriteResult{}, false, nil // nested: summaries need one leaf per field
-		}
-		dataFields = append(dataFields, f)
-	}
-	partVals := map[string]any{}
-	for _, c := range md.PartitionColumns {
-		f, _ := schema.Field(c)
-		v, err := ParsePartitionValue(f.Type, add.PartitionValues[c])
-		if err != nil {
-			return RewriteResult{}, false, nil // let the row path report it
-		}
-		partVals[c] = v
-	}
-
-	ra, f, err := openParquet(ctx, store, name, add.Size)
-	if err != nil {
+	rw, ok, err := src.output(ctx, store, md)
+	if err != nil || !ok {
 		return RewriteResult{}, false, err
 	}
-	if !strings.HasPrefix(f.Metadata().CreatedBy, dsdeltaCreatedBy) {
-		return RewriteResult{}, false, nil
-	}
-	root, nleaves, err := parquetTree(f.Metadata().Schema)
-	if err != nil {
-		return RewriteResult{}, false, err
-	}
-	if nleaves != len(dataFields) {
-		return RewriteResult{}, false, nil
-	}
-
-	// Key assemblers find the dropped rows; the chunk-bound converters
-	// summarise what is copied.
-	mode := ColumnMappingNone
-	keys := &asmBuilder{mode: mode, streams: make([]*colStream, nleaves)}
-	keyOut := make([]*asm, len(opts.Keys))
-	for i, k := range opts.Keys {
-		fld, _ := schema.Field(k)
-		if isPart[fld.Name] {
-			keyOut[i] = &asm{kind: asmConst, constant: partVals[fld.Name]}
-			continue
-		}
-		p := root.child(fld, mode)
-		if p == nil {
-			return RewriteResult{}, false, nil
-		}
-		if keyOut[i], err = keys.build(fld.Type, p, false); err != nil {
-			return RewriteResult{}, false, nil
-		}
-	}
-	bounds, err := newChunkBounds(root, dataFields, add)
-	if err != nil {
-		return RewriteResult{}, false, nil
-	}
-	var filterBounds *rowGroupBounds
-	if flt := opts.RowGroupFilter; flt != nil && flt.Keep != nil {
-		if fld, ok := schema.Field(flt.Column); ok && !isPart[fld.Name] {
-			filterBounds = newRowGroupBounds(f, root, fld, mode)
-		}
-	}
-
-	deleted, err := loadDeletedRows(ctx, store, add, f.NumRows())
-	if err != nil {
-		return RewriteResult{}, false, err
-	}
-	// copied tells, before any key is read, that row group g of n rows
-	// from base will be copied verbatim: no row of it is deleted, and
-	// neither a position nor (its bounds rule it out) a key of it dropped.
-	copied := func(g int, rg parquet.RowGroup, base, n int64) bool {
-		if deleted.countIn(base, n) > 0 {
-			return false
-		}
-		if byPosition {
-			return (deletedRows{opts.DropRows}).countIn(base, n) == 0
-		}
-		return opts.RowGroupFilter != nil && !filterBounds.keep(rg, opts.RowGroupFilter)
-	}
-
-	wo := opts.Write
-	wo.PartitionValues = partVals
-	if len(md.PartitionColumns) == 0 {
-		wo.PartitionValues = nil
-	}
-	if opts.CopyWithoutBloomFilters {
-		wo.withoutBloomFilters = filtersMissingFromCopies(f, root, schema, wo.BloomFilterColumns, copied)
-	}
-	rw := &rewriter{ctx: ctx, store: store, opts: wo, target: opts.TargetFileBytes, filterLeaves: bloomFilterLeaves(root, schema, wo)}
-	// The first output file decides whether this file qualifies: its
-	// Parquet schema must equal the source's for chunks to be copied.
-	if err := rw.open(); err != nil {
-		return RewriteResult{}, false, err
-	}
-	if !parquet.EqualNodes(rw.w.parquetSchema(), f.Schema()) {
-		rw.abort()
-		return RewriteResult{}, false, nil
-	}
-
 	var res RewriteResult
 	var base int64
 	var dropped []bool
-	for g, rg := range f.RowGroups() {
+	for g, rg := range src.f.RowGroups() {
 		if err := ctx.Err(); err != nil {
 			rw.abort()
 			return RewriteResult{}, false, err
@@ -317,91 +206,16 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 		if n == 0 {
 			continue
 		}
-		dropped = slices.Grow(dropped[:0], int(n))[:0]
-		drops, dels := int64(0), deleted.countIn(base, n)
-		var err error
-		if byPosition {
-			if (deletedRows{opts.DropRows}).countIn(base, n) > 0 {
-				for i := base; i < base+n; i++ {
-					d := deleted.has(i)
-					if !d && opts.DropRows.Contains(uint64(i)) {
-						d = true
-						drops++
-					}
-					dropped = append(dropped, d)
-				}
-			} else if dels > 0 {
-				dropped = deleted.mask(dropped, base, n)
-			}
-		} else if filterBounds.keep(rg, opts.RowGroupFilter) {
-			// Keys are read for every row, deleted ones included, so the
-			// mask lines up with the row group; Drop sees live rows only.
-			err = readRowGroup(ctx, ra, f, g, rg, keys.streams, keyOut, base, nil, func(key []any) error {
-				if deleted.has(base + int64(len(dropped))) {
-					dropped = append(dropped, true)
-					return nil
-				}
-				d := opts.Drop(key) || opts.DropRows != nil && opts.DropRows.Contains(uint64(base+int64(len(dropped))))
-				if d {
-					drops++
-				}
-				dropped = append(dropped, d)
-				return nil
-			})
-		} else if dels > 0 {
-			dropped = deleted.mask(dropped, base, n)
-		}
-		if err != nil {
+		var drops, dels int64
+		if dropped, drops, dels, err = src.dropMask(ctx, g, rg, base, dropped); err != nil {
 			rw.abort()
 			return RewriteResult{}, false, fmt.Errorf("row group %d: read keys: %w", g, err)
 		}
 		res.Dropped += drops
 		res.Deleted += dels
-		drops += dels
-		switch {
-		case drops == n:
-			// Nothing of this row group remains.
-		case drops == 0:
-			// Copied verbatim: parquet-go splices the pages and their
-			// indexes, and the chunks' statistics. Where those must not
-			// be copied as they are, the row group is written anew, with
-			// metadata of its own.
-			copied := !bounds.unsignedDecimalBounds(&f.Metadata().RowGroups[g])
-			var err error
-			if copied {
-				var leaves []leafSummary
-				if leaves, err = bounds.summarise(rg); err != nil {
-					rw.abort()
-					return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
-				}
-				err = rw.appendRowGroup(ra, f, g, true, func(w *FileWriter) error { return w.writeRowGroup(rg, leaves) })
-				copied = !errors.Is(err, errNotCopied)
-			}
-			if !copied {
-				dropped = append(dropped[:0], make([]bool, n)...)
-				err = rw.appendRowGroup(ra, f, g, false, func(w *FileWriter) error { return w.writeRowGroupKept(rg, dropped, bounds) })
-			}
-			if err != nil {
-				rw.abort()
-				return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
-			}
-			res.Rows += n
-			if copied {
-				res.RowGroupsCopied++
-			} else {
-				res.Reencoded += n
-				res.RowGroupsDecoded++
-				res.RowGroupsNotCopied++
-			}
-		default:
-			err := rw.appendRowGroup(ra, f, g, false, func(w *FileWriter) error { return w.writeRowGroupKept(rg, dropped, bounds) })
-			if err != nil {
-				rw.abort()
-				return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
-			}
-			res.Rows += n - drops
-			res.Reencoded += n - drops
-			res.RowGroupsDecoded++
+		if err := src.appendGroup(rw, g, rg, dropped, drops+dels, &res); err != nil {
+			rw.abort()
+			return RewriteResult{}, false, fmt.Errorf("row group %d: %w", g, err)
 		}
 		base += n
 	}
@@ -409,6 +223,268 @@ func rewriteByRowGroup(ctx context.Context, store objstore.Store, name string, m
 		return RewriteResult{}, false, err
 	}
 	return res, true, nil
+}
+
+// rowGroupSource is a source file of the row-group path, opened and found
+// to qualify, with what its row groups are masked and summarised with.
+type rowGroupSource struct {
+	opts       RewriteOptions
+	byPosition bool
+	schema     value.StructType
+	isPart     map[string]bool
+	// dataFields are the schema's fields stored in the file, one flat leaf
+	// each; partVals the file's partition values.
+	dataFields []value.Field
+	partVals   map[string]any
+
+	ra   *storeReaderAt
+	f    *parquet.File
+	root *pqNode
+	// Key assemblers find the dropped rows (keyOut, one per opts.Keys);
+	// the chunk-bound converters summarise what is copied.
+	keys         *asmBuilder
+	keyOut       []*asm
+	bounds       *chunkBounds
+	filterBounds *rowGroupBounds
+	deleted      deletedRows
+}
+
+// openRowGroupSource opens the source of the row-group path; ok is false
+// when it does not qualify: column mapping, a schema other than the
+// output's, nested columns, a file not written by dsdelta.
+func openRowGroupSource(ctx context.Context, store objstore.Store, name string, md Metadata, add Add, opts RewriteOptions, byPosition bool) (*rowGroupSource, bool, error) {
+	src := &rowGroupSource{opts: opts, byPosition: byPosition}
+	if ok, err := src.qualify(md, add); err != nil || !ok {
+		return nil, false, err
+	}
+	ra, f, err := openParquet(ctx, store, name, add.Size)
+	if err != nil {
+		return nil, false, err
+	}
+	if !strings.HasPrefix(f.Metadata().CreatedBy, dsdeltaCreatedBy) {
+		return nil, false, nil
+	}
+	root, nleaves, err := parquetTree(f.Metadata().Schema)
+	if err != nil {
+		return nil, false, err
+	}
+	if nleaves != len(src.dataFields) {
+		return nil, false, nil
+	}
+	src.ra, src.f, src.root = ra, f, root
+
+	mode := ColumnMappingNone
+	src.keys = &asmBuilder{mode: mode, streams: make([]*colStream, nleaves)}
+	src.keyOut = make([]*asm, len(opts.Keys))
+	for i, k := range opts.Keys {
+		fld, _ := src.schema.Field(k)
+		if src.isPart[fld.Name] {
+			src.keyOut[i] = &asm{kind: asmConst, constant: src.partVals[fld.Name]}
+			continue
+		}
+		p := root.child(fld, mode)
+		if p == nil {
+			return nil, false, nil
+		}
+		if src.keyOut[i], err = src.keys.build(fld.Type, p, false); err != nil {
+			return nil, false, nil
+		}
+	}
+	if src.bounds, err = newChunkBounds(root, src.dataFields, add); err != nil {
+		return nil, false, nil
+	}
+	if flt := opts.RowGroupFilter; flt != nil && flt.Keep != nil {
+		if fld, ok := src.schema.Field(flt.Column); ok && !src.isPart[fld.Name] {
+			src.filterBounds = newRowGroupBounds(f, root, fld, mode)
+		}
+	}
+	if src.deleted, err = loadDeletedRows(ctx, store, add, f.NumRows()); err != nil {
+		return nil, false, err
+	}
+	return src, true, nil
+}
+
+// qualify reads the table's schema and the file's partition values, and
+// reports whether they allow the row-group path.
+func (src *rowGroupSource) qualify(md Metadata, add Add) (bool, error) {
+	if ColumnMappingMode(md) != ColumnMappingNone {
+		return false, nil
+	}
+	if m := src.opts.Write.ColumnMappingMode; m != "" && m != ColumnMappingNone {
+		return false, nil
+	}
+	schema, err := value.ParseSchema(md.SchemaString)
+	if err != nil {
+		return false, err
+	}
+	if !value.Equal(schema, src.opts.Write.Schema) || !slices.Equal(md.PartitionColumns, src.opts.Write.PartitionColumns) {
+		return false, nil
+	}
+	src.schema = schema
+	src.isPart = map[string]bool{}
+	for _, c := range md.PartitionColumns {
+		src.isPart[c] = true
+	}
+	for _, f := range schema.Fields {
+		if src.isPart[f.Name] {
+			continue
+		}
+		switch f.Type.(type) {
+		case value.Primitive, value.DecimalType:
+		default:
+			return false, nil // nested: summaries need one leaf per field
+		}
+		src.dataFields = append(src.dataFields, f)
+	}
+	src.partVals = map[string]any{}
+	for _, c := range md.PartitionColumns {
+		f, _ := schema.Field(c)
+		v, err := ParsePartitionValue(f.Type, add.PartitionValues[c])
+		if err != nil {
+			return false, nil // let the row path report it
+		}
+		src.partVals[c] = v
+	}
+	return true, nil
+}
+
+// output opens the rewriter of the source's rows; ok is false, with
+// nothing written, when the first output file's Parquet schema differs
+// from the source's, as chunks are copied only between equal schemas.
+func (src *rowGroupSource) output(ctx context.Context, store objstore.Store, md Metadata) (*rewriter, bool, error) {
+	wo := src.opts.Write
+	wo.PartitionValues = src.partVals
+	if len(md.PartitionColumns) == 0 {
+		wo.PartitionValues = nil
+	}
+	if src.opts.CopyWithoutBloomFilters {
+		wo.withoutBloomFilters = filtersMissingFromCopies(src.f, src.root, src.schema, wo.BloomFilterColumns, src.copiedVerbatim)
+	}
+	rw := &rewriter{ctx: ctx, store: store, opts: wo, target: src.opts.TargetFileBytes, filterLeaves: bloomFilterLeaves(src.root, src.schema, wo)}
+	if err := rw.open(); err != nil {
+		return nil, false, err
+	}
+	if !parquet.EqualNodes(rw.w.parquetSchema(), src.f.Schema()) {
+		rw.abort()
+		return nil, false, nil
+	}
+	return rw, true, nil
+}
+
+// copiedVerbatim tells, before any key is read, that row group g of n
+// rows from base will be copied verbatim: no row of it is deleted, and
+// neither a position nor (its bounds rule it out) a key of it dropped.
+func (src *rowGroupSource) copiedVerbatim(g int, rg parquet.RowGroup, base, n int64) bool {
+	if src.deleted.countIn(base, n) > 0 {
+		return false
+	}
+	if src.byPosition {
+		return (deletedRows{src.opts.DropRows}).countIn(base, n) == 0
+	}
+	return src.opts.RowGroupFilter != nil && !src.filterBounds.keep(rg, src.opts.RowGroupFilter)
+}
+
+// dropMask sets dropped, reused, to whether each row of row group g (from
+// row base) is left out, reading its keys only where a key may be
+// dropped. It counts the rows dropped by key or position (drops) and
+// those the deletion vector deleted (dels); when neither leaves any row
+// out, dropped may be empty.
+func (src *rowGroupSource) dropMask(ctx context.Context, g int, rg parquet.RowGroup, base int64, dropped []bool) (_ []bool, drops, dels int64, err error) {
+	n := rg.NumRows()
+	dropped = slices.Grow(dropped[:0], int(n))[:0]
+	dels = src.deleted.countIn(base, n)
+	opts := src.opts
+	switch {
+	case src.byPosition:
+		if (deletedRows{opts.DropRows}).countIn(base, n) > 0 {
+			for i := base; i < base+n; i++ {
+				d := src.deleted.has(i)
+				if !d && opts.DropRows.Contains(uint64(i)) {
+					d = true
+					drops++
+				}
+				dropped = append(dropped, d)
+			}
+		} else if dels > 0 {
+			dropped = src.deleted.mask(dropped, base, n)
+		}
+	case src.filterBounds.keep(rg, opts.RowGroupFilter):
+		// Keys are read for every row, deleted ones included, so the
+		// mask lines up with the row group; Drop sees live rows only.
+		err = readRowGroup(ctx, src.ra, src.f, g, rg, src.keys.streams, src.keyOut, base, nil, func(key []any) error {
+			if src.deleted.has(base + int64(len(dropped))) {
+				dropped = append(dropped, true)
+				return nil
+			}
+			d := opts.Drop(key) || opts.DropRows != nil && opts.DropRows.Contains(uint64(base+int64(len(dropped))))
+			if d {
+				drops++
+			}
+			dropped = append(dropped, d)
+			return nil
+		})
+	case dels > 0:
+		dropped = src.deleted.mask(dropped, base, n)
+	}
+	return dropped, drops, dels, err
+}
+
+// appendGroup appends row group g to rw without the out rows dropped
+// marks, and counts it in res: left out when nothing of it remains,
+// re-encoded when some rows go, copied verbatim otherwise (copyGroup).
+func (src *rowGroupSource) appendGroup(rw *rewriter, g int, rg parquet.RowGroup, dropped []bool, out int64, res *RewriteResult) error {
+	n := rg.NumRows()
+	switch {
+	case out == n:
+		return nil // nothing of this row group remains
+	case out > 0:
+		if err := rw.appendRowGroup(src.ra, src.f, g, false, func(w *FileWriter) error { return w.writeRowGroupKept(rg, dropped, src.bounds) }); err != nil {
+			return err
+		}
+		res.Rows += n - out
+		res.Reencoded += n - out
+		res.RowGroupsDecoded++
+		return nil
+	}
+	copied, err := src.copyGroup(rw, g, rg, dropped)
+	if err != nil {
+		return err
+	}
+	res.Rows += n
+	if copied {
+		res.RowGroupsCopied++
+	} else {
+		res.Reencoded += n
+		res.RowGroupsDecoded++
+		res.RowGroupsNotCopied++
+	}
+	return nil
+}
+
+// copyGroup appends row group g, all of whose rows are kept, verbatim:
+// parquet-go splices the pages and their indexes, and the chunks'
+// statistics. Where those must not be copied as they are, the row group
+// is written anew, with metadata of its own, and copied is false. dropped
+// is a buffer to reuse.
+func (src *rowGroupSource) copyGroup(rw *rewriter, g int, rg parquet.RowGroup, dropped []bool) (copied bool, err error) {
+	copied = !src.bounds.unsignedDecimalBounds(&src.f.Metadata().RowGroups[g])
+	if copied {
+		// Summarised once the chunks are fetched: a wide decimal's bounds
+		// are read from its values (see exactbounds.go).
+		err = rw.appendRowGroup(src.ra, src.f, g, true, func(w *FileWriter) error {
+			leaves, err := src.bounds.summarise(rg)
+			if err != nil {
+				return err
+			}
+			return w.writeRowGroup(rg, leaves)
+		})
+		if !errors.Is(err, errNotCopied) {
+			return true, err
+		}
+	}
+	kept := append(dropped[:0], make([]bool, rg.NumRows())...)
+	err = rw.appendRowGroup(src.ra, src.f, g, false, func(w *FileWriter) error { return w.writeRowGroupKept(rg, kept, src.bounds) })
+	return false, err
 }
 
 // filtersMissingFromCopies returns the columns of cols (bloom filter
@@ -653,113 +729,4 @@ func (r *rewriter) abort() {
 		r.w.Abort()
 		r.w = nil
 	}
-}
-
-// chunkBounds turns a row group's footer statistics into the leaf
-// summaries of its data columns.
-type chunkBounds struct {
-	types []value.Type
-	conv  []func(parquet.Value) (any, error)
-	// fileMin/fileMax: the source file's bounds, used where the chunk's
-	// cannot be (nil: unknown).
-	fileMin, fileMax []any
-	useFile          []bool
-}
-
-func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, error) {
-	b := &chunkBounds{
-		types:   make([]value.Type, len(fields)),
-		conv:    make([]func(parquet.Value) (any, error), len(fields)),
-		fileMin: make([]any, len(fields)),
-		fileMax: make([]any, len(fields)),
-		useFile: make([]bool, len(fields)),
-	}
-	st, stErr := ParseStats(add.Stats)
-	for k, f := range fields {
-		p := root.child(f, ColumnMappingNone)
-		if p == nil || p.leaf != k {
-			return nil, fmt.Errorf("column %q is not leaf %d", f.Name, k)
-		}
-		b.types[k] = f.Type
-		if !hasMinMax(f.Type) {
-			continue
-		}
-		// parquet-go orders FIXED_LEN_BYTE_ARRAY bounds as unsigned bytes,
-		// wrong for negative decimals, and its float bounds do not say
-		// whether a NaN was seen: take the source file's bounds for those.
-		if !boundsAsDelta(f.Type) {
-			b.useFile[k] = true
-			if stErr == nil {
-				if lo, hi, ok := st.MinMax(f.Name, f.Type); ok {
-					b.fileMin[k], b.fileMax[k] = lo, hi
-				}
-			}
-			continue
-		}
-		conv, err := converter(f.Type, p, nil)
-		if err != nil {
-			return nil, err
-		}
-		b.conv[k] = conv
-	}
-	return b, nil
-}
-
-// unsignedDecimalBounds reports whether a row group's chunk statistics
-// have bounds for a leaf whose Parquet bounds are not its Delta ones, a
-// decimal of more than 18 digits: parquet-go's, in unsigned order (files
-// written before wideDecimalOptions, see decimalindex.go), which a copy of
-// the row group would keep. (Floats' are in the right order; what they do
-// not tell is taken from the source's add.stats, see useFile.)
-func (b *chunkBounds) unsignedDecimalBounds(rg *format.RowGroup) bool {
-	for k, t := range b.types {
-		if _, ok := t.(value.DecimalType); !ok || boundsAsDelta(t) || k >= len(rg.Columns) {
-			continue
-		}
-		if st := &rg.Columns[k].MetaData.Statistics; st.MinValue != nil || st.MaxValue != nil || st.Min != nil || st.Max != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func (b *chunkBounds) summarise(rg parquet.RowGroup) ([]leafSummary, error) {
-	chunks := rg.ColumnChunks()
-	if len(chunks) != len(b.types) {
-		return nil, fmt.Errorf("row group has %d column chunks, schema has %d columns", len(chunks), len(b.types))
-	}
-	n := rg.NumRows()
-	out := make([]leafSummary, len(chunks))
-	for k, c := range chunks {
-		fc, ok := c.(*parquet.FileColumnChunk)
-		if !ok {
-			return nil, fmt.Errorf("column %d is not a file column chunk", k)
-		}
-		s := &out[k]
-		s.nulls = fc.NullCount()
-		if s.nulls < 0 || s.nulls > n {
-			return nil, fmt.Errorf("column %d: null count %d of %d rows", k, s.nulls, n)
-		}
-		if s.nulls == n || !hasMinMax(b.types[k]) {
-			continue
-		}
-		if b.useFile[k] {
-			s.min, s.max = b.fileMin[k], b.fileMax[k]
-			s.unbounded = s.min == nil || s.max == nil
-			continue
-		}
-		lo, hi, ok := fc.Bounds()
-		if !ok {
-			s.unbounded = true
-			continue
-		}
-		var err error
-		if s.min, err = b.conv[k](lo); err != nil {
-			return nil, fmt.Errorf("column %d: min: %w", k, err)
-		}
-		if s.max, err = b.conv[k](hi); err != nil {
-			return nil, fmt.Errorf("column %d: max: %w", k, err)
-		}
-	}
-	return out, nil
 }

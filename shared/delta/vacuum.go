@@ -35,6 +35,14 @@ type VacuumResult struct {
 	Cutoff    time.Time
 	Retention time.Duration
 	DryRun    bool
+	// KeptFiles and KeptBytes count the files vacuum considered and kept:
+	// referenced, or too recent to judge.
+	KeptFiles int
+	KeptBytes int64
+	// StartVersion and EndVersion are the versions of the VACUUM START and
+	// VACUUM END commits; 0 when not committed (a dry run, or a table this
+	// package may not write, see Vacuum).
+	StartVersion, EndVersion int64
 }
 
 // Vacuum deletes files under the table root that no retained version
@@ -63,8 +71,8 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		retention = tableRetention
 	}
 	if retention < 0 || (retention < tableRetention && !opts.Force) {
-		return VacuumResult{}, fmt.Errorf("vacuum %s: retention %s, table minimum %s (set Force to override): %w",
-			t.store.URL(), retention, tableRetention, ErrRetentionTooShort)
+		return VacuumResult{}, fmt.Errorf("vacuum %s: retention %s is below the table's %s of %s, the time a reader of an older version or a write in flight may need its files (forcing overrides): %w",
+			t.store.URL(), retention, PropDeletedFileRetention, tableRetention, ErrRetentionTooShort)
 	}
 	now := t.now
 	if opts.Now != nil {
@@ -78,7 +86,12 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		return VacuumResult{}, fmt.Errorf("vacuum %s: %w", t.store.URL(), err)
 	}
 	err = t.store.List(ctx, "", "", func(info objstore.Info) error {
-		if hiddenFromVacuum(info.Name) || keep[info.Name] || keep[dvKeepKey(info.Name)] || info.Updated.After(cutoff) {
+		if hiddenFromVacuum(info.Name) {
+			return nil
+		}
+		if keep[info.Name] || keep[dvKeepKey(info.Name)] || info.Updated.After(cutoff) {
+			res.KeptFiles++
+			res.KeptBytes += info.Size
 			return nil
 		}
 		res.Files = append(res.Files, info.Name)
@@ -106,6 +119,7 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		if snap, err = start.Commit(ctx); err != nil {
 			return VacuumResult{}, fmt.Errorf("vacuum %s: %w", t.store.URL(), err)
 		}
+		res.StartVersion = snap.Version()
 	}
 	var (
 		mu      sync.Mutex
@@ -128,9 +142,11 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 	if writable {
 		end := snap.NewTransaction(Operation{Name: "VACUUM END", Parameters: map[string]string{"status": "COMPLETED"}})
 		end.SetMetrics(map[string]string{"numDeletedFiles": strconv.Itoa(deleted), "numVacuumedDirectories": "0"})
-		if _, err := end.Commit(ctx); err != nil {
+		ended, err := end.Commit(ctx)
+		if err != nil {
 			return res, fmt.Errorf("vacuum %s: files deleted, but recording VACUUM END failed: %w", t.store.URL(), err)
 		}
+		res.EndVersion = ended.Version()
 	}
 	return res, nil
 }

@@ -4,7 +4,8 @@
 // for by a wake-up that can be delivered again) and MaintainAll (the
 // scheduled round over every table), and for the CLI RunOnce (one pass of
 // an embedded run: stage, merge, maintain), Unmerged and Replay (stage
-// again after a fix, and merge) — over the object-store and
+// again after a fix, and merge), and Describe (what a Delta table's
+// snapshot says of it) — over the object-store and
 // coordination interfaces, so the cloud functions, the CLI's embedded run
 // and the emulator run the same code.
 //

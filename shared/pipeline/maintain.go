@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"path"
 	"slices"
@@ -142,7 +143,7 @@ func (p *Pipeline) compactTables(ctx context.Context, tableID string, tabs cdc.T
 		var r delta.OptimizeResult
 		err := p.compactOptimistically(ctx, tableID, store, res, func(ctx context.Context) error {
 			var err error
-			r, err = compact(ctx, store, target, clock)
+			r, err = Compact(ctx, store, CompactOptions{TargetFileBytes: target, Now: clock})
 			return err
 		})
 		if err != nil {
@@ -167,25 +168,35 @@ func (p *Pipeline) compactTables(ctx context.Context, tableID string, tabs cdc.T
 }
 
 // compactOptimistically runs one optimistic rewrite of the Delta table in
-// store (op reads a fresh snapshot on each call). Losing the race to a
-// concurrent commit (delta.ErrConflict) is no failure: op runs again once,
-// and after a second loss the table is left as the winners made it, with
-// res.Conflicts counting it. The files a losing attempt wrote are
-// referenced by no commit; vacuum deletes them after the retention.
+// store as Optimistically does, res.Conflicts counting a second loss.
 func (p *Pipeline) compactOptimistically(ctx context.Context, tableID string, store objstore.Store, res *MaintainResult, op func(context.Context) error) error {
+	lost, err := Optimistically(ctx, p.log().With("table", tableID), store, op)
+	if lost {
+		res.Conflicts++
+	}
+	return err
+}
+
+// Optimistically runs op, one optimistic rewrite of the Delta table in
+// store that reads a fresh snapshot on each call, by maintenance's rule:
+// losing the race to a concurrent commit (delta.ErrConflict) is no
+// failure; op runs again once, and after a second loss lost is true and
+// the table is left as the winners made it. The files a losing attempt
+// wrote are referenced by no commit; vacuum deletes them after the
+// retention. Each loss is logged to logger.
+func Optimistically(ctx context.Context, logger *slog.Logger, store objstore.Store, op func(context.Context) error) (lost bool, err error) {
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
 		if !errors.Is(err, delta.ErrConflict) {
-			return err
+			return false, err
 		}
 		if attempt == compactAttempts {
-			p.log().Info("compaction lost to a concurrent commit again; left to the next maintenance run", "event", "compact_conflict",
-				"table", tableID, "delta_table", store.URL(), "attempts", attempt, "error", err)
-			res.Conflicts++
-			return nil
+			logger.Info("compaction lost to a concurrent commit again; left to the next maintenance run", "event", "compact_conflict",
+				"delta_table", store.URL(), "attempts", attempt, "error", err)
+			return true, nil
 		}
-		p.log().Info("compaction lost to a concurrent commit; trying again from a fresh snapshot", "event", "compact_conflict",
-			"table", tableID, "delta_table", store.URL(), "attempt", attempt, "error", err)
+		logger.Info("compaction lost to a concurrent commit; trying again from a fresh snapshot", "event", "compact_conflict",
+			"delta_table", store.URL(), "attempt", attempt, "error", err)
 	}
 }
 
@@ -323,18 +334,55 @@ func (p *Pipeline) dropStalePlans(ctx context.Context, tableID string, res *Main
 	return nil
 }
 
-// compact bin-packs the small files of a table, the current state
-// clustered by key (see delta.Snapshot.Optimize); a table not created yet
-// has nothing to compact.
-func compact(ctx context.Context, store objstore.Store, target int64, clock func() time.Time) (delta.OptimizeResult, error) {
-	snap, err := delta.Open(store).Snapshot(ctx)
-	if errors.Is(err, delta.ErrNotATable) {
-		return delta.OptimizeResult{}, nil
-	}
-	if err != nil {
+// CompactOptions tune Compact.
+type CompactOptions struct {
+	// TargetFileBytes is the size of the files written (the table's
+	// target_file_bytes).
+	TargetFileBytes int64
+	// Now stamps the removes; nil means the table's clock.
+	Now func() time.Time
+	// DryRun reports what would be rewritten, writing nothing.
+	DryRun bool
+}
+
+// Compact bin-packs the small files of the Delta table in store as
+// maintenance does, with the options of cdc.CompactionOptions: a
+// current-state table clustered by key, any table's deletion vectors
+// folded (see delta.Snapshot.Optimize). A table not created yet has
+// nothing to compact. It commits optimistically once; Optimistically
+// decides what a lost race means.
+func Compact(ctx context.Context, store objstore.Store, opts CompactOptions) (delta.OptimizeResult, error) {
+	snap, o, err := compactionSnapshot(ctx, store)
+	if snap == nil {
 		return delta.OptimizeResult{}, err
 	}
-	o := cdc.CompactionOptions(snap)
-	o.TargetFileBytes, o.Now = target, clock
+	o.TargetFileBytes, o.Now, o.DryRun = opts.TargetFileBytes, opts.Now, opts.DryRun
 	return snap.Optimize(ctx, o)
+}
+
+// RepairStats repairs the statistics older releases wrote wrong in the
+// Delta table in store (see delta.Snapshot.RepairStats), rewriting files
+// with the bloom filters and pages compaction gives them. A table not
+// created yet has nothing to repair. It commits optimistically once, as
+// Compact does.
+func RepairStats(ctx context.Context, store objstore.Store, dryRun bool) (delta.RepairStatsResult, error) {
+	snap, o, err := compactionSnapshot(ctx, store)
+	if snap == nil {
+		return delta.RepairStatsResult{}, err
+	}
+	return snap.RepairStats(ctx, delta.RepairStatsOptions{BloomFilterColumns: o.BloomFilterColumns, PageBytes: o.PageBytes, DryRun: dryRun})
+}
+
+// compactionSnapshot reads the Delta table in store and the options
+// maintenance writes its files with (cdc.CompactionOptions); a nil
+// snapshot, and no error, when the table is not created yet.
+func compactionSnapshot(ctx context.Context, store objstore.Store) (*delta.Snapshot, delta.OptimizeOptions, error) {
+	snap, err := delta.Open(store).Snapshot(ctx)
+	if errors.Is(err, delta.ErrNotATable) {
+		return nil, delta.OptimizeOptions{}, nil
+	}
+	if err != nil {
+		return nil, delta.OptimizeOptions{}, err
+	}
+	return snap, cdc.CompactionOptions(snap), nil
 }

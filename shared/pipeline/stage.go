@@ -583,208 +583,293 @@ func (s *stager) check(events *datastream.Events) error {
 	return nil
 }
 
-// stagePart writes one part's events as a staged Parquet file.
+// stagePart writes one part's events as a staged Parquet file: their
+// schemas unified into one, their rows in key order, and beside the file
+// the hashes of their keys.
 func (s *stager) stagePart(ctx context.Context, events *datastream.Events, mem int64) error {
-	m, f := s.m, s.f
+	m := s.m
 	part := stagedPart{Events: int64(events.Len()), MemBytes: mem}
 	if s.format == datastream.FormatJSONL {
-		if s.known == nil {
-			known, err := s.p.sourceSchema(ctx, m.Table)
-			if err != nil {
-				return err
-			}
-			// Ignored columns are dropped below whatever they hold, so
-			// their values must not be held to the table's type.
-			known = dropColumns(known, s.tc.IgnoreColumns)
-			if s.tc.SchemaMode == config.SchemaOverwrite {
-				// The file's own values decide its schema: the source's
-				// as of the file's changes. The merge lets it replace the
-				// table's only when the file holds the newest change
-				// (files arrive in any order).
-				known = value.StructType{}
-			}
-			s.known = &known
-		}
-		// A value that does not fit the table's type is a bad record
-		// naming the file, line and column: the file is quarantined.
-		unified, err := events.UnifyJSON(*s.known)
+		untyped, err := s.typeJSON(ctx, events)
 		if err != nil {
 			return err
 		}
-		part.Untyped = untypedColumns(events, unified, *s.known)
+		part.Untyped = untyped
 	}
-	var (
-		schema  value.StructType
-		schemas []value.StructType
-		rowSch  = make([]int, 0, events.Len()) // index into schemas per event
-		// The part's source dates: one date makes a dated part.
-		firstDay, lastDay value.Days
-	)
-	for i, ev := range events.All() {
-		day := value.DaysOf(ev.SourceTimestamp.Time())
-		if i == 0 {
-			firstDay, lastDay = day, day
-		}
-		firstDay, lastDay = min(firstDay, day), max(lastDay, day)
-		if len(schemas) == 0 {
-			schema = ev.Schema
-		}
-		if len(schemas) == 0 || !value.Equal(schemas[len(schemas)-1], ev.Schema) {
-			merged, _, err := cdc.MergeSchemas(schema, ev.Schema)
-			if err != nil {
-				return permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
-			}
-			schema = merged
-			schemas = append(schemas, ev.Schema)
-		}
-		rowSch = append(rowSch, len(schemas)-1)
-		if bytes.Compare(ev.Order.Bytes, part.MaxOrder) > 0 {
-			part.MaxOrder = ev.Order.Bytes
-		}
-	}
-	part.MaxOrder = bytes.Clone(part.MaxOrder) // not the decoder's arena
-	schema = dropColumns(schema, s.tc.IgnoreColumns)
-	if err := cdc.ValidateSource(schema); err != nil {
-		return permanentError{fmt.Errorf("%s: %w", f.Name, err)}
-	}
-	hs := cdc.HistorySchema(schema)
-	base := fmt.Sprintf("%s-%s-%d", s.id, uuid.NewString()[:8], len(m.Parts))
-	wo := delta.WriteOptions{Schema: hs, Dir: stagingDir(m.Table), FileName: base + ".snappy.parquet", DataChange: true, ValueArrays: &s.p.valueArrays}
-	if firstDay == lastDay && events.Len() > 0 {
-		// As the history table writes its files: the date is the
-		// partition's, not a column (cdc.HistoryFile).
-		wo.PartitionColumns = []string{cdc.ColSourceDate}
-		wo.PartitionValues = map[string]any{cdc.ColSourceDate: firstDay}
-	}
-	if len(m.Key) > 0 {
-		wo.RowGroupRows = s.p.partGroupRows(int64(events.Len()))
-	}
-	w, err := delta.NewFileWriter(ctx, s.p.Lake, wo)
+	ps, err := s.partSchema(events)
 	if err != nil {
 		return err
 	}
-	from := make([]value.StructType, len(schemas))
-	same := make([]bool, len(schemas)) // rows of the part's schema as they are
-	for i, sc := range schemas {
-		from[i] = cdc.HistorySchema(sc)
-		same[i] = value.Equal(from[i], hs)
+	part.MaxOrder = ps.maxOrder
+	base := fmt.Sprintf("%s-%s-%d", s.id, uuid.NewString()[:8], len(m.Parts))
+	w, err := delta.NewFileWriter(ctx, s.p.Lake, s.writeOptions(base, ps, events.Len()))
+	if err != nil {
+		return err
 	}
-	// Rows are written in key order: the codes are taken in a first pass,
-	// and each row is built again when written, so that a part holds its
-	// events and their codes, not also every row.
-	n := events.Len()
-	hist := cdc.NewHistoryRows()
-	// Each row is taken (its key coded, or its values converted by the
-	// writer) before the next is asked for: one row's array serves all.
-	var last []any
-	row := func(i int) ([]any, error) {
-		ev := events.At(i)
-		r := hist.RowInto(last, ev)
-		last = r
-		if same[rowSch[i]] {
-			return r, nil
-		}
-		r, err := cdc.Conform(r, from[rowSch[i]], hs)
-		if err != nil {
-			return nil, permanentError{fmt.Errorf("%s: record %d: %w", f.Name, ev.Meta.Record, err)}
-		}
-		return r, nil
-	}
+	rows := newPartRows(events, ps, s.f.Name)
 	var keys *keyCodes
 	if len(m.Key) > 0 {
-		if keyIdx, err := cdc.KeyIndexes(hs, m.Key); err == nil {
-			keys = &keyCodes{idx: keyIdx, codeList: codeList{at: make([]int32, 1, n+1)}, rows: n}
-			for i := range n {
-				var err error
-				if ev := events.At(i); same[rowSch[i]] {
-					// The history row would be the metadata, then ev.Row.
-					err = keys.add(ev.Row, len(hs.Fields)-len(ev.Row), hs)
-				} else if r, rerr := row(i); rerr != nil {
-					err = rerr
-				} else {
-					err = keys.add(r, 0, hs)
-				}
-				if err != nil {
-					w.Abort()
-					return permanentError{fmt.Errorf("%s: record %d: %w", f.Name, events.At(i).Meta.Record, err)}
-				}
-			}
+		if keys, err = rows.codeKeys(m.Key); err != nil {
+			w.Abort()
+			return err
 		}
 	}
-	order := keys.sorted(n)
-	var hashes []byte
-	if keys != nil {
-		part.KeyCode, part.KeyEvery = cdc.RangeCodeVersion, max(1, int64(n/keySampleSize))
-		for j := int64(0); j < int64(len(order)); j += part.KeyEvery {
-			part.KeySample = append(part.KeySample, bytes.Clone(keys.code(order[j])))
-		}
-		part.KeyMax = bytes.Clone(keys.code(order[len(order)-1]))
-		sums := make([]uint64, n)
-		for i := range sums {
-			sums[i] = cdc.KeyOrderHash(keys.code(int32(i)), events.At(i).Order.Bytes)
-		}
-		slices.Sort(sums)
-		hashes = make([]byte, 0, 8*n)
-		for _, h := range sums {
-			hashes = binary.LittleEndian.AppendUint64(hashes, h)
-		}
-	}
+	order := keys.sorted(events.Len())
 	// The key hashes are written while the part is: their object's sync
 	// waits beside the part's encoding, not after the part's own sync.
-	hashesName := stagingDir(m.Table) + "/" + base + keyHashesSuffix
-	var hashesDone chan error
-	if hashes != nil {
-		hashesDone = make(chan error, 1)
-		go func() {
-			_, err := s.p.Lake.Write(ctx, hashesName, bytes.NewReader(hashes), objstore.WriteOptions{ContentType: "application/octet-stream"})
-			hashesDone <- err
-		}()
+	var hashes *keyHashesWrite
+	if keys != nil {
+		hashes = s.writeKeyHashes(ctx, stagingDir(m.Table)+"/"+base+keyHashesSuffix, part.sampleKeys(keys, order, events))
 	}
-	// hashesWritten waits for the key hashes; after a failure of the part,
-	// with drop, it removes them: the part is not staged.
-	hashesWritten := func(drop bool) error {
-		if hashesDone == nil {
-			return nil
-		}
-		err := <-hashesDone
-		hashesDone = nil
-		if err == nil && drop {
-			_ = s.p.Lake.Delete(context.WithoutCancel(ctx), hashesName)
-		}
-		return err
-	}
-	// The rows are made in the order the events were decoded, which is
-	// the order their values lie in memory, and written in key order
-	// (delta.FileWriter.WriteInOrder).
-	err = w.WriteInOrder(n, order, func(i int) ([]any, error) {
-		r, err := row(i)
-		// The row holds what the writer still needs of the event, and
-		// only until it is converted: let the rest go.
-		*events.At(i) = datastream.Event{}
-		return r, err
-	})
+	add, err := rows.write(ctx, w, order)
 	if err != nil {
-		w.Abort()
-		_ = hashesWritten(true)
+		_ = hashes.wait(ctx, true)
 		return err
 	}
-	add, err := w.Close(ctx)
-	if err != nil {
-		_ = hashesWritten(true)
-		return err
-	}
-	part.Add, part.Schema = add, hs.SchemaString()
+	part.Add, part.Schema = add, ps.hs.SchemaString()
 	if hashes != nil {
-		if err := hashesWritten(false); err != nil {
+		if err := hashes.wait(ctx, false); err != nil {
 			if name, nerr := add.ObjectName(); nerr == nil {
 				_ = s.p.Lake.Delete(context.WithoutCancel(ctx), name)
 			}
 			return fmt.Errorf("write the key hashes of a staged part: %w", err)
 		}
-		part.KeyHashes = hashesName
+		part.KeyHashes = hashes.name
 	}
 	m.Parts = append(m.Parts, part)
 	return nil
+}
+
+// typeJSON types a JSON part's payloads by the table's source schema,
+// read once per file, and returns the columns it guessed the type of
+// (untypedColumns).
+func (s *stager) typeJSON(ctx context.Context, events *datastream.Events) ([]string, error) {
+	if s.known == nil {
+		known, err := s.p.sourceSchema(ctx, s.m.Table)
+		if err != nil {
+			return nil, err
+		}
+		// Ignored columns are dropped below whatever they hold, so
+		// their values must not be held to the table's type.
+		known = dropColumns(known, s.tc.IgnoreColumns)
+		if s.tc.SchemaMode == config.SchemaOverwrite {
+			// The file's own values decide its schema: the source's
+			// as of the file's changes. The merge lets it replace the
+			// table's only when the file holds the newest change
+			// (files arrive in any order).
+			known = value.StructType{}
+		}
+		s.known = &known
+	}
+	// A value that does not fit the table's type is a bad record
+	// naming the file, line and column: the file is quarantined.
+	unified, err := events.UnifyJSON(*s.known)
+	if err != nil {
+		return nil, err
+	}
+	return untypedColumns(events, unified, *s.known), nil
+}
+
+// partSchema is the schema of a part's rows, and what else one pass over
+// its events finds.
+type partSchema struct {
+	hs      value.StructType   // the history schema of the part's rows
+	schemas []value.StructType // the events' schemas, each where it changes
+	rowSch  []int              // index into schemas per event
+	// The part's source dates: one date makes a dated part.
+	firstDay, lastDay value.Days
+	maxOrder          []byte // the greatest ordering key, cloned
+}
+
+// partSchema unifies the schemas of a part's events, less the table's
+// ignored columns, into the history schema of its rows.
+func (s *stager) partSchema(events *datastream.Events) (partSchema, error) {
+	var schema value.StructType
+	ps := partSchema{rowSch: make([]int, 0, events.Len())}
+	for i, ev := range events.All() {
+		day := value.DaysOf(ev.SourceTimestamp.Time())
+		if i == 0 {
+			ps.firstDay, ps.lastDay = day, day
+		}
+		ps.firstDay, ps.lastDay = min(ps.firstDay, day), max(ps.lastDay, day)
+		if len(ps.schemas) == 0 {
+			schema = ev.Schema
+		}
+		if len(ps.schemas) == 0 || !value.Equal(ps.schemas[len(ps.schemas)-1], ev.Schema) {
+			merged, _, err := cdc.MergeSchemas(schema, ev.Schema)
+			if err != nil {
+				return partSchema{}, permanentError{fmt.Errorf("%s: record %d: %w", s.f.Name, ev.Meta.Record, err)}
+			}
+			schema = merged
+			ps.schemas = append(ps.schemas, ev.Schema)
+		}
+		ps.rowSch = append(ps.rowSch, len(ps.schemas)-1)
+		if bytes.Compare(ev.Order.Bytes, ps.maxOrder) > 0 {
+			ps.maxOrder = ev.Order.Bytes
+		}
+	}
+	ps.maxOrder = bytes.Clone(ps.maxOrder) // not the decoder's arena
+	schema = dropColumns(schema, s.tc.IgnoreColumns)
+	if err := cdc.ValidateSource(schema); err != nil {
+		return partSchema{}, permanentError{fmt.Errorf("%s: %w", s.f.Name, err)}
+	}
+	ps.hs = cdc.HistorySchema(schema)
+	return ps, nil
+}
+
+// writeOptions are those of a part of n rows named base.
+func (s *stager) writeOptions(base string, ps partSchema, n int) delta.WriteOptions {
+	wo := delta.WriteOptions{Schema: ps.hs, Dir: stagingDir(s.m.Table), FileName: base + ".snappy.parquet", DataChange: true, ValueArrays: &s.p.valueArrays}
+	if ps.firstDay == ps.lastDay && n > 0 {
+		// As the history table writes its files: the date is the
+		// partition's, not a column (cdc.HistoryFile).
+		wo.PartitionColumns = []string{cdc.ColSourceDate}
+		wo.PartitionValues = map[string]any{cdc.ColSourceDate: ps.firstDay}
+	}
+	if len(s.m.Key) > 0 {
+		wo.RowGroupRows = s.p.partGroupRows(int64(n))
+	}
+	return wo
+}
+
+// partRows makes the history rows of a part's events in the part's
+// schema. Rows are written in key order: the codes are taken in a first
+// pass, and each row is built again when written, so that a part holds
+// its events and their codes, not also every row.
+type partRows struct {
+	events *datastream.Events
+	file   string // for errors
+	hs     value.StructType
+	rowSch []int              // index into from per event
+	from   []value.StructType // the history schema of each event schema
+	same   []bool             // rows of the part's schema as they are
+	hist   *cdc.HistoryRows
+	// Each row is taken (its key coded, or its values converted by the
+	// writer) before the next is asked for: one row's array serves all.
+	last []any
+}
+
+func newPartRows(events *datastream.Events, ps partSchema, file string) *partRows {
+	r := &partRows{events: events, file: file, hs: ps.hs, rowSch: ps.rowSch,
+		from: make([]value.StructType, len(ps.schemas)), same: make([]bool, len(ps.schemas)), hist: cdc.NewHistoryRows()}
+	for i, sc := range ps.schemas {
+		r.from[i] = cdc.HistorySchema(sc)
+		r.same[i] = value.Equal(r.from[i], ps.hs)
+	}
+	return r
+}
+
+// row is the history row of event i, valid until the next call.
+func (r *partRows) row(i int) ([]any, error) {
+	ev := r.events.At(i)
+	row := r.hist.RowInto(r.last, ev)
+	r.last = row
+	if r.same[r.rowSch[i]] {
+		return row, nil
+	}
+	row, err := cdc.Conform(row, r.from[r.rowSch[i]], r.hs)
+	if err != nil {
+		return nil, permanentError{fmt.Errorf("%s: record %d: %w", r.file, ev.Meta.Record, err)}
+	}
+	return row, nil
+}
+
+// codeKeys takes the range code of each row's key; it returns nil when
+// the part's schema lacks a key column.
+func (r *partRows) codeKeys(key []string) (*keyCodes, error) {
+	keyIdx, err := cdc.KeyIndexes(r.hs, key)
+	if err != nil {
+		return nil, nil
+	}
+	n := r.events.Len()
+	keys := &keyCodes{idx: keyIdx, codeList: codeList{at: make([]int32, 1, n+1)}, rows: n}
+	for i := range n {
+		var err error
+		if ev := r.events.At(i); r.same[r.rowSch[i]] {
+			// The history row would be the metadata, then ev.Row.
+			err = keys.add(ev.Row, len(r.hs.Fields)-len(ev.Row), r.hs)
+		} else if row, rerr := r.row(i); rerr != nil {
+			err = rerr
+		} else {
+			err = keys.add(row, 0, r.hs)
+		}
+		if err != nil {
+			return nil, permanentError{fmt.Errorf("%s: record %d: %w", r.file, r.events.At(i).Meta.Record, err)}
+		}
+	}
+	return keys, nil
+}
+
+// write writes the rows to w in order and closes it. The rows are made
+// in the order the events were decoded, which is the order their values
+// lie in memory, and written in key order (delta.FileWriter.WriteInOrder).
+func (r *partRows) write(ctx context.Context, w *delta.FileWriter, order []int32) (delta.Add, error) {
+	err := w.WriteInOrder(r.events.Len(), order, func(i int) ([]any, error) {
+		row, err := r.row(i)
+		// The row holds what the writer still needs of the event, and
+		// only until it is converted: let the rest go.
+		*r.events.At(i) = datastream.Event{}
+		return row, err
+	})
+	if err != nil {
+		w.Abort()
+		return delta.Add{}, err
+	}
+	return w.Close(ctx)
+}
+
+// sampleKeys sets the part's key sample from its rows' codes in the
+// order they are written, and returns the sorted KeyOrderHash of each
+// event, as the KeyHashes object holds them.
+func (part *stagedPart) sampleKeys(keys *keyCodes, order []int32, events *datastream.Events) []byte {
+	n := len(order)
+	part.KeyCode, part.KeyEvery = cdc.RangeCodeVersion, max(1, int64(n/keySampleSize))
+	for j := int64(0); j < int64(n); j += part.KeyEvery {
+		part.KeySample = append(part.KeySample, bytes.Clone(keys.code(order[j])))
+	}
+	part.KeyMax = bytes.Clone(keys.code(order[n-1]))
+	sums := make([]uint64, n)
+	for i := range sums {
+		sums[i] = cdc.KeyOrderHash(keys.code(int32(i)), events.At(i).Order.Bytes)
+	}
+	slices.Sort(sums)
+	hashes := make([]byte, 0, 8*n)
+	for _, h := range sums {
+		hashes = binary.LittleEndian.AppendUint64(hashes, h)
+	}
+	return hashes
+}
+
+// keyHashesWrite is the write of a part's KeyHashes object, under way
+// beside the part's.
+type keyHashesWrite struct {
+	lake objstore.Store
+	name string
+	done chan error // nil once waited for
+}
+
+// writeKeyHashes starts writing hashes as the object name.
+func (s *stager) writeKeyHashes(ctx context.Context, name string, hashes []byte) *keyHashesWrite {
+	h := &keyHashesWrite{lake: s.p.Lake, name: name, done: make(chan error, 1)}
+	go func() {
+		_, err := h.lake.Write(ctx, name, bytes.NewReader(hashes), objstore.WriteOptions{ContentType: "application/octet-stream"})
+		h.done <- err
+	}()
+	return h
+}
+
+// wait waits for the key hashes (none: nil); after a failure of the part,
+// with drop, it removes them: the part is not staged.
+func (h *keyHashesWrite) wait(ctx context.Context, drop bool) error {
+	if h == nil || h.done == nil {
+		return nil
+	}
+	err := <-h.done
+	h.done = nil
+	if err == nil && drop {
+		_ = h.lake.Delete(context.WithoutCancel(ctx), h.name)
+	}
+	return err
 }
 
 // codeList holds range codes side by side in one buffer: a part holds up

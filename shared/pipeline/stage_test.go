@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"github.com/dsdelta/dsdelta/shared/cdc"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/dsdelta/dsdelta/shared/config"
+	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/objstore"
@@ -423,5 +425,77 @@ func TestAFileOfTwoTablesIsQuarantined(t *testing.T) {
 	}
 	if _, rows := stateRows(t, ctx, p, "shop.t", "id"); len(rows) != 1 {
 		t.Errorf("state = %v, want only the good file's row", rows)
+	}
+}
+
+// TestAPartsSchemaUnifiesItsEventsSchemas checks the first pass over a
+// part's events: their schemas merged where they change, less the ignored
+// columns; the span of their source dates; their greatest order; and a
+// schema that cannot be merged naming its record.
+func TestAPartsSchemaUnifiesItsEventsSchemas(t *testing.T) {
+	narrow := value.StructType{Fields: []value.Field{{Name: "id", Type: value.Long}, {Name: "secret", Type: value.String, Nullable: true}}}
+	wide := value.StructType{Fields: []value.Field{{Name: "id", Type: value.Long}, {Name: "secret", Type: value.String, Nullable: true}, {Name: "n", Type: value.Integer, Nullable: true}}}
+	clash := value.StructType{Fields: []value.Field{{Name: "id", Type: value.Boolean}}}
+	day := value.Micros(86_400_000_000)
+	event := func(record int64, schema value.StructType, ts value.Micros, order string) datastream.Event {
+		ev := datastream.Event{Schema: schema, SourceTimestamp: ts, Order: datastream.OrderKey{Bytes: []byte(order)}}
+		ev.Meta.Record = record
+		return ev
+	}
+	s := &stager{f: datastream.SourceFile{Name: "f.jsonl"}, tc: config.TableConfig{IgnoreColumns: []string{"secret"}}}
+	tests := []struct {
+		name          string
+		events        []datastream.Event
+		rowSch        []int
+		columns       []string // the source columns of the history schema
+		firstDay, day value.Days
+		maxOrder      string
+		err           string
+	}{
+		{"events of one date and schema make a dated part of that schema",
+			[]datastream.Event{event(1, narrow, 20*day, "b"), event(2, narrow, 20*day+5, "c"), event(3, narrow, 20*day+9, "a")},
+			[]int{0, 0, 0}, []string{"id"}, 20, 20, "c", ""},
+		{"a schema is listed each time it changes and the columns are merged",
+			[]datastream.Event{event(1, narrow, 21*day, "a"), event(2, wide, 20*day, "b"), event(3, narrow, 22*day, "c")},
+			[]int{0, 1, 2}, []string{"id", "n"}, 20, 22, "c", ""},
+		{"a schema that cannot be merged names its record",
+			[]datastream.Event{event(1, narrow, 20*day, "a"), event(7, clash, 20*day, "b")},
+			nil, nil, 0, 0, "", "f.jsonl: record 7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var events datastream.Events
+			for _, ev := range tt.events {
+				events.Append(ev)
+			}
+			ps, err := s.partSchema(&events)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !isPermanent(err) {
+					t.Fatalf("err = %v, want a permanent error naming %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(ps.rowSch, tt.rowSch) {
+				t.Errorf("schema per event = %v, want %v", ps.rowSch, tt.rowSch)
+			}
+			var columns []string
+			for _, f := range ps.hs.Fields {
+				if !strings.HasPrefix(f.Name, cdc.MetaPrefix) {
+					columns = append(columns, f.Name)
+				}
+			}
+			if !slices.Equal(columns, tt.columns) {
+				t.Errorf("source columns = %v, want %v", columns, tt.columns)
+			}
+			if ps.firstDay != tt.firstDay || ps.lastDay != tt.day {
+				t.Errorf("days %d to %d, want %d to %d", ps.firstDay, ps.lastDay, tt.firstDay, tt.day)
+			}
+			if string(ps.maxOrder) != tt.maxOrder {
+				t.Errorf("max order = %q, want %q", ps.maxOrder, tt.maxOrder)
+			}
+		})
 	}
 }

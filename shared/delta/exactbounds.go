@@ -1,0 +1,286 @@
+package delta
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/dsdelta/dsdelta/shared/value"
+)
+
+// The bounds a rewrite writes into add.stats are the exact extremes of the
+// rows it keeps (PROTOCOL.md "Per-file Statistics": without tightBounds,
+// or with it true, minValues and maxValues are values present in the
+// file). Readers prune by them, and Spark answers MIN and MAX from them, so
+// bounds of rows a rewrite dropped would be wrong answers, not just weak
+// pruning.
+//
+// An earlier release took the bounds of floats, doubles and decimals of
+// more than 18 digits (the leaves whose Parquet bounds are not their Delta
+// ones, see boundsAsDelta) from the source file's add.stats, which the
+// dropped rows may have set. Marking such a file tightBounds false would
+// be the cheaper fix, but a reader then also loses its null counts (they
+// only say "all" or "none" with wide bounds) and Spark its MIN/MAX
+// answers. Exact bounds cost little:
+//   - a row group re-encoded (writeRowGroupKept) has every kept value in
+//     hand: its extremes are taken in Delta's order as the values pass;
+//   - a row group copied verbatim has chunk statistics: for a float or
+//     double they are its exact bounds when no value is NaN, which the
+//     source's add.stats proves by having both bounds (a NaN leaves the
+//     max out, see leafJSON); otherwise the output leaves the column's
+//     bounds out;
+//   - a decimal of more than 18 digits has no chunk bounds (see
+//     decimalindex.go): that one column chunk is decoded, from memory
+//     (appendRowGroup fetched it), while the others are spliced.
+
+// chunkBounds turns the values or footer statistics of a source's row
+// groups into the leaf summaries of its data columns.
+type chunkBounds struct {
+	types []value.Type
+	conv  []func(parquet.Value) (any, error)
+	// floatsBounded marks the floats and doubles whose chunk bounds are
+	// exact: the source's add.stats bounds them, so none is NaN.
+	floatsBounded []bool
+}
+
+func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, error) {
+	b := &chunkBounds{
+		types:         make([]value.Type, len(fields)),
+		conv:          make([]func(parquet.Value) (any, error), len(fields)),
+		floatsBounded: make([]bool, len(fields)),
+	}
+	st, stErr := ParseStats(add.Stats)
+	for k, f := range fields {
+		p := root.child(f, ColumnMappingNone)
+		if p == nil || p.leaf != k {
+			return nil, fmt.Errorf("column %q is not leaf %d", f.Name, k)
+		}
+		b.types[k] = f.Type
+		if !hasMinMax(f.Type) {
+			continue
+		}
+		if f.Type == value.Float || f.Type == value.Double {
+			_, _, ok := st.MinMax(f.Name, f.Type)
+			b.floatsBounded[k] = stErr == nil && ok
+		}
+		conv, err := converter(f.Type, p, nil)
+		if err != nil {
+			return nil, err
+		}
+		b.conv[k] = conv
+	}
+	return b, nil
+}
+
+// unsignedDecimalBounds reports whether a row group's chunk statistics
+// have bounds for a leaf whose Parquet bounds are not its Delta ones, a
+// decimal of more than 18 digits: parquet-go's, in unsigned order (files
+// written before wideDecimalOptions, see decimalindex.go), which a copy of
+// the row group would keep. (Floats' are in the right order; whether they
+// may be taken is floatsBounded.)
+func (b *chunkBounds) unsignedDecimalBounds(rg *format.RowGroup) bool {
+	for k, t := range b.types {
+		if !wideDecimal(t) || k >= len(rg.Columns) {
+			continue
+		}
+		if st := &rg.Columns[k].MetaData.Statistics; st.MinValue != nil || st.MaxValue != nil || st.Min != nil || st.Max != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// wideDecimal reports whether t is a decimal stored as a
+// FIXED_LEN_BYTE_ARRAY, more than 18 digits.
+func wideDecimal(t value.Type) bool {
+	dt, ok := t.(value.DecimalType)
+	return ok && dt.Precision > 18
+}
+
+// summarise summarises each leaf of rg, a row group copied verbatim, from
+// its chunk statistics, and a wide decimal from its values.
+func (b *chunkBounds) summarise(rg parquet.RowGroup) ([]leafSummary, error) {
+	chunks := rg.ColumnChunks()
+	if len(chunks) != len(b.types) {
+		return nil, fmt.Errorf("row group has %d column chunks, schema has %d columns", len(chunks), len(b.types))
+	}
+	n := rg.NumRows()
+	out := make([]leafSummary, len(chunks))
+	for k, c := range chunks {
+		fc, ok := c.(*parquet.FileColumnChunk)
+		if !ok {
+			return nil, fmt.Errorf("column %d is not a file column chunk", k)
+		}
+		s := &out[k]
+		s.nulls = fc.NullCount()
+		if s.nulls < 0 || s.nulls > n {
+			return nil, fmt.Errorf("column %d: null count %d of %d rows", k, s.nulls, n)
+		}
+		t := b.types[k]
+		switch {
+		case s.nulls == n || !hasMinMax(t):
+			continue
+		case wideDecimal(t):
+			if err := b.decodeExtremes(fc, k, s); err != nil {
+				return nil, fmt.Errorf("column %d: %w", k, err)
+			}
+			continue
+		case !boundsAsDelta(t) && !b.floatsBounded[k]:
+			s.unbounded = true
+			continue
+		}
+		lo, hi, ok := fc.Bounds()
+		if !ok {
+			s.unbounded = true
+			continue
+		}
+		var err error
+		if s.min, err = b.conv[k](lo); err != nil {
+			return nil, fmt.Errorf("column %d: min: %w", k, err)
+		}
+		if s.max, err = b.conv[k](hi); err != nil {
+			return nil, fmt.Errorf("column %d: max: %w", k, err)
+		}
+	}
+	return out, nil
+}
+
+// decodeExtremes sets the bounds of s from the values of c, leaf k, a
+// flat column chunk; its null count is set already.
+func (b *chunkBounds) decodeExtremes(c parquet.ColumnChunk, k int, s *leafSummary) error {
+	e := b.extremes(k, c.Type())
+	pages := c.Pages()
+	defer pages.Close()
+	buf := make([]parquet.Value, 1024)
+	for {
+		p, err := pages.ReadPage()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read page: %w", err)
+		}
+		vr := p.Values()
+		for {
+			n, rerr := vr.ReadValues(buf)
+			for _, v := range buf[:n] {
+				if !v.IsNull() {
+					e.add(v)
+				}
+			}
+			if errors.Is(rerr, io.EOF) {
+				break
+			}
+			if rerr != nil {
+				parquet.Release(p)
+				return fmt.Errorf("read values: %w", rerr)
+			}
+		}
+		e.endPage()
+		parquet.Release(p)
+	}
+	return b.setBounds(k, &e, s)
+}
+
+// extremes is the running least and greatest non-null values of leaf k
+// of a row group, in Delta's order.
+func (b *chunkBounds) extremes(k int, typ parquet.Type) extremes {
+	e := extremes{typ: typ, wide: wideDecimal(b.types[k])}
+	e.float = b.types[k] == value.Float || b.types[k] == value.Double
+	return e
+}
+
+// setBounds sets the bounds of s, which has a non-null value, from e.
+func (b *chunkBounds) setBounds(k int, e *extremes, s *leafSummary) error {
+	if e.nan || !e.have {
+		// Spark orders NaN above every number; the row path leaves such a
+		// column's max out, and a summary its bounds both.
+		s.unbounded = true
+		return nil
+	}
+	var err error
+	if s.min, err = b.conv[k](e.lo); err != nil {
+		return fmt.Errorf("min: %w", err)
+	}
+	if s.max, err = b.conv[k](e.hi); err != nil {
+		return fmt.Errorf("max: %w", err)
+	}
+	return nil
+}
+
+// extremes takes the least and greatest of a column's non-null values in
+// Delta's order: parquet-go's for most types, signed for a wide decimal's
+// two's complement bytes (parquet-go compares them unsigned), with NaN
+// apart for floats.
+type extremes struct {
+	typ         parquet.Type
+	wide, float bool
+	lo, hi      parquet.Value
+	have, nan   bool
+	// loInPage and hiInPage: lo or hi points into the current page.
+	loInPage, hiInPage bool
+}
+
+func (e *extremes) add(v parquet.Value) {
+	if e.float && isNaNParquet(v) {
+		e.nan = true
+		return
+	}
+	switch {
+	case !e.have:
+		e.lo, e.hi, e.have = v, v, true
+		e.loInPage, e.hiInPage = true, true
+	case e.compare(v, e.lo) < 0:
+		e.lo, e.loInPage = v, true
+	case e.compare(v, e.hi) > 0:
+		e.hi, e.hiInPage = v, true
+	}
+}
+
+func (e *extremes) compare(a, b parquet.Value) int {
+	if e.wide {
+		return compareSignedBytes(a.ByteArray(), b.ByteArray())
+	}
+	return e.typ.Compare(a, b)
+}
+
+// endPage detaches the extremes from the page about to be released: the
+// values point into it. Cloned once per page, since key-sorted data sets a
+// new maximum on nearly every row.
+func (e *extremes) endPage() {
+	if e.loInPage {
+		e.lo, e.loInPage = e.lo.Clone(), false
+	}
+	if e.hiInPage {
+		e.hi, e.hiInPage = e.hi.Clone(), false
+	}
+}
+
+func isNaNParquet(v parquet.Value) bool {
+	switch v.Kind() {
+	case parquet.Float:
+		return math.IsNaN(float64(v.Float()))
+	case parquet.Double:
+		return math.IsNaN(v.Double())
+	}
+	return false
+}
+
+// compareSignedBytes orders two big-endian two's complement integers of
+// the same width: a negative one (high bit set) first, then as unsigned
+// bytes, which two's complement orders within a sign.
+func compareSignedBytes(a, b []byte) int {
+	na, nb := len(a) > 0 && a[0]&0x80 != 0, len(b) > 0 && b[0]&0x80 != 0
+	switch {
+	case na && !nb:
+		return -1
+	case nb && !na:
+		return 1
+	}
+	return bytes.Compare(a, b)
+}
