@@ -16,6 +16,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/opcount"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
 
@@ -109,8 +110,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	ctx, ops := opcount.Start(ctx)
 	r := &runner{p: p, source: source, parallel: max(1, *parallel), stderr: stderr,
-		tables: map[string]*tableSummary{}, held: map[string]string{}, poll: time.Second}
+		tables: map[string]*tableSummary{}, held: map[string]string{}, poll: time.Second, ops: ops}
 	switch {
 	case *watch:
 		r.busy = fmt.Sprintf("trying again in %s", *interval) // the next pass waits
@@ -163,6 +165,8 @@ type runner struct {
 	tables  map[string]*tableSummary
 	skipped int // files staging skipped
 	ignored int // objects of the source that are no data files, as the last pass listed them
+	// ops counts the run's calls as the cloud services would bill them.
+	ops *opcount.Counter
 }
 
 func (r *runner) table(tableID string) *tableSummary {
@@ -302,6 +306,10 @@ pending, quarantined: files not merged now, whichever run staged them; state v, 
 `)
 	if n := r.skipped + r.ignored; n > 0 {
 		fmt.Fprintf(w, "%d files skipped (not Datastream data files, empty, or excluded)\n", n)
+	}
+	if c := r.ops.Counts(); c != (opcount.Counts{}) {
+		fmt.Fprintf(w, "operations, as the cloud would bill them: %d storage class A, %d class B; %d Firestore reads, %d writes, %d deletes; %d Pub/Sub publishes\n",
+			c.GCSClassA, c.GCSClassB, c.FirestoreReads, c.FirestoreWrites, c.FirestoreDeletes, c.PubSubPublishes)
 	}
 	for _, id := range ids {
 		t := r.tables[id]

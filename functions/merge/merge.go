@@ -80,7 +80,7 @@ func (h Handler) Handle(ctx context.Context, e event.Event) error {
 		log.Error("merge failed; the platform will retry", "event", "merge_failed", "table", table, "error", err)
 		return err
 	}
-	log.Info("merge finished", "event", "merge_done", "table", table, "batches", res.Batches, "files", res.Files,
-		"busy", res.Busy, "remaining", res.Remaining, "state_version", res.Result.StateVersion)
+	log.Info("merge finished", append([]any{"event", "merge_done", "table", table, "batches", res.Batches, "files", res.Files,
+		"busy", res.Busy, "remaining", res.Remaining, "state_version", res.Result.StateVersion}, res.Ops.Attrs()...)...)
 	return nil
 }

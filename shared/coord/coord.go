@@ -143,6 +143,10 @@ type Batch struct {
 	Seq     int64        // strictly increasing per table, starting at 1
 	Files   []FileRecord // in arrival order, with their current state
 	Created time.Time
+	// Resumed is true when the batch was opened by an earlier NextBatch
+	// and is handed out again (an attempt that did not complete it): only
+	// then can work of an earlier attempt, such as a step plan, exist.
+	Resumed bool
 }
 
 // Bytes returns the total Size of the batch's files.

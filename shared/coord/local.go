@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/opcount"
 )
 
 // The local backend keeps JSON documents in an objstore.Store, normally the
@@ -102,7 +103,7 @@ func NewLocal(store objstore.Store, opts LocalOptions) (*Local, error) {
 	if store == nil {
 		return nil, errors.New("new local coordinator: nil store")
 	}
-	l := &Local{store: store, root: strings.Trim(opts.Root, "/"), now: opts.Now, retention: opts.Retention,
+	l := &Local{store: meter{store}, root: strings.Trim(opts.Root, "/"), now: opts.Now, retention: opts.Retention,
 		proc: opts.Process, log: opts.Logger}
 	if l.proc == (Process{}) {
 		l.proc = CurrentProcess()
@@ -175,6 +176,7 @@ func (l *Local) parseFileName(name string) (tableID, id string, skipped, ok bool
 // when it does not exist. The generation is read before and after the
 // content so that the content is known to be that generation's.
 func (l *Local) read(ctx context.Context, name string, dst any) (int64, error) {
+	opcount.Add(ctx, opcount.FirestoreRead, 1) // see meter
 	for range maxAttempts {
 		before, err := l.store.Stat(ctx, name)
 		if errors.Is(err, objstore.ErrNotExist) {
@@ -851,7 +853,8 @@ func (l *Local) NextBatch(ctx context.Context, lease Lease, tableID string, lim 
 		if err := t.Lease.Check(lease, l.now()); err != nil {
 			return err
 		}
-		if t.OpenBatchSeq == 0 {
+		resumed := t.OpenBatchSeq != 0
+		if !resumed {
 			pending, err := l.pending(ctx, &t, lim.MaxFiles())
 			if err != nil {
 				return err
@@ -875,7 +878,7 @@ func (l *Local) NextBatch(ctx context.Context, lease Lease, tableID string, lim 
 		if err != nil {
 			return err
 		}
-		b = Batch{Table: tableID, Seq: t.OpenBatchSeq, Files: files, Created: t.OpenCreated}
+		b = Batch{Table: tableID, Seq: t.OpenBatchSeq, Files: files, Created: t.OpenCreated, Resumed: resumed}
 		return nil
 	})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
 	"github.com/dsdelta/dsdelta/shared/memlimit"
 	"github.com/dsdelta/dsdelta/shared/objstore/gcsstore"
+	"github.com/dsdelta/dsdelta/shared/opcount"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
 
@@ -282,6 +283,7 @@ type pubsubWaker struct{ p *pubsub.Publisher }
 
 func (w pubsubWaker) Wake(ctx context.Context, tableID string) error {
 	b, _ := json.Marshal(WakeMessage{Table: tableID})
+	opcount.Add(ctx, opcount.PubSubPublish, 1)
 	_, err := w.p.Publish(ctx, &pubsub.Message{Data: b, Attributes: map[string]string{"table": tableID}}).Get(ctx)
 	return err
 }
@@ -301,6 +303,7 @@ func (s *Services) PublishDeadLetter(ctx context.Context, d DeadLetter) error {
 		return nil
 	}
 	b, _ := json.Marshal(d)
+	opcount.Add(ctx, opcount.PubSubPublish, 1)
 	_, err := s.DeadLetter.Publish(ctx, &pubsub.Message{Data: b, Attributes: map[string]string{"reason": "quarantined"}}).Get(ctx)
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 
 	"github.com/dsdelta/dsdelta/shared/datastream"
+	"github.com/dsdelta/dsdelta/shared/opcount"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
 )
 
@@ -52,6 +53,7 @@ func (s *Services) publishFound(ctx context.Context, files []datastream.SourceFi
 			return err
 		}
 		msg.Attributes[ReconciledAttribute] = "true"
+		opcount.Add(ctx, opcount.PubSubPublish, 1)
 		results[i] = s.reconcile.Publish(ctx, msg)
 	}
 	var errs []error

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
+
+	"github.com/dsdelta/dsdelta/shared/opcount"
 )
 
 // Bucket is the portable Store over a Driver. It checks what every backend
@@ -49,6 +51,7 @@ func (b *Bucket) NewReader(ctx context.Context, name string, offset, length int6
 		// backends cannot express.
 		return nil, fmt.Errorf("read %s: negative offset %d", b.where(name), offset)
 	}
+	b.count(ctx, opcount.GCSClassB)
 	r, err := b.drv.NewRangeReader(ctx, name, offset, length)
 	if err != nil {
 		return nil, b.fail("read", name, err)
@@ -61,6 +64,7 @@ func (b *Bucket) Stat(ctx context.Context, name string) (Info, error) {
 	if err := b.check(ctx, "stat", name); err != nil {
 		return Info{}, err
 	}
+	b.count(ctx, opcount.GCSClassB)
 	info, err := b.drv.Stat(ctx, name)
 	if err != nil {
 		return Info{}, b.fail("stat", name, err)
@@ -76,6 +80,7 @@ func (b *Bucket) Write(ctx context.Context, name string, r io.Reader, opts Write
 	if err := checkOptions(opts); err != nil {
 		return Info{}, fmt.Errorf("write %s: %w", b.where(name), err)
 	}
+	b.count(ctx, opcount.GCSClassA)
 	info, err := b.drv.Write(ctx, name, r, opts)
 	switch {
 	case err == nil:
@@ -99,7 +104,12 @@ func (b *Bucket) List(ctx context.Context, prefix, startAt string, fn func(Info)
 		return fmt.Errorf("list %s: %w", b.where(prefix), err)
 	}
 	var stopped error
+	listed := 0
+	b.count(ctx, opcount.GCSClassA)
 	err := b.drv.List(ctx, prefix, startAt, func(info Info) error {
+		if listed++; listed%listPage == 1 && listed > 1 {
+			b.count(ctx, opcount.GCSClassA) // the next page's request
+		}
 		if err := fn(info); err != nil {
 			stopped = err
 			return err
@@ -115,7 +125,12 @@ func (b *Bucket) List(ctx context.Context, prefix, startAt string, fn func(Info)
 	return nil
 }
 
-// Delete implements Store.
+// listPage is how many objects one page of a Cloud Storage listing
+// returns, each page a class A operation.
+const listPage = 1000
+
+// Delete implements Store. Deletes are free on Cloud Storage and are not
+// counted.
 func (b *Bucket) Delete(ctx context.Context, name string) error {
 	if err := b.check(ctx, "delete", name); err != nil {
 		return err
@@ -169,6 +184,15 @@ func (b *Bucket) check(ctx context.Context, op, name string) error {
 		return fmt.Errorf("%s %s: %w", op, b.where(name), err)
 	}
 	return nil
+}
+
+// count adds a call to the counter ctx carries, as Cloud Storage would bill
+// it whatever the backend (see package opcount). A view over a Store that
+// is not a Bucket leaves the counting to that store.
+func (b *Bucket) count(ctx context.Context, k opcount.Kind) {
+	if !b.described {
+		opcount.Add(ctx, k, 1)
+	}
 }
 
 // fail names the operation and the object in a driver's error.

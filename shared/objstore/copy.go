@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+
+	"github.com/dsdelta/dsdelta/shared/opcount"
 )
 
 // Copier is a Driver that copies an object to another name of its store
@@ -62,6 +64,8 @@ func (b *Bucket) copyTo(ctx context.Context, src string, to *Bucket, dst string,
 	if errors.Is(err, errors.ErrUnsupported) {
 		return Info{}, false, nil
 	}
+	to.count(ctx, opcount.GCSClassA) // a rewrite
+
 	if err != nil {
 		return Info{}, true, fmt.Errorf("copy %s to %s: %w", b.where(src), to.where(dst), err)
 	}

@@ -34,6 +34,11 @@
 //     what they wrote (see gcsstore).
 //   - After Close every call fails with ErrClosed.
 //
+// Bucket also counts each call in the context's opcount.Counter as Cloud
+// Storage bills it, whatever the backend: a write or a copy is a class A
+// operation, a read or a stat class B, a listing class A per page of 1,000
+// objects; deletes are free.
+//
 // Backends: NewLocal, NewMemory and package gcsstore; Open picks one from a
 // URL, Sub views a prefix of a store, NewReaderAt adapts a store to
 // io.ReaderAt.

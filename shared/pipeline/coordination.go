@@ -81,7 +81,8 @@ type Registry interface {
 // Batches forms the merge batches of a table and closes them, fenced by
 // the table's lease.
 type Batches interface {
-	// NextBatch returns the table's open batch unchanged if there is one;
+	// NextBatch returns the table's open batch unchanged if there is one
+	// (Resumed set: an earlier attempt may have left work of its own);
 	// otherwise it takes pending files in arrival order, stopping before
 	// the file that would pass any of lim's limits (but taking at least one
 	// file, so a file larger than a limit cannot block the table), gives

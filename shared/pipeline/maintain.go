@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/opcount"
 )
 
 // MaintainResult reports what Maintain did.
@@ -33,6 +37,8 @@ type MaintainResult struct {
 	// expiry) lost the race to a concurrent commit twice and was left to
 	// the next run.
 	Conflicts int
+	// Ops counts the billable calls of the run (see package opcount).
+	Ops opcount.Counts
 }
 
 // Maintain compacts a table's Delta tables (bin-packs small files; the
@@ -50,8 +56,10 @@ type MaintainResult struct {
 // fresh), log cleanup removes only entries older than the retention and
 // covered by a checkpoint, and the staged files deleted are those of
 // batches already merged, which nothing reads again.
-func (p *Pipeline) Maintain(ctx context.Context, tableID string) (MaintainResult, error) {
-	res := MaintainResult{Table: tableID}
+func (p *Pipeline) Maintain(ctx context.Context, tableID string) (res MaintainResult, err error) {
+	res = MaintainResult{Table: tableID}
+	ctx, ops := opcount.Start(ctx)
+	defer func() { res.Ops = ops.Counts() }()
 	tabs, err := p.TableSet(tableID)
 	if err != nil {
 		return res, err
@@ -64,8 +72,9 @@ func (p *Pipeline) Maintain(ctx context.Context, tableID string) (MaintainResult
 	if err := p.maintainFiles(ctx, tableID, tabs, &res); err != nil {
 		return res, err
 	}
-	p.log().Info("table maintained", "event", "maintained", "table", tableID, "compacted", res.CompactedFiles, "vacuumed", res.VacuumedFiles, "tombstones_expired", res.ExpiredTombstones,
-		"deletion_vectors_folded", res.DeletionVectorsFolded, "rows_purged", res.RowsPurged, "conflicts", res.Conflicts, "compact_ms", compacted.Milliseconds(), "duration_ms", time.Since(start).Milliseconds())
+	p.log().Info("table maintained", append([]any{"event", "maintained", "table", tableID, "compacted", res.CompactedFiles, "vacuumed", res.VacuumedFiles, "tombstones_expired", res.ExpiredTombstones,
+		"deletion_vectors_folded", res.DeletionVectorsFolded, "rows_purged", res.RowsPurged, "conflicts", res.Conflicts, "staged_files_deleted", res.StagedFilesDeleted,
+		"compact_ms", compacted.Milliseconds(), "duration_ms", time.Since(start).Milliseconds()}, ops.Counts().Attrs()...)...)
 	return res, nil
 }
 
@@ -221,25 +230,46 @@ func (p *Pipeline) maintainFiles(ctx context.Context, tableID string, tabs cdc.T
 		}
 		res.LogFilesDeleted += len(cr.Deleted)
 	}
-	merged, err := p.Registry.ListFiles(ctx, tableID, coord.StateMerged)
-	if err != nil {
+	if err := p.dropMergedStaged(ctx, tableID, res); err != nil {
 		return err
 	}
-	for _, f := range merged {
-		if f.StagedPath == "" {
-			continue
+	return p.dropStalePlans(ctx, tableID, res)
+}
+
+// dropMergedStaged deletes the staged objects of merged files. It lists
+// the table's staging folder and looks up the files whose objects are
+// there, rather than going over the registry's merged files: their
+// records stay for the retention (days), and each run read and deleted
+// again the objects of every one of them. The folder holds only what is
+// still staged, so a run costs a listing and the lookups of the files
+// pending or merged since the last run. Every object of a merged file
+// goes, those of an earlier staging attempt that its manifest does not
+// name too: nothing reads a merged file's staged objects again.
+func (p *Pipeline) dropMergedStaged(ctx context.Context, tableID string, res *MaintainResult) error {
+	dir := stagingDir(tableID) + "/"
+	objects := map[string][]string{} // by file id
+	err := p.Lake.List(ctx, dir, "", func(info objstore.Info) error {
+		if id, ok := stagedFileID(info.Name); ok {
+			objects[id] = append(objects[id], info.Name)
 		}
-		// The manifest names its Parquet files (fresh names per staging
-		// attempt, so a replay never collides with an earlier attempt);
-		// it goes last, so a failure leaves it to name them next time.
-		var names []string
-		if m, err := p.readStaged(ctx, f.StagedPath); err == nil {
-			for _, part := range m.Parts {
-				names = append(names, part.objectNames()...)
-			}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("maintain %s: list staged files: %w", tableID, err)
+	}
+	if len(objects) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(objects))
+	recs, err := p.Registry.Files(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("maintain %s: look up staged files: %w", tableID, err)
+	}
+	for _, id := range ids {
+		if rec, ok := recs[id]; !ok || rec.State != coord.StateMerged {
+			continue // pending, quarantined, or being staged
 		}
-		names = append(names, f.StagedPath)
-		for _, name := range names {
+		for _, name := range objects[id] {
 			err := p.Lake.Delete(ctx, name)
 			switch {
 			case err == nil:
@@ -249,7 +279,23 @@ func (p *Pipeline) maintainFiles(ctx context.Context, tableID string, tabs cdc.T
 			}
 		}
 	}
-	return p.dropStalePlans(ctx, tableID, res)
+	return nil
+}
+
+// stagedFileID returns the registry id of the file a staged object belongs
+// to: its manifest is <id>.json, its parts <id>-<attempt>-<n>.snappy.parquet
+// (in a partition folder when dated) with their key hashes beside them.
+// Step plans (_steps/<seq>.json) belong to no file.
+func stagedFileID(name string) (string, bool) {
+	base := path.Base(name)
+	id, rest, _ := strings.Cut(base, "-")
+	if rest == "" {
+		id = strings.TrimSuffix(base, ".json")
+	}
+	if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		return "", false
+	}
+	return id, true
 }
 
 // dropStalePlans deletes the step plans of completed batches that a merge

@@ -17,6 +17,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/delta"
+	"github.com/dsdelta/dsdelta/shared/opcount"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -36,14 +37,19 @@ type MergeResult struct {
 	// each event once, when a batch is one step or its key-range steps
 	// hand on what they decoded for the next (see partCarry).
 	StagedRowsRead int64
+	// Ops counts the billable calls of the whole call (see package
+	// opcount): its batches', the lease's and the look for work left.
+	Ops opcount.Counts
 }
 
 // MergeTable takes the table's lease and merges batches of staged files
 // until none is pending or the budget runs out. The lease is renewed while
 // work runs; losing it cancels the work before its next commit. After
 // releasing, it looks for files staged meanwhile so no wake-up is lost.
-func (p *Pipeline) MergeTable(ctx context.Context, tableID string) (MergeResult, error) {
-	res := MergeResult{Table: tableID}
+func (p *Pipeline) MergeTable(ctx context.Context, tableID string) (res MergeResult, err error) {
+	res = MergeResult{Table: tableID}
+	ctx, ops := opcount.Start(ctx)
+	defer func() { res.Ops = ops.Counts() }()
 	// Load validates a file's configuration; one built in code is checked
 	// here, before anything is written.
 	if err := p.Config.Validate(); err != nil {
@@ -147,7 +153,9 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.TableSet, start
 		// a merge holds at once, and a batch with more is merged in key
 		// ranges of at most that many (planSteps), each row of a bulk load
 		// written once. Files and bytes bound the work of one batch.
-		b, err := p.Batches.NextBatch(workCtx, held(), tabs.ID, coord.BatchLimits{Files: p.Config.MaxFiles(), Bytes: p.Config.MaxBytes(), SourceBytes: p.Config.MaxSourceBytes()})
+		// Each batch counts its own calls, forming it included.
+		batchCtx, batchOps := opcount.Start(workCtx)
+		b, err := p.Batches.NextBatch(batchCtx, held(), tabs.ID, coord.BatchLimits{Files: p.Config.MaxFiles(), Bytes: p.Config.MaxBytes(), SourceBytes: p.Config.MaxSourceBytes()})
 		if errors.Is(err, coord.ErrNoWork) {
 			break
 		}
@@ -155,12 +163,12 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.TableSet, start
 			abandon()
 			return false, leaseErr(workCtx, fmt.Errorf("merge %s: next batch: %w", tabs.ID, err))
 		}
-		r, counts, err := p.applyBatch(workCtx, tabs, b)
+		r, counts, err := p.applyBatch(batchCtx, tabs, b)
 		if err != nil {
 			abandon()
 			return false, leaseErr(workCtx, fmt.Errorf("merge %s batch %d: %w", tabs.ID, b.Seq, err))
 		}
-		err = p.Batches.CompleteBatch(workCtx, held(), b, coord.BatchStats{
+		err = p.Batches.CompleteBatch(batchCtx, held(), b, coord.BatchStats{
 			StateVersion: r.StateVersion, HistoryVersion: r.HistoryVersion, CommittedAt: p.now(),
 			Events: r.Events, Inserted: r.Inserted, Updated: r.Updated, Deleted: r.Deleted + r.Buried, Stale: r.Stale,
 		})
@@ -168,17 +176,20 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.TableSet, start
 			abandon()
 			return false, leaseErr(workCtx, fmt.Errorf("merge %s batch %d: complete: %w", tabs.ID, b.Seq, err))
 		}
-		p.dropStepPlan(ctx, tabs.ID, b.Seq)
+		if counts.steps > 1 || b.Resumed { // only then can there be a plan
+			p.dropStepPlan(ctx, tabs.ID, b.Seq)
+		}
 		res.Batches++
 		res.Steps += counts.steps
 		res.Files += len(b.Files) - counts.quarantined
 		res.Quarantined += counts.quarantined
 		res.StagedRowsRead += counts.stagedRows
 		res.Result.Add(r)
-		log.Info("batch merged", "event", "merged", "batch", b.Seq, "files", len(b.Files), "events", r.Events,
+		log.Info("batch merged", append([]any{"event", "merged", "batch", b.Seq, "files", len(b.Files), "events", r.Events,
 			"inserted", r.Inserted, "updated", r.Updated, "deleted", r.Deleted, "stale", r.Stale,
 			"state_version", r.StateVersion, "history_version", r.HistoryVersion, "history_files_copied", r.HistoryFilesCopied,
-			"staged_rows_read", counts.stagedRows, "lag_seconds", p.now().Sub(maxSource(b)).Seconds())
+			"staged_rows_read", counts.stagedRows, "steps", counts.steps, "lag_seconds", p.now().Sub(maxSource(b)).Seconds()},
+			batchOps.Counts().Attrs()...)...)
 	}
 	final := stopRenew()
 	if err := p.Leaser.Release(ctx, final); err != nil && !errors.Is(err, coord.ErrLeaseLost) {

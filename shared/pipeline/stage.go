@@ -21,6 +21,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/datastream"
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/opcount"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -32,6 +33,9 @@ type StageResult struct {
 	Skipped     string // why the file was ignored ("" when not)
 	Duplicate   bool   // already registered: a re-delivered notification
 	Quarantined string // why the file was quarantined ("" when not)
+	// Ops counts the billable calls staging the file made (see package
+	// opcount), its wake-up included.
+	Ops opcount.Counts
 }
 
 // manifest describes a staged file; it sits beside the staged Parquet
@@ -203,8 +207,10 @@ func (part stagedPart) dated() bool {
 // It is idempotent per (bucket, name, generation). A permanently bad file is
 // quarantined with the reason and Stage returns a result, not an error; an
 // error means a transient failure worth retrying.
-func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageResult, error) {
-	res := StageResult{File: f}
+func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (res StageResult, err error) {
+	res = StageResult{File: f}
+	ctx, ops := opcount.Start(ctx)
+	defer func() { res.Ops = ops.Counts() }()
 	if reason, skip := datastream.Skip(f); skip {
 		res.Skipped = reason
 		return res, nil
@@ -273,19 +279,21 @@ func (p *Pipeline) Stage(ctx context.Context, f datastream.SourceFile) (StageRes
 		return res, fmt.Errorf("stage %s: register: %w", f.Name, err)
 	}
 	res.Duplicate = !created
-	if !created {
-		// Another delivery of the notification registered it first: one
-		// "staged" line per file, which the staged-files metric counts.
-		log.Info("file already staged by another delivery", "event", "staged_again", "table", rec.Table, "events", staged.Events, "arrival", rec.ArrivalSeq)
-	} else {
-		log.Info("file staged", "event", "staged", "table", rec.Table, "events", staged.Events, "arrival", rec.ArrivalSeq)
-	}
 	if p.Waker != nil {
 		if err := p.Waker.Wake(ctx, staged.Table); err != nil {
 			// The file is registered: the next wake-up or the scheduled
 			// maintenance merges it, so this is not worth a retry storm.
 			log.Warn("wake-up failed; the file waits for the next merge", "table", staged.Table, "error", err)
 		}
+	}
+	// The counts are the file's whole staging, its wake-up included.
+	attrs := append([]any{"table", rec.Table, "events", staged.Events, "arrival", rec.ArrivalSeq, "parts", len(staged.Parts)}, ops.Counts().Attrs()...)
+	if !created {
+		// Another delivery of the notification registered it first: one
+		// "staged" line per file, which the staged-files metric counts.
+		log.Info("file already staged by another delivery", append([]any{"event", "staged_again"}, attrs...)...)
+	} else {
+		log.Info("file staged", append([]any{"event", "staged"}, attrs...)...)
 	}
 	return res, nil
 }

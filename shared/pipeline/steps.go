@@ -148,7 +148,7 @@ func stepPlanPath(tableID string, seq int64) string {
 // part has no key sample, the batch is split by parts, in batch order (a
 // part larger than a bound is a step of its own). A split into several
 // steps is written to the lake before the first step commits, and an
-// attempt that finds a plan for the batch follows it.
+// attempt at a resumed batch that finds a plan for it follows it.
 func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Batch, files []*batchFile) ([]batchStep, error) {
 	ids := make([]string, len(b.Files))
 	for i, f := range b.Files {
@@ -159,10 +159,16 @@ func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 		byID[f.rec.ID] = f
 	}
 	path := stepPlanPath(tabs.ID, b.Seq)
-	if plan, ok, err := p.readStepPlan(ctx, path, b.Seq, ids, byID); err != nil {
-		return nil, err
-	} else if ok {
-		return plan.resolve(byID)
+	// Only an earlier attempt at the batch can have planned it: a batch
+	// handed out for the first time has no plan to read (one of another
+	// registry's batch of the same number would be ignored anyway, and is
+	// replaced below if this batch needs a plan).
+	if b.Resumed {
+		if plan, ok, err := p.readStepPlan(ctx, path, b.Seq, ids, byID); err != nil {
+			return nil, err
+		} else if ok {
+			return plan.resolve(byID)
+		}
 	}
 	maxEvents, maxBytes := p.Config.MaxEvents(), p.Config.MaxBytes()
 	maxMem := orConst(p.stepMemory, stepMemoryBytes)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/opcount"
 )
 
 // Clock is a manual clock for lease expiry; its zero value is not usable,
@@ -806,6 +807,39 @@ var batchCases = []suiteCase{
 		next := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 10})
 		if next.Seq != 2 || !equalIDs(ids(next.Files), ids(recs[2:])) {
 			t.Fatalf("next batch = seq %d files %v, want seq 2 files %v", next.Seq, ids(next.Files), ids(recs[2:]))
+		}
+	}},
+	{"a batch handed out again is marked resumed, a new one is not", func(t *testing.T, newCoordinator NewFunc) {
+		e := newEnv(t, newCoordinator)
+		e.registerN("db.t", 2, 10)
+		l := e.acquire("db.t", "m")
+		first := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 1})
+		again := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 1})
+		if first.Resumed || !again.Resumed || again.Seq != first.Seq {
+			t.Fatalf("resumed: first %v (seq %d), again %v (seq %d); want false, then true for the same batch", first.Resumed, first.Seq, again.Resumed, again.Seq)
+		}
+		if err := e.c.CompleteBatch(e.ctx, l, again, coord.BatchStats{}); err != nil {
+			t.Fatalf("CompleteBatch: %v", err)
+		}
+		if next := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 1}); next.Resumed || next.Seq != first.Seq+1 {
+			t.Fatalf("next batch: seq %d resumed %v; want seq %d, not resumed", next.Seq, next.Resumed, first.Seq+1)
+		}
+	}},
+	{"a file's way through a batch is counted as Firestore bills it, not as storage operations", func(t *testing.T, newCoordinator NewFunc) {
+		e := newEnv(t, newCoordinator)
+		var c *opcount.Counter
+		e.ctx, c = opcount.Start(e.ctx)
+		e.registerN("db.t", 1, 10)
+		l := e.acquire("db.t", "m")
+		b := e.nextBatch(l, "db.t", coord.BatchLimits{Files: 1})
+		if err := e.c.CompleteBatch(e.ctx, l, b, coord.BatchStats{}); err != nil {
+			t.Fatalf("CompleteBatch: %v", err)
+		}
+		// Registering, leasing, forming and completing each read and
+		// write a document at least: four of each.
+		got := c.Counts()
+		if got.GCSClassA != 0 || got.GCSClassB != 0 || got.FirestoreReads < 4 || got.FirestoreWrites < 4 {
+			t.Fatalf("counts = %+v, want no storage operations and at least 4 document reads and writes", got)
 		}
 	}},
 	{"completing a batch twice is a no-op", func(t *testing.T, newCoordinator NewFunc) {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/opcount"
 )
 
 // Firestore collections, each prefixed with Options.Prefix:
@@ -116,7 +117,9 @@ func (f *Coordinator) run(ctx context.Context, fn func(context.Context, *firesto
 }
 
 // getDoc reads a document into dst inside tx; it reports whether it exists.
-func getDoc(tx *firestore.Transaction, ref *firestore.DocumentRef, dst any) (bool, error) {
+// A missing document is billed as a read too.
+func getDoc(ctx context.Context, tx *firestore.Transaction, ref *firestore.DocumentRef, dst any) (bool, error) {
+	opcount.Add(ctx, opcount.FirestoreRead, 1)
 	snap, err := tx.Get(ref)
 	if status.Code(err) == codes.NotFound {
 		return false, nil
@@ -128,6 +131,20 @@ func getDoc(tx *firestore.Transaction, ref *firestore.DocumentRef, dst any) (boo
 		return false, fmt.Errorf("decode %s: %w", ref.Path, err)
 	}
 	return true, nil
+}
+
+// set writes a document inside tx. A write of an attempt that the
+// transaction retries is counted although only the last attempt's writes
+// are billed: contention is rare, and the count errs high.
+func set(ctx context.Context, tx *firestore.Transaction, ref *firestore.DocumentRef, v any) error {
+	opcount.Add(ctx, opcount.FirestoreWrite, 1)
+	return tx.Set(ref, v)
+}
+
+// queried counts the reads of a query that returned n documents: a query
+// is billed one read at least.
+func queried(ctx context.Context, n int) {
+	opcount.Add(ctx, opcount.FirestoreRead, int64(max(n, 1)))
 }
 
 // Acquire implements pipeline.Leaser.
@@ -142,7 +159,7 @@ func (f *Coordinator) Acquire(ctx context.Context, tableID, holder string, ttl t
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		ref := f.leases.Doc(tableID)
 		var cur coord.LeaseDoc
-		if _, err := getDoc(tx, ref, &cur); err != nil {
+		if _, err := getDoc(ctx, tx, ref, &cur); err != nil {
 			return err
 		}
 		next, lease, err := cur.Acquire(tableID, holder, ttl, f.now())
@@ -150,7 +167,7 @@ func (f *Coordinator) Acquire(ctx context.Context, tableID, holder string, ttl t
 			return err
 		}
 		l = lease
-		return tx.Set(ref, next)
+		return set(ctx, tx, ref, next)
 	})
 	if err != nil {
 		return coord.Lease{}, fmt.Errorf("acquire lease on %s for %s: %w", tableID, holder, err)
@@ -170,7 +187,7 @@ func (f *Coordinator) Renew(ctx context.Context, l coord.Lease, ttl time.Duratio
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		ref := f.leases.Doc(l.Table)
 		var cur coord.LeaseDoc
-		if _, err := getDoc(tx, ref, &cur); err != nil {
+		if _, err := getDoc(ctx, tx, ref, &cur); err != nil {
 			return err
 		}
 		next, lease, err := cur.Renew(l, ttl, f.now())
@@ -178,7 +195,7 @@ func (f *Coordinator) Renew(ctx context.Context, l coord.Lease, ttl time.Duratio
 			return err
 		}
 		out = lease
-		return tx.Set(ref, next)
+		return set(ctx, tx, ref, next)
 	})
 	if err != nil {
 		return coord.Lease{}, fmt.Errorf("renew: %w", err)
@@ -194,14 +211,14 @@ func (f *Coordinator) Release(ctx context.Context, l coord.Lease) error {
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		ref := f.leases.Doc(l.Table)
 		var cur coord.LeaseDoc
-		if _, err := getDoc(tx, ref, &cur); err != nil {
+		if _, err := getDoc(ctx, tx, ref, &cur); err != nil {
 			return err
 		}
 		next, err := cur.Release(l)
 		if err != nil {
 			return err
 		}
-		return tx.Set(ref, next)
+		return set(ctx, tx, ref, next)
 	})
 	if err != nil {
 		return fmt.Errorf("release: %w", err)
@@ -215,6 +232,7 @@ func (f *Coordinator) CheckLease(ctx context.Context, l coord.Lease) error {
 		return err
 	}
 	var cur coord.LeaseDoc
+	opcount.Add(ctx, opcount.FirestoreRead, 1)
 	snap, err := f.leases.Doc(l.Table).Get(ctx)
 	switch {
 	case status.Code(err) == codes.NotFound:
@@ -229,12 +247,12 @@ func (f *Coordinator) CheckLease(ctx context.Context, l coord.Lease) error {
 }
 
 // checkLeaseTx checks l inside tx, so that the writes of tx are fenced.
-func (f *Coordinator) checkLeaseTx(tx *firestore.Transaction, l coord.Lease, tableID string) error {
+func (f *Coordinator) checkLeaseTx(ctx context.Context, tx *firestore.Transaction, l coord.Lease, tableID string) error {
 	if l.Table != tableID {
 		return fmt.Errorf("lease on %s used for %s: %w", l.Table, tableID, coord.ErrLeaseLost)
 	}
 	var cur coord.LeaseDoc
-	if _, err := getDoc(tx, f.leases.Doc(tableID), &cur); err != nil {
+	if _, err := getDoc(ctx, tx, f.leases.Doc(tableID), &cur); err != nil {
 		return err
 	}
 	return cur.Check(l, f.now())
@@ -252,7 +270,7 @@ func (f *Coordinator) RegisterFile(ctx context.Context, in coord.FileRecord) (co
 		created = false
 		fref, tref := f.files.Doc(id), f.tables.Doc(in.Table)
 		var cur coord.FileRecord
-		exists, err := getDoc(tx, fref, &cur)
+		exists, err := getDoc(ctx, tx, fref, &cur)
 		if err != nil {
 			return err
 		}
@@ -261,7 +279,7 @@ func (f *Coordinator) RegisterFile(ctx context.Context, in coord.FileRecord) (co
 			return nil
 		}
 		t := coord.TableDoc{Table: in.Table}
-		if _, err := getDoc(tx, tref, &t); err != nil {
+		if _, err := getDoc(ctx, tx, tref, &t); err != nil {
 			return err
 		}
 		if exists && cur.State == coord.StateQuarantined {
@@ -271,10 +289,10 @@ func (f *Coordinator) RegisterFile(ctx context.Context, in coord.FileRecord) (co
 		t.Pending++
 		rec = coord.NewRecord(in, t.LastArrivalSeq, f.now())
 		created = true
-		if err := tx.Set(fref, rec); err != nil {
+		if err := set(ctx, tx, fref, rec); err != nil {
 			return err
 		}
-		return tx.Set(tref, t)
+		return set(ctx, tx, tref, t)
 	})
 	if err != nil {
 		return coord.FileRecord{}, false, fmt.Errorf("register %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
@@ -292,7 +310,7 @@ func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reaso
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		fref := f.files.Doc(id)
 		var cur coord.FileRecord
-		exists, err := getDoc(tx, fref, &cur)
+		exists, err := getDoc(ctx, tx, fref, &cur)
 		if err != nil {
 			return err
 		}
@@ -303,7 +321,7 @@ func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reaso
 		}
 		tref := f.tables.Doc(in.Table)
 		t := coord.TableDoc{Table: in.Table}
-		if _, err := getDoc(tx, tref, &t); err != nil {
+		if _, err := getDoc(ctx, tx, tref, &t); err != nil {
 			return err
 		}
 		var arrival int64
@@ -321,10 +339,10 @@ func (f *Coordinator) Quarantine(ctx context.Context, in coord.FileRecord, reaso
 		if known && cur.State == coord.StateStaged {
 			t.Pending--
 		}
-		if err := tx.Set(fref, rec); err != nil {
+		if err := set(ctx, tx, fref, rec); err != nil {
 			return err
 		}
-		return tx.Set(tref, t)
+		return set(ctx, tx, tref, t)
 	})
 	if err != nil {
 		return coord.FileRecord{}, fmt.Errorf("quarantine %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
@@ -343,7 +361,7 @@ func (f *Coordinator) Skip(ctx context.Context, in coord.FileRecord, reason stri
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		fref := f.files.Doc(id)
 		var cur coord.FileRecord
-		exists, err := getDoc(tx, fref, &cur)
+		exists, err := getDoc(ctx, tx, fref, &cur)
 		if err != nil {
 			return err
 		}
@@ -352,7 +370,7 @@ func (f *Coordinator) Skip(ctx context.Context, in coord.FileRecord, reason stri
 			return nil
 		}
 		rec = coord.SkipRecord(in, reason, f.now(), f.retention)
-		return tx.Set(fref, rec)
+		return set(ctx, tx, fref, rec)
 	})
 	if err != nil {
 		return coord.FileRecord{}, fmt.Errorf("skip %s/%s (generation %d) for %s: %w", in.Bucket, in.Name, in.Generation, in.Table, err)
@@ -375,6 +393,7 @@ func (f *Coordinator) Files(ctx context.Context, ids []string) (map[string]coord
 	}
 	out := make(map[string]coord.FileRecord, len(refs))
 	for chunk := range slices.Chunk(refs, getAllRefs) {
+		opcount.Add(ctx, opcount.FirestoreRead, int64(len(chunk)))
 		snaps, err := f.client.GetAll(ctx, chunk)
 		if err != nil {
 			return nil, fmt.Errorf("files: read %d records: %w", len(chunk), err)
@@ -398,6 +417,7 @@ func (f *Coordinator) File(ctx context.Context, id string) (coord.FileRecord, er
 	if err := coord.ValidFileID(id); err != nil {
 		return coord.FileRecord{}, err
 	}
+	opcount.Add(ctx, opcount.FirestoreRead, 1)
 	snap, err := f.files.Doc(id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
 		return coord.FileRecord{}, fmt.Errorf("file %s: %w", id, coord.ErrNotFound)
@@ -421,13 +441,14 @@ func (f *Coordinator) pendingQuery(tableID string, limit int) firestore.Query {
 	return q
 }
 
-// readFiles decodes every document of it.
-func readFiles(it *firestore.DocumentIterator) ([]coord.FileRecord, error) {
+// readFiles decodes every document of the query it iterates.
+func readFiles(ctx context.Context, it *firestore.DocumentIterator) ([]coord.FileRecord, error) {
 	defer it.Stop()
 	var out []coord.FileRecord
 	for {
 		snap, err := it.Next()
 		if errors.Is(err, iterator.Done) {
+			queried(ctx, len(out))
 			return out, nil
 		}
 		if err != nil {
@@ -443,7 +464,7 @@ func readFiles(it *firestore.DocumentIterator) ([]coord.FileRecord, error) {
 
 // Pending implements pipeline.Registry.
 func (f *Coordinator) Pending(ctx context.Context, tableID string, limit int) ([]coord.FileRecord, error) {
-	out, err := readFiles(f.pendingQuery(tableID, limit).Documents(ctx))
+	out, err := readFiles(ctx, f.pendingQuery(tableID, limit).Documents(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("list pending files of %s: %w", tableID, err)
 	}
@@ -456,7 +477,7 @@ func (f *Coordinator) ListFiles(ctx context.Context, tableID string, state coord
 	if state != "" {
 		q = q.Where("state", "==", string(state))
 	}
-	out, err := readFiles(q.OrderBy("arrivalSeq", firestore.Asc).Documents(ctx))
+	out, err := readFiles(ctx, q.OrderBy("arrivalSeq", firestore.Asc).Documents(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("list files of %s: %w", tableID, err)
 	}
@@ -469,11 +490,12 @@ func (f *Coordinator) batchRef(tableID string, seq int64) *firestore.DocumentRef
 }
 
 // filesTx reads the records of ids inside tx, in the order of ids.
-func (f *Coordinator) filesTx(tx *firestore.Transaction, ids []string) ([]coord.FileRecord, error) {
+func (f *Coordinator) filesTx(ctx context.Context, tx *firestore.Transaction, ids []string) ([]coord.FileRecord, error) {
 	refs := make([]*firestore.DocumentRef, len(ids))
 	for i, id := range ids {
 		refs[i] = f.files.Doc(id)
 	}
+	opcount.Add(ctx, opcount.FirestoreRead, int64(len(refs)))
 	snaps, err := tx.GetAll(refs)
 	if err != nil {
 		return nil, fmt.Errorf("read batch files: %w", err)
@@ -499,12 +521,12 @@ func (f *Coordinator) NextBatch(ctx context.Context, l coord.Lease, tableID stri
 	}
 	var b coord.Batch
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		if err := f.checkLeaseTx(tx, l, tableID); err != nil {
+		if err := f.checkLeaseTx(ctx, tx, l, tableID); err != nil {
 			return err
 		}
 		tref := f.tables.Doc(tableID)
 		var t coord.TableDoc
-		exists, err := getDoc(tx, tref, &t)
+		exists, err := getDoc(ctx, tx, tref, &t)
 		if err != nil {
 			return err
 		}
@@ -512,14 +534,14 @@ func (f *Coordinator) NextBatch(ctx context.Context, l coord.Lease, tableID stri
 			return coord.ErrNoWork
 		}
 		if t.OpenBatchSeq != 0 {
-			files, err := f.filesTx(tx, t.OpenFiles)
+			files, err := f.filesTx(ctx, tx, t.OpenFiles)
 			if err != nil {
 				return err
 			}
-			b = coord.Batch{Table: tableID, Seq: t.OpenBatchSeq, Files: files, Created: t.OpenCreated}
+			b = coord.Batch{Table: tableID, Seq: t.OpenBatchSeq, Files: files, Created: t.OpenCreated, Resumed: true}
 			return nil
 		}
-		pending, err := readFiles(tx.Documents(f.pendingQuery(tableID, lim.MaxFiles())))
+		pending, err := readFiles(ctx, tx.Documents(f.pendingQuery(tableID, lim.MaxFiles())))
 		if err != nil {
 			return fmt.Errorf("list pending files: %w", err)
 		}
@@ -531,15 +553,15 @@ func (f *Coordinator) NextBatch(ctx context.Context, l coord.Lease, tableID stri
 		b = t.OpenBatch(files, now)
 		t.Pending -= int64(len(files))
 		for _, rec := range b.Files {
-			if err := tx.Set(f.files.Doc(rec.ID), rec); err != nil {
+			if err := set(ctx, tx, f.files.Doc(rec.ID), rec); err != nil {
 				return err
 			}
 		}
 		bd := coord.BatchDoc{Table: tableID, Seq: b.Seq, FileIDs: t.OpenFiles, State: coord.BatchOpen, Created: now, Files: int64(len(files))}
-		if err := tx.Set(f.batchRef(tableID, b.Seq), bd); err != nil {
+		if err := set(ctx, tx, f.batchRef(tableID, b.Seq), bd); err != nil {
 			return err
 		}
-		return tx.Set(tref, t)
+		return set(ctx, tx, tref, t)
 	})
 	if err != nil {
 		return coord.Batch{}, fmt.Errorf("next batch of %s: %w", tableID, err)
@@ -553,12 +575,12 @@ func (f *Coordinator) CompleteBatch(ctx context.Context, l coord.Lease, b coord.
 		return err
 	}
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		if err := f.checkLeaseTx(tx, l, b.Table); err != nil {
+		if err := f.checkLeaseTx(ctx, tx, l, b.Table); err != nil {
 			return err
 		}
 		tref := f.tables.Doc(b.Table)
 		var t coord.TableDoc
-		exists, err := getDoc(tx, tref, &t)
+		exists, err := getDoc(ctx, tx, tref, &t)
 		if err != nil {
 			return err
 		}
@@ -568,20 +590,20 @@ func (f *Coordinator) CompleteBatch(ctx context.Context, l coord.Lease, b coord.
 		if t.OpenBatchSeq != b.Seq {
 			return nil // done already: a retried completion
 		}
-		files, err := f.filesTx(tx, t.OpenFiles)
+		files, err := f.filesTx(ctx, tx, t.OpenFiles)
 		if err != nil {
 			return err
 		}
 		done := t.CompleteBatch(files, stats, f.now(), f.retention)
 		for _, rec := range files {
-			if err := tx.Set(f.files.Doc(rec.ID), rec); err != nil {
+			if err := set(ctx, tx, f.files.Doc(rec.ID), rec); err != nil {
 				return err
 			}
 		}
-		if err := tx.Set(f.batchRef(b.Table, b.Seq), done); err != nil {
+		if err := set(ctx, tx, f.batchRef(b.Table, b.Seq), done); err != nil {
 			return err
 		}
-		return tx.Set(tref, t)
+		return set(ctx, tx, tref, t)
 	})
 	if err != nil {
 		return fmt.Errorf("complete batch %d of %s: %w", b.Seq, b.Table, err)
@@ -594,6 +616,7 @@ func (f *Coordinator) Status(ctx context.Context, tableID string) (coord.TableSt
 	if err := coord.ValidTableID(tableID); err != nil {
 		return coord.TableStatus{}, err
 	}
+	opcount.Add(ctx, opcount.FirestoreRead, 2)
 	snaps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{f.tables.Doc(tableID), f.leases.Doc(tableID)})
 	if err != nil {
 		return coord.TableStatus{}, fmt.Errorf("status of %s: %w", tableID, err)
@@ -625,6 +648,7 @@ func (f *Coordinator) Statuses(ctx context.Context) ([]coord.TableStatus, error)
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
 	}
+	queried(ctx, len(tsnaps))
 	if len(tsnaps) == 0 {
 		return nil, nil
 	}
@@ -632,6 +656,7 @@ func (f *Coordinator) Statuses(ctx context.Context) ([]coord.TableStatus, error)
 	for i, s := range tsnaps {
 		refs[i] = f.leases.Doc(s.Ref.ID)
 	}
+	opcount.Add(ctx, opcount.FirestoreRead, int64(len(refs)))
 	lsnaps, err := f.client.GetAll(ctx, refs)
 	if err != nil {
 		return nil, fmt.Errorf("list tables: read leases: %w", err)
@@ -657,6 +682,7 @@ func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error)
 	if err != nil {
 		return 0, fmt.Errorf("expire: list tables: %w", err)
 	}
+	queried(ctx, len(tables))
 	lastSeq := map[string]int64{}
 	for _, s := range tables {
 		var t coord.TableDoc
@@ -671,6 +697,7 @@ func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error)
 	if err != nil {
 		return 0, fmt.Errorf("expire: list merged and skipped files: %w", err)
 	}
+	queried(ctx, len(files))
 	for _, s := range files {
 		var rec coord.FileRecord
 		if err := s.DataTo(&rec); err != nil {
@@ -687,6 +714,7 @@ func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error)
 	if err != nil {
 		return 0, fmt.Errorf("expire: list done batches: %w", err)
 	}
+	queried(ctx, len(batches))
 	for _, s := range batches {
 		var bd coord.BatchDoc
 		if err := s.DataTo(&bd); err != nil {
@@ -700,6 +728,7 @@ func (f *Coordinator) Expire(ctx context.Context, before time.Time) (int, error)
 	if len(dels) == 0 {
 		return 0, nil
 	}
+	opcount.Add(ctx, opcount.FirestoreDelete, int64(len(dels)))
 	bw := f.client.BulkWriter(ctx)
 	jobs := make([]*firestore.BulkWriterJob, 0, len(dels))
 	for _, d := range dels {
@@ -736,6 +765,7 @@ func (f *Coordinator) Watermark(ctx context.Context, key string) ([]byte, int64,
 		return nil, 0, err
 	}
 	var d coord.WatermarkDoc
+	opcount.Add(ctx, opcount.FirestoreRead, 1)
 	snap, err := f.watermarks.Doc(coord.WatermarkID(key)).Get(ctx)
 	switch {
 	case status.Code(err) == codes.NotFound:
@@ -763,14 +793,14 @@ func (f *Coordinator) PutWatermark(ctx context.Context, key string, data []byte,
 	var next coord.WatermarkDoc
 	err := f.run(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		var cur coord.WatermarkDoc
-		exists, err := getDoc(tx, ref, &cur)
+		exists, err := getDoc(ctx, tx, ref, &cur)
 		if err != nil {
 			return err
 		}
 		if next, err = cur.Put(exists, key, data, rev, f.now()); err != nil {
 			return err
 		}
-		return tx.Set(ref, next)
+		return set(ctx, tx, ref, next)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("put watermark %q at revision %d: %w", key, rev, err)
@@ -788,6 +818,8 @@ func (f *Coordinator) ListWatermarks(ctx context.Context, prefix string, fn func
 	}
 	it := q.Documents(ctx)
 	defer it.Stop()
+	read := 0
+	defer func() { queried(ctx, read) }()
 	for {
 		snap, err := it.Next()
 		if errors.Is(err, iterator.Done) {
@@ -796,6 +828,7 @@ func (f *Coordinator) ListWatermarks(ctx context.Context, prefix string, fn func
 		if err != nil {
 			return fmt.Errorf("list watermarks: %w", err)
 		}
+		read++
 		var d coord.WatermarkDoc
 		if err := snap.DataTo(&d); err != nil {
 			return fmt.Errorf("list watermarks: decode %s: %w", snap.Ref.Path, err)
