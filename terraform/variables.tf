@@ -281,11 +281,11 @@ variable "retry_maximum_backoff_seconds" {
 variable "compaction_schedule" {
   description = "Cron schedule (five fields, Cloud Scheduler syntax) of the compaction run: bin-packing, clustering, checkpoints, vacuum and expiry of logs, tombstones and staging."
   type        = string
-  default     = "15 */6 * * *"
+  default     = "15 * * * *"
 
   validation {
     condition     = length(regexall("^\\S+\\s+\\S+\\s+\\S+\\s+\\S+\\s+\\S+$", trimspace(var.compaction_schedule))) == 1
-    error_message = "compaction_schedule must be a five-field cron expression such as \"15 */6 * * *\"."
+    error_message = "compaction_schedule must be a five-field cron expression such as \"15 * * * *\"."
   }
 }
 

@@ -132,7 +132,7 @@ run "reconcile_ticks_run_more_often_than_compaction" {
     error_message = "The reconcile job must ask for the reconcile task only."
   }
   assert {
-    condition     = base64decode(google_cloud_scheduler_job.compact.pubsub_target[0].data) == "{}" && google_cloud_scheduler_job.compact.schedule == "15 */6 * * *"
+    condition     = base64decode(google_cloud_scheduler_job.compact.pubsub_target[0].data) == "{}" && google_cloud_scheduler_job.compact.schedule == "15 * * * *"
     error_message = "The compaction job must keep its \"{}\" message (reconcile and maintenance) every 6 hours."
   }
 }

@@ -252,7 +252,7 @@ run "compaction_is_scheduled_into_its_topic" {
   command = plan
 
   assert {
-    condition     = google_cloud_scheduler_job.compact.schedule == "15 */6 * * *" && length(google_cloud_scheduler_job.compact.pubsub_target) == 1
+    condition     = google_cloud_scheduler_job.compact.schedule == "15 * * * *" && length(google_cloud_scheduler_job.compact.pubsub_target) == 1
     error_message = "The scheduler must publish compaction ticks on compaction_schedule."
   }
   assert {
