@@ -188,7 +188,7 @@ func cmdVacuum(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func vacuumTable(ctx context.Context, store objstore.Store, url string, opts delta.VacuumOptions, w io.Writer) error {
 	r, err := delta.Open(store).Vacuum(ctx, opts)
 	if errors.Is(err, delta.ErrRetentionTooShort) {
-		return configError{fmt.Errorf("%s: %w (--force overrides)", url, err)}
+		return configError{fmt.Errorf("%w (--force overrides)", err)}
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", url, err)

@@ -71,7 +71,7 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		retention = tableRetention
 	}
 	if retention < 0 || (retention < tableRetention && !opts.Force) {
-		return VacuumResult{}, fmt.Errorf("vacuum %s: retention %s is below the table's %s of %s, the time a reader of an older version or a write in flight may need its files (forcing overrides): %w",
+		return VacuumResult{}, fmt.Errorf("vacuum %s: retention %s is below the table's %s of %s, the time a reader of an older version or a write in flight may need its files: %w",
 			t.store.URL(), retention, PropDeletedFileRetention, tableRetention, ErrRetentionTooShort)
 	}
 	now := t.now
