@@ -297,7 +297,7 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		parquet.DataPageStatistics(false),
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
 		parquet.CreatedBy("dsdelta", "1", ""),
-	}, append(append(bloomOpts, pageOptions(opts)...), parquetfile.WideDecimalOptions(schema)...)...)...)
+	}, append(bloomOpts, pageOptions(opts)...)...)...)
 	return w, nil
 }
 
@@ -1252,7 +1252,8 @@ func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), err
 }
 
 // decimalLeaf is leafNode of a decimal: INT32, INT64 or, beyond 18
-// digits, parquetfile.DecimalNode's FIXED_LEN_BYTE_ARRAY.
+// digits, FIXED_LEN_BYTE_ARRAY, whose page and chunk bounds parquet-go
+// (since v0.32.1) takes in the signed order of the values.
 func decimalLeaf(dt value.DecimalType, mismatch func(any) (parquet.Value, error)) (parquet.Node, func(any) (parquet.Value, error), error) {
 	if dt.Precision < 1 || dt.Precision > 38 || dt.Scale < 0 || dt.Scale > dt.Precision {
 		return nil, nil, fmt.Errorf("unsupported %v", dt)
@@ -1293,7 +1294,8 @@ func decimalLeaf(dt value.DecimalType, mismatch func(any) (parquet.Value, error)
 	default:
 		size := parquetfile.DecimalBytes(dt.Precision)
 		var slab []byte // the closure is one writer's, used by one goroutine
-		return parquetfile.DecimalNode(dt), func(v any) (parquet.Value, error) {
+		node := parquet.Decimal(dt.Scale, dt.Precision, parquet.FixedLenByteArrayType(size))
+		return node, func(v any) (parquet.Value, error) {
 			// Most values are of the column's scale and fit 64 bits,
 			// which a precision above 18 always holds: no big.Int
 			// arithmetic for them, and their bytes are cut from a

@@ -82,10 +82,10 @@ type RewriteResult struct {
 	Reencoded int64
 	// RowGroupsNotCopied counts the row groups that would have been
 	// copied but for metadata that must not be copied: a malformed page
-	// index (parquet-go's for a decimal of more than 18 digits with a page
-	// of nulls, or a damaged one), or such a decimal's chunk statistics
-	// with parquet-go's unsigned bounds (see parquetfile/decimalindex.go and
-	// chunkBounds.unsignedDecimalBounds). Their pages, checked, were
+	// index (that of parquet-go before v0.32.1 for a decimal of more than
+	// 18 digits with a page of nulls, or a damaged one), or such a
+	// decimal's chunk statistics with the unsigned bounds of those
+	// releases (see unsignedDecimalStats). Their pages, checked, were
 	// decoded and written anew, with metadata of their own.
 	// RowGroupsDecoded counts them too.
 	RowGroupsNotCopied int

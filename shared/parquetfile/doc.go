@@ -4,8 +4,8 @@
 // index before parquet-go acts on them; caps on what codecs inflate and on
 // Thrift structures; ErrCorrupt for whatever fails), reads it through a
 // range-merging prefetch (File), fetches its bloom filters and page
-// indexes, and stores decimals of more than 18 digits with a column index
-// parquet-go gets wrong (DecimalNode).
+// indexes, and knows how a decimal of more than 18 digits is stored
+// (decimal.go).
 //
 // It imports parquet-go, objstore and value, never delta: package delta
 // reads and writes its data files through it.
