@@ -6,6 +6,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -56,7 +57,7 @@ func fromFooter(t value.Type) bool {
 func (w *FileWriter) statsFromFooter() {
 	leaf := make(map[int]bool, len(w.root)) // schema indexes of top-level leaves
 	for k, n := range w.root {
-		leaf[w.dataIdx[k]] = n.kind == wLeaf
+		leaf[w.dataIdx[k]] = n.Kind == parquetfile.LeafNode
 	}
 	var perRow []*statsNode
 	for _, s := range w.stats.roots {

@@ -119,9 +119,9 @@ func fzSchemaOf(t testing.TB, src []byte, node func(parquet.Field) parquet.Node)
 	}
 	var fields []parquet.Field
 	for _, fld := range f.Schema().Fields() {
-		fields = append(fields, &orderedField{Node: node(fld), name: fld.Name()})
+		fields = append(fields, parquetfile.NamedField(fld.Name(), node(fld)))
 	}
-	return parquet.NewSchema("spark_schema", &orderedGroup{fields: fields})
+	return parquet.NewSchema("spark_schema", parquetfile.NewGroup(fields...))
 }
 
 // fzReencode writes the rows of the Parquet file src again in row groups

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
@@ -427,9 +428,9 @@ func TestFlatReadOfFixtureTablesReturnsWhatTheAssemblyDoes(t *testing.T) {
 }
 
 func TestFlatReadDecodesOtherWritersEncodingsAsTheAssemblyDoes(t *testing.T) {
-	field := func(name string, n parquet.Node) parquet.Field { return &orderedField{Node: n, name: name} }
+	field := func(name string, n parquet.Node) parquet.Field { return parquetfile.NamedField(name, n) }
 	dict := func(n parquet.Node) parquet.Node { return parquet.Encoded(n, &parquet.RLEDictionary) }
-	root := &orderedGroup{fields: []parquet.Field{
+	root := parquetfile.NewGroup(
 		field("id", parquet.Required(parquet.Leaf(parquet.Int64Type))),
 		field("d_long", parquet.Optional(dict(parquet.Leaf(parquet.Int64Type)))),
 		field("d_str", parquet.Optional(dict(parquet.String()))),
@@ -446,7 +447,7 @@ func TestFlatReadDecodesOtherWritersEncodingsAsTheAssemblyDoes(t *testing.T) {
 		field("day", parquet.Required(parquet.Date())),
 		field("ts_nanos", parquet.Optional(parquet.TimestampAdjusted(parquet.Nanosecond, false))),
 		field("ts_millis", parquet.Optional(parquet.Timestamp(parquet.Millisecond))),
-	}}
+	)
 	schema := value.StructType{Fields: []value.Field{
 		{Name: "id", Type: value.Long},
 		{Name: "d_long", Type: value.Long, Nullable: true},
@@ -610,12 +611,12 @@ func TestKeptBigIntsHoldTheirValuesApart(t *testing.T) {
 // as other writers write them, through the flat read and through the
 // generic record assembly.
 func BenchmarkReadFileDictionary(b *testing.B) {
-	field := func(name string, n parquet.Node) parquet.Field { return &orderedField{Node: n, name: name} }
+	field := func(name string, n parquet.Node) parquet.Field { return parquetfile.NamedField(name, n) }
 	dict := func(n parquet.Node) parquet.Node { return parquet.Optional(parquet.Encoded(n, &parquet.RLEDictionary)) }
-	root := &orderedGroup{fields: []parquet.Field{
+	root := parquetfile.NewGroup(
 		field("country", dict(parquet.String())), field("status", dict(parquet.String())),
 		field("store", dict(parquet.Leaf(parquet.Int64Type))), field("day", dict(parquet.Timestamp(parquet.Microsecond))),
-	}}
+	)
 	schema := value.StructType{Fields: []value.Field{
 		{Name: "country", Type: value.String, Nullable: true}, {Name: "status", Type: value.String, Nullable: true},
 		{Name: "store", Type: value.Long, Nullable: true}, {Name: "day", Type: value.Timestamp, Nullable: true},

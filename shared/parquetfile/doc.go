@@ -4,8 +4,10 @@
 // index before parquet-go acts on them; caps on what codecs inflate and on
 // Thrift structures; ErrCorrupt for whatever fails), reads it through a
 // range-merging prefetch (File), fetches its bloom filters and page
-// indexes, and knows how a decimal of more than 18 digits is stored
-// (decimal.go).
+// indexes, knows how a decimal of more than 18 digits is stored
+// (decimal.go), and builds a file's Parquet schema from value types, with
+// how their values shred into its leaf columns (NewSchema, Node.Shred):
+// the names and field ids of columns are the caller's (Naming).
 //
 // It imports parquet-go, objstore and value, never delta: package delta
 // reads and writes its data files through it.
