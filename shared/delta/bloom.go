@@ -36,21 +36,12 @@ import (
 // are written together before the footer).
 const DefaultBloomFilterBitsPerValue = 32
 
-// bloomFilterOptions returns the parquet-go writer options that put a
-// split-block bloom filter in every column chunk of the columns opts names.
-// Filters are held back and written together before the footer, so a
-// reader fetches a file's filters with one ranged read; they stay standard
-// (bloom_filter_offset and bloom_filter_length in each column chunk's
-// metadata). Partition columns are not in the file and get none.
-func bloomFilterOptions(opts WriteOptions) ([]parquet.WriterOption, error) {
-	if len(opts.BloomFilterColumns) == 0 {
-		return nil, nil
-	}
-	bits := opts.BloomFilterBitsPerValue
-	if bits == 0 {
-		bits = DefaultBloomFilterBitsPerValue
-	}
-	var filters []parquet.BloomFilterColumn
+// bloomFilterColumns returns the columns (names in the file) of
+// opts.BloomFilterColumns that get a Parquet split-block bloom filter: not
+// partition columns, nor those withoutBloomFilters leaves out. A column
+// the schema lacks, or one that is not primitive, is an error.
+func bloomFilterColumns(opts WriteOptions) ([]string, error) {
+	var cols []string
 	for _, name := range opts.BloomFilterColumns {
 		f, ok := opts.Schema.Field(name)
 		if !ok {
@@ -63,15 +54,9 @@ func bloomFilterOptions(opts WriteOptions) ([]parquet.WriterOption, error) {
 		case value.StructType, value.ArrayType, value.MapType:
 			return nil, fmt.Errorf("bloom filter: column %q is not of a primitive type", name)
 		}
-		filters = append(filters, parquet.SplitBlockFilter(bits, PhysicalName(f, opts.ColumnMappingMode)))
+		cols = append(cols, PhysicalName(f, opts.ColumnMappingMode))
 	}
-	if len(filters) == 0 {
-		return nil, nil
-	}
-	return []parquet.WriterOption{
-		parquet.BloomFilters(filters...),
-		parquet.DeferBloomFiltersWithBuffers(parquet.NewBufferPool()),
-	}, nil
+	return cols, nil
 }
 
 func isPartitionColumn(parts []string, name string) bool {

@@ -7,8 +7,9 @@
 // statistics, deletion vectors and column mapping on read.
 //
 // The data files' Parquet as bytes (hardened opening, prefetching, bloom
-// filters, page indexes, wide decimals, the Parquet schema of value types
-// and the shredding of values into its leaves) is package parquetfile's:
+// filters, page indexes, wide decimals, the Parquet schema of value types,
+// the shredding of values into its leaves, and the streaming Writer) is
+// package parquetfile's:
 // delta reads and writes through it, and parquetfile never imports delta.
 // Delta keeps what a table makes of a file: partition values and
 // directories, column mapping (names and field ids it hands parquetfile),

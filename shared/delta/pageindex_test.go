@@ -29,7 +29,7 @@ func piSchema(kt value.Type) value.StructType {
 
 // piKey is the i-th key value of type kt: strings of 82 bytes sharing a
 // 50-byte prefix, so that the column index truncates their bounds (to
-// pageIndexBoundBytes) within the part that tells them apart.
+// parquetfile.LookupBoundBytes) within the part that tells them apart.
 func piKey(kt value.Type, i int) any {
 	if kt == value.String {
 		return fmt.Sprintf("customer-%041d-%014d-%016x", 0, i, i*7919)

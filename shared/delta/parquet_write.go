@@ -15,10 +15,8 @@ import (
 	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/google/uuid"
-	"github.com/klauspost/compress/s2"
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
-	"github.com/parquet-go/parquet-go/compress/snappy"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // Sentinel errors of the data-file writer.
@@ -111,7 +109,7 @@ type WriteOptions struct {
 	// that filters by the page index (ReadOptions.OnlyValues) read little
 	// of a column; each page costs a header and an entry in each index.
 	// With it set, the byte-array page bounds of BloomFilterColumns keep
-	// pageIndexBoundBytes bytes.
+	// parquetfile.LookupBoundBytes bytes.
 	PageBytes int
 	// ValueArrays, when set, lends WriteInOrder its arrays of values and
 	// takes them back, for the next file written with it to reuse.
@@ -149,9 +147,7 @@ type FileWriter struct {
 	// leaf column, as parquet-go's WriteRows would split them.
 	colBatch [][]parquet.Value
 	nbatch   int
-	pw       *parquet.GenericWriter[any]
-	pipe     *io.PipeWriter
-	done     chan writeResult
+	pw       *parquetfile.Writer
 	stats    *statsCollector
 	rows     int64
 	rgStart  int64 // pw.Size() when the current row group started
@@ -160,11 +156,6 @@ type FileWriter struct {
 	err      error
 	// footer are the stats roots read from the footer at Close.
 	footer []footerStat
-}
-
-type writeResult struct {
-	info objstore.Info
-	err  error
 }
 
 // writeBatchRows is how many rows are handed to parquet-go at once, and
@@ -187,11 +178,11 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 	if opts.RowGroupRows <= 0 {
 		opts.RowGroupRows = DefaultRowGroupRows
 	}
-	codec, suffix, err := codecOf(opts.Compression)
+	codec, suffix, err := parquetfile.WriteCodec(string(opts.Compression))
 	if err != nil {
 		return nil, fmt.Errorf("new data file: %w", err)
 	}
-	bloomOpts, err := bloomFilterOptions(opts)
+	filters, err := bloomFilterColumns(opts)
 	if err != nil {
 		return nil, fmt.Errorf("new data file: %w", err)
 	}
@@ -268,91 +259,32 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		w.name = dir + "/" + file
 	}
 
-	pr, pipeW := io.Pipe()
-	w.pipe = pipeW
-	w.done = make(chan writeResult, 1)
-	go func() {
-		info, err := store.Write(ctx, w.name, pr, objstore.WriteOptions{IfAbsent: true, ContentType: "application/vnd.apache.parquet"})
-		if err != nil {
-			pr.CloseWithError(err)
-		} else {
-			pr.Close()
-		}
-		w.done <- writeResult{info, err}
-	}()
-	// Rows go in as parquet.Row (WriteRows) or whole row groups, never as
-	// Go values, so the writer's type parameter is any.
-	w.pw = parquet.NewGenericWriter[any](pipeW, append([]parquet.WriterOption{
-		schema.Parquet,
-		parquet.Compression(codec),
-		parquet.DataPageVersion(1),
-		// Page bounds go to the column index (the page index readers
-		// prune by); repeating them in every page header cost a second
-		// pass over each byte-array page.
-		parquet.DataPageStatistics(false),
-		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
-		parquet.CreatedBy("dsdelta", "1", ""),
-	}, append(bloomOpts, pageOptions(opts)...)...)...)
+	bits := opts.BloomFilterBitsPerValue
+	if bits == 0 {
+		bits = DefaultBloomFilterBitsPerValue
+	}
+	w.pw = parquetfile.NewWriter(ctx, store, w.name, schema.Parquet, parquetfile.WriterOptions{
+		Codec:     codec,
+		CreatedBy: "dsdelta", Version: "1",
+		PageBytes:               opts.PageBytes,
+		LookupColumns:           lookupColumns(opts),
+		BloomFilterColumns:      filters,
+		BloomFilterBitsPerValue: bits,
+	})
 	return w, nil
 }
 
-// pageIndexBoundBytes is how long a byte-array page bound in the column
-// index may be for the columns readers look values up in (those of
-// WriteOptions.BloomFilterColumns) when WriteOptions.PageBytes is set.
-// parquet-go truncates bounds to 16 bytes, which leaves keys with a longer
-// common prefix ("customer-0000001234") the same bounds on every page, and
-// a page-index read nothing to skip; 64 bytes hold a UUID or most business
-// keys whole. Other columns keep 16 bytes: the index of every column is
-// fetched with the footer's neighbourhood, and it grows with the pages.
-const pageIndexBoundBytes = 64
-
-// pageOptions returns the writer options of opts.PageBytes.
-func pageOptions(opts WriteOptions) []parquet.WriterOption {
-	if opts.PageBytes <= 0 {
-		return nil
-	}
-	lookup := map[string]bool{}
+// lookupColumns are the columns (names in the file) of
+// opts.BloomFilterColumns, which readers look values up in: their page
+// bounds are kept long (parquetfile.LookupBoundBytes).
+func lookupColumns(opts WriteOptions) []string {
+	var cols []string
 	for _, name := range opts.BloomFilterColumns {
 		if f, ok := opts.Schema.Field(name); ok {
-			lookup[PhysicalName(f, opts.ColumnMappingMode)] = true
+			cols = append(cols, PhysicalName(f, opts.ColumnMappingMode))
 		}
 	}
-	return []parquet.WriterOption{
-		parquet.PageBufferSize(opts.PageBytes),
-		parquet.ColumnIndexSizeLimit(func(path []string) int {
-			if len(path) == 1 && lookup[path[0]] {
-				return pageIndexBoundBytes
-			}
-			return parquet.DefaultColumnIndexSizeLimit
-		}),
-	}
-}
-
-func codecOf(c Compression) (compress.Codec, string, error) {
-	switch c {
-	case CompressionSnappy:
-		return &fastSnappy{}, ".snappy", nil
-	case CompressionZstd:
-		return &parquet.Zstd, ".zstd", nil
-	case CompressionGzip:
-		return &parquet.Gzip, ".gz", nil
-	case CompressionNone:
-		return &parquet.Uncompressed, "", nil
-	}
-	return nil, "", fmt.Errorf("unknown compression %q", c)
-}
-
-// fastSnappy writes Snappy blocks at s2's standard Snappy level.
-// parquet-go's Snappy codec encodes at the "better" level, which took about
-// a seventh of a merge's CPU for pages a few percent smaller; a merge
-// re-encodes row groups on every batch, so the CPU matters more than those
-// bytes. The blocks are plain Snappy: any reader decodes them, and
-// parquet-go still splices row groups of either level verbatim (it matches
-// codecs by their Parquet enum).
-type fastSnappy struct{ snappy.Codec }
-
-func (*fastSnappy) Encode(dst, src []byte) ([]byte, error) {
-	return s2.EncodeSnappy(dst[:0], src), nil
+	return cols
 }
 
 // Name returns the object name of the file relative to the table root.
@@ -765,7 +697,7 @@ func (w *FileWriter) writeRowGroup(rg parquet.RowGroup, leaves []leafSummary) er
 	if err := w.flushedForRowGroup(); err != nil {
 		return err
 	}
-	if err := writeRowGroupSafely(w.pw, rg); err != nil {
+	if err := w.pw.WriteRowGroup(rg); err != nil {
 		w.err = fmt.Errorf("write %s: copy row group: %w", w.name, err)
 		return w.err
 	}
@@ -791,19 +723,6 @@ func (w *FileWriter) copiesRowGroups() error {
 	}
 	w.statsFromRows()
 	return nil
-}
-
-// writeRowGroupSafely appends rg to pw, turning a panic of parquet-go on
-// a corrupt page it reads (it re-encodes pages it cannot splice) into an
-// error.
-func writeRowGroupSafely(pw *parquet.GenericWriter[any], rg parquet.RowGroup) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = parquetfile.Corruptf("%v", p)
-		}
-	}()
-	_, err = pw.WriteRowGroup(rg)
-	return err
 }
 
 // writeRowGroupKept appends the rows of rg, a row group of another Parquet
@@ -992,41 +911,33 @@ func (w *FileWriter) Close(ctx context.Context) (Add, error) {
 	}
 	w.closed = true
 	err := w.flushBatch()
+	var md *format.FileMetaData
 	if err == nil {
-		if err = w.pw.Close(); err != nil {
-			err = fmt.Errorf("write %s: finish parquet: %w", w.name, err)
+		if md, err = w.pw.Finish(); err != nil {
+			err = fmt.Errorf("write %s: %w", w.name, err)
 		}
 	}
 	if err == nil && len(w.footer) > 0 {
-		if err = w.addFooterStats(w.pw.File().Metadata()); err != nil {
+		if err = w.addFooterStats(md); err != nil {
 			err = fmt.Errorf("write %s: statistics: %w", w.name, err)
 		}
 	}
 	if err != nil {
-		w.pipe.CloseWithError(err)
-		<-w.done
+		w.pw.Abort(err)
 		return Add{}, err
 	}
-	w.pipe.Close()
-	var res writeResult
-	select {
-	case res = <-w.done:
-	case <-ctx.Done():
-		w.pipe.CloseWithError(ctx.Err())
-		<-w.done
-		return Add{}, fmt.Errorf("write %s: %w", w.name, ctx.Err())
+	info, err := w.pw.Commit(ctx)
+	if err != nil {
+		return Add{}, fmt.Errorf("write %s: %w", w.name, err)
 	}
-	if res.err != nil {
-		return Add{}, fmt.Errorf("write %s: %w", w.name, res.err)
-	}
-	mod := res.info.Updated
+	mod := info.Updated
 	if mod.IsZero() {
 		mod = time.Now()
 	}
 	return Add{
 		Path:             encodeAddPath(w.name),
 		PartitionValues:  w.partVals,
-		Size:             res.info.Size,
+		Size:             info.Size,
 		ModificationTime: mod.UnixMilli(),
 		DataChange:       w.opts.DataChange,
 		Stats:            w.stats.json(),
@@ -1039,6 +950,5 @@ func (w *FileWriter) Abort() {
 		return
 	}
 	w.closed = true
-	w.pipe.CloseWithError(errors.New("file writer aborted"))
-	<-w.done
+	w.pw.Abort(nil)
 }

@@ -5,9 +5,11 @@
 // Thrift structures; ErrCorrupt for whatever fails), reads it through a
 // range-merging prefetch (File), fetches its bloom filters and page
 // indexes, knows how a decimal of more than 18 digits is stored
-// (decimal.go), and builds a file's Parquet schema from value types, with
-// how their values shred into its leaf columns (NewSchema, Node.Shred):
-// the names and field ids of columns are the caller's (Naming).
+// (decimal.go), builds a file's Parquet schema from value types, with how
+// their values shred into its leaf columns (NewSchema, Node.Shred): the
+// names and field ids of columns are the caller's (Naming), and streams a
+// file into an object as it is written (Writer: codecs, pages, bloom
+// filters, row groups copied from other files).
 //
 // It imports parquet-go, objstore and value, never delta: package delta
 // reads and writes its data files through it.
