@@ -70,7 +70,7 @@ func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, 
 			_, _, ok := st.MinMax(f.Name, f.Type)
 			b.floatsBounded[k] = stErr == nil && ok
 		}
-		conv, err := converter(f.Type, p, nil)
+		conv, err := parquetfile.Converter(f.Type, &p.el, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -100,7 +100,7 @@ func (w *FileWriter) addFooterStats(md *format.FileMetaData) error {
 		l := leaf{index: p.leaf}
 		if f.node.minMax {
 			l.phys, _ = p.el.Type.Get()
-			if l.conv, err = converter(f.field.Type, p, nil); err != nil {
+			if l.conv, err = parquetfile.Converter(f.field.Type, &p.el, nil); err != nil {
 				return err
 			}
 		}

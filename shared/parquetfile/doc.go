@@ -7,9 +7,11 @@
 // indexes, knows how a decimal of more than 18 digits is stored
 // (decimal.go), builds a file's Parquet schema from value types, with how
 // their values shred into its leaf columns (NewSchema, Node.Shred): the
-// names and field ids of columns are the caller's (Naming), and streams a
+// names and field ids of columns are the caller's (Naming), streams a
 // file into an object as it is written (Writer: codecs, pages, bloom
-// filters, row groups copied from other files).
+// filters, row groups copied from other files), and converts a leaf's
+// stored values, in whatever physical type and unit its writer chose, to
+// the values of package value (Converter, Kept).
 //
 // It imports parquet-go, objstore and value, never delta: package delta
 // reads and writes its data files through it.
