@@ -91,12 +91,12 @@ type bloomProbe struct {
 // dsdelta writes for fld's type (a widened column's older files, an
 // INT96 or millisecond timestamp), where the values' plain encoding would
 // not be what the writer hashed. A nil probe keeps every row group.
-func newBloomProbe(f *parquet.File, root *pqNode, fld value.Field, mode string, flt *RowGroupFilter) *bloomProbe {
+func newBloomProbe(f *parquet.File, root *parquetfile.TreeNode, fld value.Field, mode string, flt *RowGroupFilter) *bloomProbe {
 	if len(flt.Values) == 0 {
 		return nil
 	}
-	p := root.child(fld, mode)
-	if p == nil || !p.isLeaf() || p.repetition() == format.Repeated || !hasBloomFilters(f, p.leaf) {
+	p := childField(root, fld, mode)
+	if p == nil || !p.IsLeaf() || p.Repetition() == format.Repeated || !hasBloomFilters(f, p.Leaf) {
 		return nil
 	}
 	hash, kind := bloomHasher(fld.Type, p)
@@ -107,7 +107,7 @@ func newBloomProbe(f *parquet.File, root *pqNode, fld value.Field, mode string, 
 	if !h.ok {
 		return nil
 	}
-	return &bloomProbe{leaf: p.leaf, values: flt.Values, hashes: h.hashes, sorted: h.sorted}
+	return &bloomProbe{leaf: p.Leaf, values: flt.Values, hashes: h.hashes, sorted: h.sorted}
 }
 
 // probes returns the hashes of the values that the bounds of row group rg
@@ -142,21 +142,21 @@ func hasBloomFilters(f *parquet.File, leaf int) bool {
 // dsdelta stores it, and the kind of hash it is: two leaves of one kind
 // hash a value alike. The hasher reports false for a value of another Go
 // type.
-func bloomHasher(t value.Type, p *pqNode) (func(any) (uint64, bool), string) {
-	phys, _ := p.el.Type.Get()
+func bloomHasher(t value.Type, p *parquetfile.TreeNode) (func(any) (uint64, bool), string) {
+	phys, _ := p.El.Type.Get()
 	return leafHasher(t, p), phys.String() + "/" + t.String()
 }
 
 // leafHasher is bloomHasher's hash.
-func leafHasher(t value.Type, p *pqNode) func(any) (uint64, bool) {
-	phys, ok := p.el.Type.Get()
+func leafHasher(t value.Type, p *parquetfile.TreeNode) func(any) (uint64, bool) {
+	phys, ok := p.El.Type.Get()
 	if !ok {
 		return nil
 	}
-	if it, ok := p.el.LogicalType.Value.(*format.IntType); ok && !it.IsSigned {
+	if it, ok := p.El.LogicalType.Value.(*format.IntType); ok && !it.IsSigned {
 		return nil
 	}
-	if ct, ok := p.el.ConvertedType.Get(); ok && ct >= deprecated.Uint8 && ct <= deprecated.Uint64 {
+	if ct, ok := p.El.ConvertedType.Get(); ok && ct >= deprecated.Uint8 && ct <= deprecated.Uint64 {
 		return nil
 	}
 	h := bloom.XXH64{}
@@ -197,12 +197,12 @@ func leafHasher(t value.Type, p *pqNode) func(any) (uint64, bool) {
 }
 
 // microTimestamp reports whether an INT64 leaf holds microseconds.
-func microTimestamp(p *pqNode) bool {
-	if ts, ok := p.el.LogicalType.Value.(*format.TimestampType); ok {
+func microTimestamp(p *parquetfile.TreeNode) bool {
+	if ts, ok := p.El.LogicalType.Value.(*format.TimestampType); ok {
 		_, micros := ts.Unit.Value.(*format.MicroSeconds)
 		return micros
 	}
-	ct, ok := p.el.ConvertedType.Get()
+	ct, ok := p.El.ConvertedType.Get()
 	return ok && ct == deprecated.TimestampMicros
 }
 

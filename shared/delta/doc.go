@@ -8,8 +8,9 @@
 //
 // The data files' Parquet as bytes (hardened opening, prefetching, bloom
 // filters, page indexes, wide decimals, the Parquet schema of value types,
-// the shredding of values into its leaves, the streaming Writer, and the
-// conversion of stored values to package value's) is package parquetfile's:
+// the shredding of values into its leaves, the streaming Writer, a file's
+// schema tree, and the conversion of stored values to package value's) is
+// package parquetfile's:
 // delta reads and writes through it, and parquetfile never imports delta.
 // Delta keeps what a table makes of a file: partition values and
 // directories, column mapping (names and field ids it hands parquetfile),

@@ -50,7 +50,7 @@ type chunkBounds struct {
 	floatsBounded []bool
 }
 
-func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, error) {
+func newChunkBounds(root *parquetfile.TreeNode, fields []value.Field, add Add) (*chunkBounds, error) {
 	b := &chunkBounds{
 		types:         make([]value.Type, len(fields)),
 		conv:          make([]func(parquet.Value) (any, error), len(fields)),
@@ -58,8 +58,8 @@ func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, 
 	}
 	st, stErr := ParseStats(add.Stats)
 	for k, f := range fields {
-		p := root.child(f, ColumnMappingNone)
-		if p == nil || p.leaf != k {
+		p := childField(root, f, ColumnMappingNone)
+		if p == nil || p.Leaf != k {
 			return nil, fmt.Errorf("column %q is not leaf %d", f.Name, k)
 		}
 		b.types[k] = f.Type
@@ -70,7 +70,7 @@ func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, 
 			_, _, ok := st.MinMax(f.Name, f.Type)
 			b.floatsBounded[k] = stErr == nil && ok
 		}
-		conv, err := parquetfile.Converter(f.Type, &p.el, nil)
+		conv, err := parquetfile.Converter(f.Type, &p.El, nil)
 		if err != nil {
 			return nil, err
 		}

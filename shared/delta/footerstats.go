@@ -82,7 +82,7 @@ func (w *FileWriter) statsFromRows() {
 // parquet-go wrote them in the footer, to the roots taken from it: a bound
 // is read as a reader reads one (plainBound, then the leaf's converter).
 func (w *FileWriter) addFooterStats(md *format.FileMetaData) error {
-	root, _, err := parquetTree(md.Schema)
+	root, _, err := parquetfile.Tree(md.Schema)
 	if err != nil {
 		return err
 	}
@@ -93,14 +93,14 @@ func (w *FileWriter) addFooterStats(md *format.FileMetaData) error {
 	}
 	leaves := make([]leaf, len(w.footer))
 	for i, f := range w.footer {
-		p := root.child(f.field, w.opts.ColumnMappingMode)
-		if p == nil || !p.isLeaf() {
+		p := childField(root, f.field, w.opts.ColumnMappingMode)
+		if p == nil || !p.IsLeaf() {
 			return fmt.Errorf("column %q is not a leaf of the file written", f.field.Name)
 		}
-		l := leaf{index: p.leaf}
+		l := leaf{index: p.Leaf}
 		if f.node.minMax {
-			l.phys, _ = p.el.Type.Get()
-			if l.conv, err = parquetfile.Converter(f.field.Type, &p.el, nil); err != nil {
+			l.phys, _ = p.El.Type.Get()
+			if l.conv, err = parquetfile.Converter(f.field.Type, &p.El, nil); err != nil {
 				return err
 			}
 		}

@@ -691,7 +691,7 @@ func TestAPanicDecodingPagesBecomesAnErrorOfTheColumn(t *testing.T) {
 	})
 
 	t.Run("a column re-encoded on a worker goroutine fails the row group", func(t *testing.T) {
-		root, _, err := parquetTree(f.Metadata().Schema)
+		root, _, err := parquetfile.Tree(f.Metadata().Schema)
 		if err != nil {
 			t.Fatal(err)
 		}

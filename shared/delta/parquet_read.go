@@ -173,16 +173,16 @@ type rowGroupBounds struct {
 
 // newRowGroupBounds returns how to read the bounds of schema field fld in
 // f, or nil when they cannot be trusted for value.Compare's order.
-func newRowGroupBounds(f *parquet.File, root *pqNode, fld value.Field, mode string) *rowGroupBounds {
-	p := root.child(fld, mode)
-	if p == nil || !p.isLeaf() || p.repetition() == format.Repeated {
+func newRowGroupBounds(f *parquet.File, root *parquetfile.TreeNode, fld value.Field, mode string) *rowGroupBounds {
+	p := childField(root, fld, mode)
+	if p == nil || !p.IsLeaf() || p.Repetition() == format.Repeated {
 		return nil
 	}
-	phys, _ := p.el.Type.Get()
-	if it, ok := p.el.LogicalType.Value.(*format.IntType); ok && !it.IsSigned {
+	phys, _ := p.El.Type.Get()
+	if it, ok := p.El.LogicalType.Value.(*format.IntType); ok && !it.IsSigned {
 		return nil // unsigned order
 	}
-	if ct, ok := p.el.ConvertedType.Get(); ok && ct >= deprecated.Uint8 && ct <= deprecated.Uint64 {
+	if ct, ok := p.El.ConvertedType.Get(); ok && ct >= deprecated.Uint8 && ct <= deprecated.Uint64 {
 		return nil
 	}
 	switch fld.Type {
@@ -207,11 +207,11 @@ func newRowGroupBounds(f *parquet.File, root *pqNode, fld value.Field, mode stri
 	default:
 		return nil
 	}
-	conv, err := parquetfile.Converter(fld.Type, &p.el, nil)
+	conv, err := parquetfile.Converter(fld.Type, &p.El, nil)
 	if err != nil {
 		return nil
 	}
-	return &rowGroupBounds{leaf: p.leaf, conv: conv}
+	return &rowGroupBounds{leaf: p.Leaf, conv: conv}
 }
 
 // keep applies filter to the bounds of row group rg; a row group without
@@ -333,7 +333,7 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		defer ra.DropBuffer()
 	}
 	f := ra.Parquet()
-	root, nleaves, err := parquetTree(f.Metadata().Schema)
+	root, nleaves, err := parquetfile.Tree(f.Metadata().Schema)
 	if err != nil {
 		return err
 	}
@@ -465,7 +465,7 @@ func openForRead(ctx context.Context, store objstore.Store, name string, size in
 // outputs returns one assembler per output column cols of schema:
 // constants for partition columns (from partVals) and columns the file
 // lacks, column readers for the rest.
-func (b *asmBuilder) outputs(schema value.StructType, cols []int, isPart map[string]bool, root *pqNode, partVals map[string]*string) ([]*asm, error) {
+func (b *asmBuilder) outputs(schema value.StructType, cols []int, isPart map[string]bool, root *parquetfile.TreeNode, partVals map[string]*string) ([]*asm, error) {
 	out := make([]*asm, len(cols))
 	for k, i := range cols {
 		fld := schema.Fields[i]
@@ -481,7 +481,7 @@ func (b *asmBuilder) outputs(schema value.StructType, cols []int, isPart map[str
 			out[k] = &asm{kind: asmConst, constant: v}
 			continue
 		}
-		p := root.child(fld, b.mode)
+		p := childField(root, fld, b.mode)
 		if p == nil {
 			out[k] = &asm{kind: asmConst}
 			continue
@@ -624,89 +624,15 @@ func closeStreams(streams []*colStream) {
 	}
 }
 
-// pqNode is one element of a file's Parquet schema.
-type pqNode struct {
-	el       format.SchemaElement
-	name     string
-	children []*pqNode
-	leaf     int // column index; -1 for groups
-	def      int // definition level at which this node is present
-	rep      int // repetition level of this node
-}
-
-func (p *pqNode) repetition() format.FieldRepetitionType {
-	r, _ := p.el.RepetitionType.Get()
-	return r
-}
-
-func (p *pqNode) isLeaf() bool { return p.leaf >= 0 }
-
-// child finds the Parquet field holding schema field f: by field id in id
-// mode, then by (physical) name, then by name ignoring case as Spark does.
-func (p *pqNode) child(f value.Field, mode string) *pqNode {
+// childField finds the Parquet field of p holding schema field f: by
+// field id in id mode, then by (physical) name, then by name ignoring case
+// as Spark does.
+func childField(p *parquetfile.TreeNode, f value.Field, mode string) *parquetfile.TreeNode {
+	id := 0
 	if mode == ColumnMappingID {
-		if id := columnID(f); id > 0 {
-			for _, c := range p.children {
-				if int64(c.el.FieldID) == id {
-					return c
-				}
-			}
-		}
+		id = int(columnID(f))
 	}
-	name := PhysicalName(f, mode)
-	for _, c := range p.children {
-		if c.name == name {
-			return c
-		}
-	}
-	for _, c := range p.children {
-		if strings.EqualFold(c.name, name) {
-			return c
-		}
-	}
-	return nil
-}
-
-// parquetTree rebuilds the schema tree from the footer's flat element list.
-func parquetTree(els []format.SchemaElement) (*pqNode, int, error) {
-	if len(els) == 0 {
-		return nil, 0, fmt.Errorf("parquet footer has no schema")
-	}
-	pos, leaves := 0, 0
-	var build func(parentDef, parentRep int, isRoot bool) (*pqNode, error)
-	build = func(parentDef, parentRep int, isRoot bool) (*pqNode, error) {
-		if pos >= len(els) {
-			return nil, fmt.Errorf("parquet schema is truncated")
-		}
-		el := els[pos]
-		pos++
-		n := &pqNode{el: el, name: el.Name, leaf: -1, def: parentDef, rep: parentRep}
-		if !isRoot {
-			switch r, _ := el.RepetitionType.Get(); r {
-			case format.Optional:
-				n.def++
-			case format.Repeated:
-				n.def++
-				n.rep++
-			}
-		}
-		nc, _ := el.NumChildren.Get()
-		if _, typed := el.Type.Get(); typed && nc == 0 && !isRoot {
-			n.leaf = leaves
-			leaves++
-			return n, nil
-		}
-		for range nc {
-			c, err := build(n.def, n.rep, false)
-			if err != nil {
-				return nil, err
-			}
-			n.children = append(n.children, c)
-		}
-		return n, nil
-	}
-	root, err := build(0, 0, true)
-	return root, leaves, err
+	return p.Child(PhysicalName(f, mode), id)
 }
 
 // colStream reads the values (with levels) of one leaf column chunk.
@@ -937,17 +863,17 @@ type asmBuilder struct {
 	kept    *parquetfile.Kept // ReadOptions.KeepRows
 }
 
-func (b *asmBuilder) stream(p *pqNode) *colStream {
-	if b.streams[p.leaf] == nil {
-		b.streams[p.leaf] = &colStream{leaf: p.leaf, name: p.name}
+func (b *asmBuilder) stream(p *parquetfile.TreeNode) *colStream {
+	if b.streams[p.Leaf] == nil {
+		b.streams[p.Leaf] = &colStream{leaf: p.Leaf, name: p.Name}
 	}
-	return b.streams[p.leaf]
+	return b.streams[p.Leaf]
 }
 
 // build makes the assembler of Delta type t stored in Parquet node p;
 // asElement treats a repeated p as one element of its list.
-func (b *asmBuilder) build(t value.Type, p *pqNode, asElement bool) (*asm, error) {
-	rep := p.repetition()
+func (b *asmBuilder) build(t value.Type, p *parquetfile.TreeNode, asElement bool) (*asm, error) {
+	rep := p.Repetition()
 	if rep == format.Repeated && !asElement {
 		// A bare repeated field (no LIST wrapper) is a list of required
 		// elements.
@@ -961,7 +887,7 @@ func (b *asmBuilder) build(t value.Type, p *pqNode, asElement bool) (*asm, error
 		case value.MapType:
 			// buildMap takes a repeated node as the key_value group itself.
 		default:
-			return nil, fmt.Errorf("%w: repeated Parquet field %q for %v", ErrSchemaMismatch, p.name, t)
+			return nil, fmt.Errorf("%w: repeated Parquet field %q for %v", ErrSchemaMismatch, p.Name, t)
 		}
 	}
 	var a *asm
@@ -980,16 +906,16 @@ func (b *asmBuilder) build(t value.Type, p *pqNode, asElement bool) (*asm, error
 		return nil, err
 	}
 	if rep == format.Optional && a.kind != asmList && a.kind != asmMap {
-		a.nullDef = p.def
+		a.nullDef = p.Def
 	}
 	return a, nil
 }
 
-func (b *asmBuilder) buildLeaf(t value.Type, p *pqNode) (*asm, error) {
-	if !p.isLeaf() {
-		return nil, fmt.Errorf("%w: Parquet group %q for %v", ErrSchemaMismatch, p.name, t)
+func (b *asmBuilder) buildLeaf(t value.Type, p *parquetfile.TreeNode) (*asm, error) {
+	if !p.IsLeaf() {
+		return nil, fmt.Errorf("%w: Parquet group %q for %v", ErrSchemaMismatch, p.Name, t)
 	}
-	conv, err := parquetfile.Converter(t, &p.el, b.kept)
+	conv, err := parquetfile.Converter(t, &p.El, b.kept)
 	if err != nil {
 		return nil, err
 	}
@@ -999,7 +925,7 @@ func (b *asmBuilder) buildLeaf(t value.Type, p *pqNode) (*asm, error) {
 		conv = func(v parquet.Value) (any, error) { return str(v.ByteArray()), nil }
 	}
 	s := b.stream(p)
-	return &asm{kind: asmLeaf, stream: s, maxDef: p.def, conv: conv, str: str, i64: parquetfile.Int64Converter(t, &p.el, b.kept), leaves: []*colStream{s}, first: s}, nil
+	return &asm{kind: asmLeaf, stream: s, maxDef: p.Def, conv: conv, str: str, i64: parquetfile.Int64Converter(t, &p.El, b.kept), leaves: []*colStream{s}, first: s}, nil
 }
 
 // repeatedStrings makes a leaf's string converter hand out the previous
@@ -1022,13 +948,13 @@ func repeatedStrings(conv func([]byte) any) func([]byte) any {
 	}
 }
 
-func (b *asmBuilder) buildStruct(t value.StructType, p *pqNode) (*asm, error) {
-	if p.isLeaf() {
-		return nil, fmt.Errorf("%w: Parquet column %q for %v", ErrSchemaMismatch, p.name, t)
+func (b *asmBuilder) buildStruct(t value.StructType, p *parquetfile.TreeNode) (*asm, error) {
+	if p.IsLeaf() {
+		return nil, fmt.Errorf("%w: Parquet column %q for %v", ErrSchemaMismatch, p.Name, t)
 	}
 	a := &asm{kind: asmStruct}
 	for _, f := range t.Fields {
-		cp := p.child(f, b.mode)
+		cp := childField(p, f, b.mode)
 		if cp == nil {
 			a.children = append(a.children, &asm{kind: asmConst})
 			continue
@@ -1051,38 +977,38 @@ func (b *asmBuilder) buildStruct(t value.StructType, p *pqNode) (*asm, error) {
 }
 
 // skipper consumes Parquet node p (as a non-repeated, required value).
-func (b *asmBuilder) skipper(p *pqNode) *asm {
+func (b *asmBuilder) skipper(p *parquetfile.TreeNode) *asm {
 	return b.skipNode(p, true)
 }
 
-func (b *asmBuilder) skipNode(p *pqNode, asElement bool) *asm {
-	if p.repetition() == format.Repeated && !asElement {
+func (b *asmBuilder) skipNode(p *parquetfile.TreeNode, asElement bool) *asm {
+	if p.Repetition() == format.Repeated && !asElement {
 		el := b.skipNode(p, true)
 		return b.collection(asmList, p, p, []*asm{el}, false)
 	}
 	var a *asm
-	if p.isLeaf() {
+	if p.IsLeaf() {
 		s := b.stream(p)
-		a = &asm{kind: asmLeaf, stream: s, maxDef: p.def, conv: func(parquet.Value) (any, error) { return nil, nil }, leaves: []*colStream{s}, first: s}
+		a = &asm{kind: asmLeaf, stream: s, maxDef: p.Def, conv: func(parquet.Value) (any, error) { return nil, nil }, leaves: []*colStream{s}, first: s}
 	} else {
 		a = &asm{kind: asmSkip}
-		for _, c := range p.children {
+		for _, c := range p.Children {
 			ca := b.skipNode(c, false)
 			a.children = append(a.children, ca)
 			a.leaves = append(a.leaves, ca.leaves...)
 		}
 		a.first = a.leaves[0]
 	}
-	if p.repetition() == format.Optional {
-		a.nullDef = p.def
+	if p.Repetition() == format.Optional {
+		a.nullDef = p.Def
 	}
 	return a
 }
 
 // collection makes a list or map assembler: outer is the field's node
 // (possibly the repeated node itself), repeated the repeated group.
-func (b *asmBuilder) collection(kind asmKind, outer, repeated *pqNode, children []*asm, optional bool) *asm {
-	a := &asm{kind: kind, children: children, elemDef: repeated.def, repLevel: repeated.rep}
+func (b *asmBuilder) collection(kind asmKind, outer, repeated *parquetfile.TreeNode, children []*asm, optional bool) *asm {
+	a := &asm{kind: kind, children: children, elemDef: repeated.Def, repLevel: repeated.Rep}
 	for _, c := range children {
 		a.leaves = append(a.leaves, c.leaves...)
 	}
@@ -1090,57 +1016,57 @@ func (b *asmBuilder) collection(kind asmKind, outer, repeated *pqNode, children 
 		a.first = a.leaves[0]
 	}
 	if optional {
-		a.nullDef = outer.def
+		a.nullDef = outer.Def
 	}
 	return a
 }
 
 // buildList resolves the LIST encodings, including the legacy two-level
 // forms, per the Parquet backward-compatibility rules.
-func (b *asmBuilder) buildList(t value.ArrayType, p *pqNode) (*asm, error) {
-	if p.isLeaf() || len(p.children) != 1 || p.children[0].repetition() != format.Repeated {
-		return nil, fmt.Errorf("%w: Parquet field %q is not a list for %v", ErrSchemaMismatch, p.name, t)
+func (b *asmBuilder) buildList(t value.ArrayType, p *parquetfile.TreeNode) (*asm, error) {
+	if p.IsLeaf() || len(p.Children) != 1 || p.Children[0].Repetition() != format.Repeated {
+		return nil, fmt.Errorf("%w: Parquet field %q is not a list for %v", ErrSchemaMismatch, p.Name, t)
 	}
-	r := p.children[0]
+	r := p.Children[0]
 	var el *asm
 	var err error
 	_, structElem := t.Element.(value.StructType)
 	switch {
-	case r.isLeaf(), len(r.children) > 1, r.name == "array", r.name == p.name+"_tuple",
+	case r.IsLeaf(), len(r.Children) > 1, r.Name == "array", r.Name == p.Name+"_tuple",
 		// A struct element whose one field sits right in the repeated
 		// group: the group is the element (two-level), as parquet-mr infers.
-		structElem && r.children[0].isLeaf():
+		structElem && r.Children[0].IsLeaf():
 		el, err = b.build(t.Element, r, true)
 	default:
-		el, err = b.build(t.Element, r.children[0], false)
+		el, err = b.build(t.Element, r.Children[0], false)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("element: %w", err)
 	}
 	if len(el.leaves) == 0 {
-		return nil, fmt.Errorf("%w: list %q has no readable element column", ErrSchemaMismatch, p.name)
+		return nil, fmt.Errorf("%w: list %q has no readable element column", ErrSchemaMismatch, p.Name)
 	}
-	return b.collection(asmList, p, r, []*asm{el}, p.repetition() == format.Optional), nil
+	return b.collection(asmList, p, r, []*asm{el}, p.Repetition() == format.Optional), nil
 }
 
-func (b *asmBuilder) buildMap(t value.MapType, p *pqNode) (*asm, error) {
+func (b *asmBuilder) buildMap(t value.MapType, p *parquetfile.TreeNode) (*asm, error) {
 	kv := p
 	optional := false
-	if p.repetition() != format.Repeated {
-		if p.isLeaf() || len(p.children) != 1 || p.children[0].repetition() != format.Repeated {
-			return nil, fmt.Errorf("%w: Parquet field %q is not a map for %v", ErrSchemaMismatch, p.name, t)
+	if p.Repetition() != format.Repeated {
+		if p.IsLeaf() || len(p.Children) != 1 || p.Children[0].Repetition() != format.Repeated {
+			return nil, fmt.Errorf("%w: Parquet field %q is not a map for %v", ErrSchemaMismatch, p.Name, t)
 		}
-		kv = p.children[0]
-		optional = p.repetition() == format.Optional
+		kv = p.Children[0]
+		optional = p.Repetition() == format.Optional
 	}
-	if kv.isLeaf() || len(kv.children) != 2 {
-		return nil, fmt.Errorf("%w: map %q key_value group has no key and value", ErrSchemaMismatch, p.name)
+	if kv.IsLeaf() || len(kv.Children) != 2 {
+		return nil, fmt.Errorf("%w: map %q key_value group has no key and value", ErrSchemaMismatch, p.Name)
 	}
-	k, err := b.build(t.Key, kv.children[0], false)
+	k, err := b.build(t.Key, kv.Children[0], false)
 	if err != nil {
 		return nil, fmt.Errorf("map key: %w", err)
 	}
-	v, err := b.build(t.Value, kv.children[1], false)
+	v, err := b.build(t.Value, kv.Children[1], false)
 	if err != nil {
 		return nil, fmt.Errorf("map value: %w", err)
 	}

@@ -206,18 +206,18 @@ func (s *Snapshot) checkFileStats(ctx context.Context, f Add, cols []suspectColu
 	if c.ours = strings.HasPrefix(fmd.CreatedBy, dsdeltaCreatedBy); !c.ours {
 		return c, nil
 	}
-	root, _, err := parquetTree(fmd.Schema)
+	root, _, err := parquetfile.Tree(fmd.Schema)
 	if err != nil {
 		return c, err
 	}
 	for _, col := range cols {
-		p := root.child(col.field, ColumnMappingMode(s.Metadata()))
-		if p == nil || !p.isLeaf() || !wideDecimal(col.field.Type) {
+		p := childField(root, col.field, ColumnMappingMode(s.Metadata()))
+		if p == nil || !p.IsLeaf() || !wideDecimal(col.field.Type) {
 			continue
 		}
 		for _, rg := range fmd.RowGroups {
-			if p.leaf < len(rg.Columns) {
-				if unsignedDecimalStats(&rg.Columns[p.leaf].MetaData.Statistics) {
+			if p.Leaf < len(rg.Columns) {
+				if unsignedDecimalStats(&rg.Columns[p.Leaf].MetaData.Statistics) {
 					c.unsignedFooter = true
 					return c, nil
 				}

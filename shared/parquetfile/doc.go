@@ -9,9 +9,10 @@
 // their values shred into its leaf columns (NewSchema, Node.Shred): the
 // names and field ids of columns are the caller's (Naming), streams a
 // file into an object as it is written (Writer: codecs, pages, bloom
-// filters, row groups copied from other files), and converts a leaf's
-// stored values, in whatever physical type and unit its writer chose, to
-// the values of package value (Converter, Kept).
+// filters, row groups copied from other files), rebuilds a file's schema
+// tree from its footer (Tree), and converts a leaf's stored values, in
+// whatever physical type and unit its writer chose, to the values of
+// package value (Converter, Kept).
 //
 // It imports parquet-go, objstore and value, never delta: package delta
 // reads and writes its data files through it.
