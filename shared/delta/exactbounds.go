@@ -1,7 +1,6 @@
 package delta
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -234,8 +233,8 @@ func (b *chunkBounds) setBounds(k int, e *extremes, s *leafSummary) error {
 
 // extremes takes the least and greatest of a column's non-null values in
 // Delta's order: parquet-go's for most types, signed for a wide decimal's
-// two's complement bytes (parquet-go compares them unsigned), with NaN
-// apart for floats.
+// two's complement bytes (compared here, as parquet-go before v0.32.1
+// compared them unsigned), with NaN apart for floats.
 type extremes struct {
 	typ         parquet.Type
 	wide, float bool
@@ -263,7 +262,7 @@ func (e *extremes) add(v parquet.Value) {
 
 func (e *extremes) compare(a, b parquet.Value) int {
 	if e.wide {
-		return compareSignedBytes(a.ByteArray(), b.ByteArray())
+		return parquetfile.CompareDecimalBytes(a.ByteArray(), b.ByteArray())
 	}
 	return e.typ.Compare(a, b)
 }
@@ -288,18 +287,4 @@ func isNaNParquet(v parquet.Value) bool {
 		return math.IsNaN(v.Double())
 	}
 	return false
-}
-
-// compareSignedBytes orders two big-endian two's complement integers of
-// the same width: a negative one (high bit set) first, then as unsigned
-// bytes, which two's complement orders within a sign.
-func compareSignedBytes(a, b []byte) int {
-	na, nb := len(a) > 0 && a[0]&0x80 != 0, len(b) > 0 && b[0]&0x80 != 0
-	switch {
-	case na && !nb:
-		return -1
-	case nb && !na:
-		return 1
-	}
-	return bytes.Compare(a, b)
 }

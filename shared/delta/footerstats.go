@@ -20,11 +20,13 @@ import (
 //
 // Parquet's order is the Delta order for strings (unsigned bytes, as Go
 // compares strings), integers, dates, timestamps and decimals stored as
-// INT32 or INT64 (signed). It is not for decimals stored as
-// FIXED_LEN_BYTE_ARRAY, whose page bounds parquet-go takes as unsigned
-// bytes (a negative value sorts above every positive one), nor for floats,
-// whose NaN and signed zeros Spark orders its own way: those, and nested
-// columns, keep their statistics row by row.
+// INT32 or INT64 (signed). Decimals stored as FIXED_LEN_BYTE_ARRAY had
+// their bounds taken as unsigned bytes by parquet-go before v0.32.1 (a
+// negative value sorted above every positive one); it orders them signed
+// now, so their footer bounds could be taken too, a saving not made yet.
+// Floats' are not, whose NaN and signed zeros Spark orders its own way:
+// those, wide decimals, and nested columns keep their statistics row by
+// row.
 
 // boundsAsDelta reports whether the page and chunk bounds parquet-go takes
 // of a leaf of type t (one hasMinMax holds) are its Delta min and max: not
