@@ -36,21 +36,12 @@ import (
 // are written together before the footer).
 const DefaultBloomFilterBitsPerValue = 32
 
-// bloomFilterOptions returns the parquet-go writer options that put a
-// split-block bloom filter in every column chunk of the columns opts names.
-// Filters are held back and written together before the footer, so a
-// reader fetches a file's filters with one ranged read; they stay standard
-// (bloom_filter_offset and bloom_filter_length in each column chunk's
-// metadata). Partition columns are not in the file and get none.
-func bloomFilterOptions(opts WriteOptions) ([]parquet.WriterOption, error) {
-	if len(opts.BloomFilterColumns) == 0 {
-		return nil, nil
-	}
-	bits := opts.BloomFilterBitsPerValue
-	if bits == 0 {
-		bits = DefaultBloomFilterBitsPerValue
-	}
-	var filters []parquet.BloomFilterColumn
+// bloomFilterColumns returns the columns (names in the file) of
+// opts.BloomFilterColumns that get a Parquet split-block bloom filter: not
+// partition columns, nor those withoutBloomFilters leaves out. A column
+// the schema lacks, or one that is not primitive, is an error.
+func bloomFilterColumns(opts WriteOptions) ([]string, error) {
+	var cols []string
 	for _, name := range opts.BloomFilterColumns {
 		f, ok := opts.Schema.Field(name)
 		if !ok {
@@ -63,15 +54,9 @@ func bloomFilterOptions(opts WriteOptions) ([]parquet.WriterOption, error) {
 		case value.StructType, value.ArrayType, value.MapType:
 			return nil, fmt.Errorf("bloom filter: column %q is not of a primitive type", name)
 		}
-		filters = append(filters, parquet.SplitBlockFilter(bits, PhysicalName(f, opts.ColumnMappingMode)))
+		cols = append(cols, PhysicalName(f, opts.ColumnMappingMode))
 	}
-	if len(filters) == 0 {
-		return nil, nil
-	}
-	return []parquet.WriterOption{
-		parquet.BloomFilters(filters...),
-		parquet.DeferBloomFiltersWithBuffers(parquet.NewBufferPool()),
-	}, nil
+	return cols, nil
 }
 
 func isPartitionColumn(parts []string, name string) bool {
@@ -106,12 +91,12 @@ type bloomProbe struct {
 // dsdelta writes for fld's type (a widened column's older files, an
 // INT96 or millisecond timestamp), where the values' plain encoding would
 // not be what the writer hashed. A nil probe keeps every row group.
-func newBloomProbe(f *parquet.File, root *pqNode, fld value.Field, mode string, flt *RowGroupFilter) *bloomProbe {
+func newBloomProbe(f *parquet.File, root *parquetfile.TreeNode, fld value.Field, mode string, flt *RowGroupFilter) *bloomProbe {
 	if len(flt.Values) == 0 {
 		return nil
 	}
-	p := root.child(fld, mode)
-	if p == nil || !p.isLeaf() || p.repetition() == format.Repeated || !hasBloomFilters(f, p.leaf) {
+	p := childField(root, fld, mode)
+	if p == nil || !p.IsLeaf() || p.Repetition() == format.Repeated || !hasBloomFilters(f, p.Leaf) {
 		return nil
 	}
 	hash, kind := bloomHasher(fld.Type, p)
@@ -122,7 +107,7 @@ func newBloomProbe(f *parquet.File, root *pqNode, fld value.Field, mode string, 
 	if !h.ok {
 		return nil
 	}
-	return &bloomProbe{leaf: p.leaf, values: flt.Values, hashes: h.hashes, sorted: h.sorted}
+	return &bloomProbe{leaf: p.Leaf, values: flt.Values, hashes: h.hashes, sorted: h.sorted}
 }
 
 // probes returns the hashes of the values that the bounds of row group rg
@@ -157,21 +142,21 @@ func hasBloomFilters(f *parquet.File, leaf int) bool {
 // dsdelta stores it, and the kind of hash it is: two leaves of one kind
 // hash a value alike. The hasher reports false for a value of another Go
 // type.
-func bloomHasher(t value.Type, p *pqNode) (func(any) (uint64, bool), string) {
-	phys, _ := p.el.Type.Get()
+func bloomHasher(t value.Type, p *parquetfile.TreeNode) (func(any) (uint64, bool), string) {
+	phys, _ := p.El.Type.Get()
 	return leafHasher(t, p), phys.String() + "/" + t.String()
 }
 
 // leafHasher is bloomHasher's hash.
-func leafHasher(t value.Type, p *pqNode) func(any) (uint64, bool) {
-	phys, ok := p.el.Type.Get()
+func leafHasher(t value.Type, p *parquetfile.TreeNode) func(any) (uint64, bool) {
+	phys, ok := p.El.Type.Get()
 	if !ok {
 		return nil
 	}
-	if it, ok := p.el.LogicalType.Value.(*format.IntType); ok && !it.IsSigned {
+	if it, ok := p.El.LogicalType.Value.(*format.IntType); ok && !it.IsSigned {
 		return nil
 	}
-	if ct, ok := p.el.ConvertedType.Get(); ok && ct >= deprecated.Uint8 && ct <= deprecated.Uint64 {
+	if ct, ok := p.El.ConvertedType.Get(); ok && ct >= deprecated.Uint8 && ct <= deprecated.Uint64 {
 		return nil
 	}
 	h := bloom.XXH64{}
@@ -212,12 +197,12 @@ func leafHasher(t value.Type, p *pqNode) func(any) (uint64, bool) {
 }
 
 // microTimestamp reports whether an INT64 leaf holds microseconds.
-func microTimestamp(p *pqNode) bool {
-	if ts, ok := p.el.LogicalType.Value.(*format.TimestampType); ok {
+func microTimestamp(p *parquetfile.TreeNode) bool {
+	if ts, ok := p.El.LogicalType.Value.(*format.TimestampType); ok {
 		_, micros := ts.Unit.Value.(*format.MicroSeconds)
 		return micros
 	}
-	ct, ok := p.el.ConvertedType.Get()
+	ct, ok := p.El.ConvertedType.Get()
 	return ok && ct == deprecated.TimestampMicros
 }
 

@@ -470,7 +470,7 @@ func TestBloomFilterColumnsMustBePrimitiveColumnsOfTheSchema(t *testing.T) {
 // without bloom filters or PageBytes, with a filter asked on id and
 // PageBytes set, so that a row group copied verbatim keeps the source's
 // page bounds of id (truncated to parquet-go's 16 bytes) while a
-// re-encoded one holds the whole 36-byte UUID (pageIndexBoundBytes). With
+// re-encoded one holds the whole 36-byte UUID (parquetfile.LookupBoundBytes). With
 // CopyWithoutBloomFilters, the row groups the drop filter rules out are
 // copied and the output has no filter; without it, or when no row group is
 // known to be copied before the keys are read, every row group gets one.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -44,6 +45,19 @@ func PhysicalName(f value.Field, mode string) string {
 		}
 	}
 	return f.Name
+}
+
+// columnNaming names the fields of a data file under column mapping mode
+// mode: their physical names, and with "name" or "id" their column ids
+// as Parquet field ids.
+func columnNaming(mode string) parquetfile.Naming {
+	return func(f value.Field) (string, int) {
+		id := 0
+		if mode == ColumnMappingID || mode == ColumnMappingName {
+			id = int(columnID(f))
+		}
+		return PhysicalName(f, mode), id
+	}
 }
 
 // columnID returns the field's column mapping id, or 0 when it has none.

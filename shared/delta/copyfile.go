@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 )
 
 // CopyDataFile copies a data file written by FileWriter for another table
@@ -36,7 +37,7 @@ func CopyDataFile(ctx context.Context, from objstore.Store, add Add, store objst
 	}
 	suffix := ".parquet"
 	for _, c := range []Compression{CompressionSnappy, CompressionZstd, CompressionGzip} {
-		if _, codec, _ := codecOf(c); strings.HasSuffix(src, codec+".parquet") {
+		if _, codec, _ := parquetfile.WriteCodec(string(c)); strings.HasSuffix(src, codec+".parquet") {
 			suffix = codec + ".parquet" // the codec, as FileWriter names its files
 		}
 	}

@@ -7,8 +7,14 @@
 // statistics, deletion vectors and column mapping on read.
 //
 // The data files' Parquet as bytes (hardened opening, prefetching, bloom
-// filters, page indexes, wide decimals) is package parquetfile's: delta
-// reads and writes through it, and parquetfile never imports delta.
+// filters, page indexes, wide decimals, the Parquet schema of value types,
+// the shredding of values into its leaves, the streaming Writer, a file's
+// schema tree, and the conversion of stored values to package value's) is
+// package parquetfile's:
+// delta reads and writes through it, and parquetfile never imports delta.
+// Delta keeps what a table makes of a file: partition values and
+// directories, column mapping (names and field ids it hands parquetfile),
+// statistics and the add action.
 //
 // Protocol logic (replay, conflict checks, stats) works on values; the
 // object-store calls stay at the edges.

@@ -1,7 +1,6 @@
 package delta
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -34,9 +34,10 @@ import (
 //     source's add.stats proves by having both bounds (a NaN leaves the
 //     max out, see leafJSON); otherwise the output leaves the column's
 //     bounds out;
-//   - a decimal of more than 18 digits has no chunk bounds (see
-//     parquetfile/decimalindex.go): that one column chunk is decoded, from memory
-//     (appendRowGroup fetched it), while the others are spliced.
+//   - a decimal of more than 18 digits has no chunk bounds in the files
+//     of releases before parquet-go v0.32.1 (or bounds in unsigned order,
+//     see unsignedDecimalStats): that one column chunk is decoded, from
+//     memory (appendRowGroup fetched it), while the others are spliced.
 
 // chunkBounds turns the values or footer statistics of a source's row
 // groups into the leaf summaries of its data columns.
@@ -48,7 +49,7 @@ type chunkBounds struct {
 	floatsBounded []bool
 }
 
-func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, error) {
+func newChunkBounds(root *parquetfile.TreeNode, fields []value.Field, add Add) (*chunkBounds, error) {
 	b := &chunkBounds{
 		types:         make([]value.Type, len(fields)),
 		conv:          make([]func(parquet.Value) (any, error), len(fields)),
@@ -56,8 +57,8 @@ func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, 
 	}
 	st, stErr := ParseStats(add.Stats)
 	for k, f := range fields {
-		p := root.child(f, ColumnMappingNone)
-		if p == nil || p.leaf != k {
+		p := childField(root, f, ColumnMappingNone)
+		if p == nil || p.Leaf != k {
 			return nil, fmt.Errorf("column %q is not leaf %d", f.Name, k)
 		}
 		b.types[k] = f.Type
@@ -68,7 +69,7 @@ func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, 
 			_, _, ok := st.MinMax(f.Name, f.Type)
 			b.floatsBounded[k] = stErr == nil && ok
 		}
-		conv, err := converter(f.Type, p, nil)
+		conv, err := parquetfile.Converter(f.Type, &p.El, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -78,21 +79,38 @@ func newChunkBounds(root *pqNode, fields []value.Field, add Add) (*chunkBounds, 
 }
 
 // unsignedDecimalBounds reports whether a row group's chunk statistics
-// have bounds for a leaf whose Parquet bounds are not its Delta ones, a
-// decimal of more than 18 digits: parquet-go's, in unsigned order (files
-// written before parquetfile.WideDecimalOptions, see parquetfile/decimalindex.go), which a copy of
-// the row group would keep. (Floats' are in the right order; whether they
-// may be taken is floatsBounded.)
+// have bounds for a leaf whose Parquet bounds may not be its Delta ones, a
+// decimal of more than 18 digits, that are not in the values' order.
+// parquet-go before v0.32.1 took them in the order of unsigned bytes, so
+// files that older releases wrote have them (see unsignedDecimalStats),
+// and a copy of the row group would keep them. (Floats' are in the right
+// order; whether they may be taken is floatsBounded.)
 func (b *chunkBounds) unsignedDecimalBounds(rg *format.RowGroup) bool {
 	for k, t := range b.types {
-		if !wideDecimal(t) || k >= len(rg.Columns) {
-			continue
-		}
-		if st := &rg.Columns[k].MetaData.Statistics; st.MinValue != nil || st.MaxValue != nil || st.Min != nil || st.Max != nil {
+		if wideDecimal(t) && k < len(rg.Columns) && unsignedDecimalStats(&rg.Columns[k].MetaData.Statistics) {
 			return true
 		}
 	}
 	return false
+}
+
+// unsignedDecimalStats reports whether st, the chunk statistics of a
+// decimal stored as FIXED_LEN_BYTE_ARRAY, has bounds that are not in the
+// signed order of its values (LogicalTypes.md, DECIMAL). parquet-go before
+// v0.32.1 took them as unsigned bytes, in which every negative value sorts
+// above every positive one. Such bounds are wrong exactly when the chunk
+// holds values of both signs, and then their least is not negative and
+// their greatest is: min > max. Of one sign, both orders agree, and the
+// bounds are right whichever release wrote them. One bound without the
+// other is taken as wrong too.
+func unsignedDecimalStats(st *format.Statistics) bool {
+	disordered := func(lo, hi []byte) bool {
+		if lo == nil && hi == nil {
+			return false
+		}
+		return lo == nil || hi == nil || parquetfile.CompareDecimalBytes(lo, hi) > 0
+	}
+	return disordered(st.MinValue, st.MaxValue) || disordered(st.Min, st.Max)
 }
 
 // wideDecimal reports whether t is a decimal stored as a
@@ -215,8 +233,8 @@ func (b *chunkBounds) setBounds(k int, e *extremes, s *leafSummary) error {
 
 // extremes takes the least and greatest of a column's non-null values in
 // Delta's order: parquet-go's for most types, signed for a wide decimal's
-// two's complement bytes (parquet-go compares them unsigned), with NaN
-// apart for floats.
+// two's complement bytes (compared here, as parquet-go before v0.32.1
+// compared them unsigned), with NaN apart for floats.
 type extremes struct {
 	typ         parquet.Type
 	wide, float bool
@@ -244,7 +262,7 @@ func (e *extremes) add(v parquet.Value) {
 
 func (e *extremes) compare(a, b parquet.Value) int {
 	if e.wide {
-		return compareSignedBytes(a.ByteArray(), b.ByteArray())
+		return parquetfile.CompareDecimalBytes(a.ByteArray(), b.ByteArray())
 	}
 	return e.typ.Compare(a, b)
 }
@@ -269,18 +287,4 @@ func isNaNParquet(v parquet.Value) bool {
 		return math.IsNaN(v.Double())
 	}
 	return false
-}
-
-// compareSignedBytes orders two big-endian two's complement integers of
-// the same width: a negative one (high bit set) first, then as unsigned
-// bytes, which two's complement orders within a sign.
-func compareSignedBytes(a, b []byte) int {
-	na, nb := len(a) > 0 && a[0]&0x80 != 0, len(b) > 0 && b[0]&0x80 != 0
-	switch {
-	case na && !nb:
-		return -1
-	case nb && !na:
-		return 1
-	}
-	return bytes.Compare(a, b)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -19,11 +20,13 @@ import (
 //
 // Parquet's order is the Delta order for strings (unsigned bytes, as Go
 // compares strings), integers, dates, timestamps and decimals stored as
-// INT32 or INT64 (signed). It is not for decimals stored as
-// FIXED_LEN_BYTE_ARRAY, whose page bounds parquet-go takes as unsigned
-// bytes (a negative value sorts above every positive one), nor for floats,
-// whose NaN and signed zeros Spark orders its own way: those, and nested
-// columns, keep their statistics row by row.
+// INT32 or INT64 (signed). Decimals stored as FIXED_LEN_BYTE_ARRAY had
+// their bounds taken as unsigned bytes by parquet-go before v0.32.1 (a
+// negative value sorted above every positive one); it orders them signed
+// now, so their footer bounds could be taken too, a saving not made yet.
+// Floats' are not, whose NaN and signed zeros Spark orders its own way:
+// those, wide decimals, and nested columns keep their statistics row by
+// row.
 
 // boundsAsDelta reports whether the page and chunk bounds parquet-go takes
 // of a leaf of type t (one hasMinMax holds) are its Delta min and max: not
@@ -56,7 +59,7 @@ func fromFooter(t value.Type) bool {
 func (w *FileWriter) statsFromFooter() {
 	leaf := make(map[int]bool, len(w.root)) // schema indexes of top-level leaves
 	for k, n := range w.root {
-		leaf[w.dataIdx[k]] = n.kind == wLeaf
+		leaf[w.dataIdx[k]] = n.Kind == parquetfile.LeafNode
 	}
 	var perRow []*statsNode
 	for _, s := range w.stats.roots {
@@ -81,7 +84,7 @@ func (w *FileWriter) statsFromRows() {
 // parquet-go wrote them in the footer, to the roots taken from it: a bound
 // is read as a reader reads one (plainBound, then the leaf's converter).
 func (w *FileWriter) addFooterStats(md *format.FileMetaData) error {
-	root, _, err := parquetTree(md.Schema)
+	root, _, err := parquetfile.Tree(md.Schema)
 	if err != nil {
 		return err
 	}
@@ -92,14 +95,14 @@ func (w *FileWriter) addFooterStats(md *format.FileMetaData) error {
 	}
 	leaves := make([]leaf, len(w.footer))
 	for i, f := range w.footer {
-		p := root.child(f.field, w.opts.ColumnMappingMode)
-		if p == nil || !p.isLeaf() {
+		p := childField(root, f.field, w.opts.ColumnMappingMode)
+		if p == nil || !p.IsLeaf() {
 			return fmt.Errorf("column %q is not a leaf of the file written", f.field.Name)
 		}
-		l := leaf{index: p.leaf}
+		l := leaf{index: p.Leaf}
 		if f.node.minMax {
-			l.phys, _ = p.el.Type.Get()
-			if l.conv, err = converter(f.field.Type, p, nil); err != nil {
+			l.phys, _ = p.El.Type.Get()
+			if l.conv, err = parquetfile.Converter(f.field.Type, &p.El, nil); err != nil {
 				return err
 			}
 		}

@@ -29,7 +29,7 @@ func piSchema(kt value.Type) value.StructType {
 
 // piKey is the i-th key value of type kt: strings of 82 bytes sharing a
 // 50-byte prefix, so that the column index truncates their bounds (to
-// pageIndexBoundBytes) within the part that tells them apart.
+// parquetfile.LookupBoundBytes) within the part that tells them apart.
 func piKey(kt value.Type, i int) any {
 	if kt == value.String {
 		return fmt.Sprintf("customer-%041d-%014d-%016x", 0, i, i*7919)
@@ -82,9 +82,8 @@ func TestOnlyValuesReadsExactlyTheMatchingRowsOfAFullRead(t *testing.T) {
 		// Half the trials add columns of other kinds of stored values: a
 		// required one (pages without definition levels), a double and a
 		// decimal stored as fixed-length byte arrays (whose column index
-		// parquet-go writes short of a page of nulls: the dictionary
-		// re-encoding below keeps it so, as files written before
-		// decimalIndexer have it).
+		// parquet-go before v0.32.1 wrote short of a page of nulls; the
+		// files of testdata/parquet-go-v0.32.0 have such indexes).
 		wide := trial%2 == 1
 		if wide {
 			schema.Fields = append(schema.Fields,

@@ -80,49 +80,33 @@ func fzSeeds(t testing.TB) [][]byte {
 	src := store.objects[add.Path]
 	// The file's schema sets each leaf's encoding, so dictionary-encoded
 	// byte arrays take a schema that says so.
-	own, dict := fzOwnWideDecimals(t, src, false), fzOwnWideDecimals(t, src, true)
+	dict := fzDictionaryByteArrays(t, src)
 	var seeds [][]byte
 	for _, opts := range [][]parquet.WriterOption{
-		append([]parquet.WriterOption{parquet.DataPageVersion(1)}, own...),
-		append([]parquet.WriterOption{parquet.DataPageVersion(1), parquet.PageBufferSize(200)}, own...),
-		append([]parquet.WriterOption{parquet.DataPageVersion(1), parquet.PageBufferSize(200)}, dict...),
-		append([]parquet.WriterOption{parquet.DataPageVersion(2), parquet.PageBufferSize(200)}, dict...),
-		append([]parquet.WriterOption{parquet.DataPageVersion(1), parquet.PageBufferSize(200),
+		{parquet.DataPageVersion(1)},
+		{parquet.DataPageVersion(1), parquet.PageBufferSize(200)},
+		{dict, parquet.DataPageVersion(1), parquet.PageBufferSize(200)},
+		{dict, parquet.DataPageVersion(2), parquet.PageBufferSize(200)},
+		{parquet.DataPageVersion(1), parquet.PageBufferSize(200),
 			parquet.BloomFilters(parquet.SplitBlockFilter(10, "id"), parquet.SplitBlockFilter(DefaultBloomFilterBitsPerValue, "name")),
-			parquet.DeferBloomFiltersWithBuffers(parquet.NewBufferPool())}, own...),
+			parquet.DeferBloomFiltersWithBuffers(parquet.NewBufferPool())},
 	} {
 		seeds = append(seeds, fzReencode(t, src, opts...))
 	}
 	return seeds
 }
 
-// fzOwnWideDecimals returns the options that make parquet-go write the
-// decimals of more than 18 digits of the Parquet file src (of top-level
-// leaves) as FileWriter does: with decimalIndexer and without page bounds
-// (see parquetfile/decimalindex.go). Without them its files have such a decimal's
-// chunk statistics in unsigned order, which a rewrite does not copy. With
-// dict, its byte arrays are dictionary-encoded.
-func fzOwnWideDecimals(t testing.TB, src []byte, dict bool) []parquet.WriterOption {
+// fzDictionaryByteArrays returns the option that makes parquet-go write
+// the byte arrays of the Parquet file src (of top-level leaves)
+// dictionary-encoded, its other leaves as they are.
+func fzDictionaryByteArrays(t testing.TB, src []byte) parquet.WriterOption {
 	t.Helper()
-	schema := fzSchemaOf(t, src, func(fld parquet.Field) parquet.Node {
-		if dict && fld.Type().Kind() == parquet.ByteArray {
+	return fzSchemaOf(t, src, func(fld parquet.Field) parquet.Node {
+		if fld.Type().Kind() == parquet.ByteArray {
 			return parquet.Encoded(fld, &parquet.RLEDictionary)
 		}
-		lt := fld.Type().LogicalType()
-		if fld.Type().Kind() != parquet.FixedLenByteArray || lt == nil {
-			return fld
-		}
-		dt, ok := lt.Value.(*format.DecimalType)
-		if !ok {
-			return fld
-		}
-		node := parquetfile.DecimalNode(value.DecimalType{Precision: int(dt.Precision), Scale: int(dt.Scale)})
-		if fld.Optional() {
-			node = parquet.Optional(node)
-		}
-		return node
+		return fld
 	})
-	return append([]parquet.WriterOption{schema}, parquetfile.WideDecimalOptions(schema)...)
 }
 
 // fzSchemaOf returns the schema of the Parquet file src (of top-level
@@ -135,9 +119,9 @@ func fzSchemaOf(t testing.TB, src []byte, node func(parquet.Field) parquet.Node)
 	}
 	var fields []parquet.Field
 	for _, fld := range f.Schema().Fields() {
-		fields = append(fields, &orderedField{Node: node(fld), name: fld.Name()})
+		fields = append(fields, parquetfile.NamedField(fld.Name(), node(fld)))
 	}
-	return parquet.NewSchema("spark_schema", &orderedGroup{fields: fields})
+	return parquet.NewSchema("spark_schema", parquetfile.NewGroup(fields...))
 }
 
 // fzReencode writes the rows of the Parquet file src again in row groups
@@ -707,7 +691,7 @@ func TestAPanicDecodingPagesBecomesAnErrorOfTheColumn(t *testing.T) {
 	})
 
 	t.Run("a column re-encoded on a worker goroutine fails the row group", func(t *testing.T) {
-		root, _, err := parquetTree(f.Metadata().Schema)
+		root, _, err := parquetfile.Tree(f.Metadata().Schema)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
-	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -25,8 +23,8 @@ import (
 var ErrUnknownColumn = errors.New("unknown column")
 
 // ErrSchemaMismatch is returned when a data file's Parquet schema cannot
-// hold the table schema's type for a column.
-var ErrSchemaMismatch = errors.New("data file does not match the table schema")
+// hold the table schema's type for a column: parquetfile.ErrSchemaMismatch.
+var ErrSchemaMismatch = parquetfile.ErrSchemaMismatch
 
 // ReadOptions select what ReadFile returns.
 type ReadOptions struct {
@@ -175,16 +173,16 @@ type rowGroupBounds struct {
 
 // newRowGroupBounds returns how to read the bounds of schema field fld in
 // f, or nil when they cannot be trusted for value.Compare's order.
-func newRowGroupBounds(f *parquet.File, root *pqNode, fld value.Field, mode string) *rowGroupBounds {
-	p := root.child(fld, mode)
-	if p == nil || !p.isLeaf() || p.repetition() == format.Repeated {
+func newRowGroupBounds(f *parquet.File, root *parquetfile.TreeNode, fld value.Field, mode string) *rowGroupBounds {
+	p := childField(root, fld, mode)
+	if p == nil || !p.IsLeaf() || p.Repetition() == format.Repeated {
 		return nil
 	}
-	phys, _ := p.el.Type.Get()
-	if it, ok := p.el.LogicalType.Value.(*format.IntType); ok && !it.IsSigned {
+	phys, _ := p.El.Type.Get()
+	if it, ok := p.El.LogicalType.Value.(*format.IntType); ok && !it.IsSigned {
 		return nil // unsigned order
 	}
-	if ct, ok := p.el.ConvertedType.Get(); ok && ct >= deprecated.Uint8 && ct <= deprecated.Uint64 {
+	if ct, ok := p.El.ConvertedType.Get(); ok && ct >= deprecated.Uint8 && ct <= deprecated.Uint64 {
 		return nil
 	}
 	switch fld.Type {
@@ -209,11 +207,11 @@ func newRowGroupBounds(f *parquet.File, root *pqNode, fld value.Field, mode stri
 	default:
 		return nil
 	}
-	conv, err := converter(fld.Type, p, nil)
+	conv, err := parquetfile.Converter(fld.Type, &p.El, nil)
 	if err != nil {
 		return nil
 	}
-	return &rowGroupBounds{leaf: p.leaf, conv: conv}
+	return &rowGroupBounds{leaf: p.Leaf, conv: conv}
 }
 
 // keep applies filter to the bounds of row group rg; a row group without
@@ -335,7 +333,7 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		defer ra.DropBuffer()
 	}
 	f := ra.Parquet()
-	root, nleaves, err := parquetTree(f.Metadata().Schema)
+	root, nleaves, err := parquetfile.Tree(f.Metadata().Schema)
 	if err != nil {
 		return err
 	}
@@ -344,7 +342,7 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 	// columns the file lacks, column readers for the rest.
 	b := &asmBuilder{mode: mode, streams: make([]*colStream, nleaves)}
 	if opts.KeepRows {
-		b.kept = new(keptValues)
+		b.kept = new(parquetfile.Kept)
 	}
 	out, err := b.outputs(schema, cols, isPart, root, add.PartitionValues)
 	if err != nil {
@@ -467,7 +465,7 @@ func openForRead(ctx context.Context, store objstore.Store, name string, size in
 // outputs returns one assembler per output column cols of schema:
 // constants for partition columns (from partVals) and columns the file
 // lacks, column readers for the rest.
-func (b *asmBuilder) outputs(schema value.StructType, cols []int, isPart map[string]bool, root *pqNode, partVals map[string]*string) ([]*asm, error) {
+func (b *asmBuilder) outputs(schema value.StructType, cols []int, isPart map[string]bool, root *parquetfile.TreeNode, partVals map[string]*string) ([]*asm, error) {
 	out := make([]*asm, len(cols))
 	for k, i := range cols {
 		fld := schema.Fields[i]
@@ -483,7 +481,7 @@ func (b *asmBuilder) outputs(schema value.StructType, cols []int, isPart map[str
 			out[k] = &asm{kind: asmConst, constant: v}
 			continue
 		}
-		p := root.child(fld, b.mode)
+		p := childField(root, fld, b.mode)
 		if p == nil {
 			out[k] = &asm{kind: asmConst}
 			continue
@@ -626,89 +624,15 @@ func closeStreams(streams []*colStream) {
 	}
 }
 
-// pqNode is one element of a file's Parquet schema.
-type pqNode struct {
-	el       format.SchemaElement
-	name     string
-	children []*pqNode
-	leaf     int // column index; -1 for groups
-	def      int // definition level at which this node is present
-	rep      int // repetition level of this node
-}
-
-func (p *pqNode) repetition() format.FieldRepetitionType {
-	r, _ := p.el.RepetitionType.Get()
-	return r
-}
-
-func (p *pqNode) isLeaf() bool { return p.leaf >= 0 }
-
-// child finds the Parquet field holding schema field f: by field id in id
-// mode, then by (physical) name, then by name ignoring case as Spark does.
-func (p *pqNode) child(f value.Field, mode string) *pqNode {
+// childField finds the Parquet field of p holding schema field f: by
+// field id in id mode, then by (physical) name, then by name ignoring case
+// as Spark does.
+func childField(p *parquetfile.TreeNode, f value.Field, mode string) *parquetfile.TreeNode {
+	id := 0
 	if mode == ColumnMappingID {
-		if id := columnID(f); id > 0 {
-			for _, c := range p.children {
-				if int64(c.el.FieldID) == id {
-					return c
-				}
-			}
-		}
+		id = int(columnID(f))
 	}
-	name := PhysicalName(f, mode)
-	for _, c := range p.children {
-		if c.name == name {
-			return c
-		}
-	}
-	for _, c := range p.children {
-		if strings.EqualFold(c.name, name) {
-			return c
-		}
-	}
-	return nil
-}
-
-// parquetTree rebuilds the schema tree from the footer's flat element list.
-func parquetTree(els []format.SchemaElement) (*pqNode, int, error) {
-	if len(els) == 0 {
-		return nil, 0, fmt.Errorf("parquet footer has no schema")
-	}
-	pos, leaves := 0, 0
-	var build func(parentDef, parentRep int, isRoot bool) (*pqNode, error)
-	build = func(parentDef, parentRep int, isRoot bool) (*pqNode, error) {
-		if pos >= len(els) {
-			return nil, fmt.Errorf("parquet schema is truncated")
-		}
-		el := els[pos]
-		pos++
-		n := &pqNode{el: el, name: el.Name, leaf: -1, def: parentDef, rep: parentRep}
-		if !isRoot {
-			switch r, _ := el.RepetitionType.Get(); r {
-			case format.Optional:
-				n.def++
-			case format.Repeated:
-				n.def++
-				n.rep++
-			}
-		}
-		nc, _ := el.NumChildren.Get()
-		if _, typed := el.Type.Get(); typed && nc == 0 && !isRoot {
-			n.leaf = leaves
-			leaves++
-			return n, nil
-		}
-		for range nc {
-			c, err := build(n.def, n.rep, false)
-			if err != nil {
-				return nil, err
-			}
-			n.children = append(n.children, c)
-		}
-		return n, nil
-	}
-	root, err := build(0, 0, true)
-	return root, leaves, err
+	return p.Child(PhysicalName(f, mode), id)
 }
 
 // colStream reads the values (with levels) of one leaf column chunk.
@@ -814,7 +738,7 @@ type asm struct {
 	maxDef int
 	conv   func(parquet.Value) (any, error)
 	// str is conv of a string leaf, from a byte array's bytes; i64 that of
-	// an INT64 leaf fromInt64 covers, from the stored integer.
+	// an INT64 leaf parquetfile.Int64Converter covers, from the stored integer.
 	str func([]byte) any
 	i64 func(int64) any
 }
@@ -936,70 +860,20 @@ func (a *asm) consumeOne() error {
 type asmBuilder struct {
 	mode    string
 	streams []*colStream
-	kept    *keptValues // ReadOptions.KeepRows
+	kept    *parquetfile.Kept // ReadOptions.KeepRows
 }
 
-// keptValues are the slabs the leaves of one read (ReadOptions.KeepRows)
-// cut their strings and binary values from.
-type keptValues struct {
-	arena  value.Arena
-	strs   value.Boxes[string]
-	bins   value.Boxes[[]byte]
-	longs  value.Boxes[int64]
-	ints   value.Boxes[int32]
-	dbls   value.Boxes[float64]
-	days   value.Boxes[value.Days]
-	micros value.Boxes[value.Micros]
-	local  value.Boxes[value.LocalMicros]
-	decs   value.Boxes[value.Decimal]
-	// bigs and words hold the unscaled values of decimals that fit 64
-	// bits: a big.Int and its one word, instead of two allocations.
-	bigs  []big.Int
-	words []big.Word
-}
-
-// bigInt returns x as a big.Int cut from the slabs. Its word is capped,
-// so arithmetic on it that needs more reallocates, as on any big.Int,
-// instead of growing into a neighbour.
-func (k *keptValues) bigInt(x int64) *big.Int {
-	if bits.UintSize < 64 {
-		return big.NewInt(x)
+func (b *asmBuilder) stream(p *parquetfile.TreeNode) *colStream {
+	if b.streams[p.Leaf] == nil {
+		b.streams[p.Leaf] = &colStream{leaf: p.Leaf, name: p.Name}
 	}
-	if len(k.bigs) == 0 {
-		k.bigs = make([]big.Int, boxesPerSlab)
-	}
-	z := &k.bigs[0]
-	k.bigs = k.bigs[1:]
-	if x == 0 {
-		return z
-	}
-	u := uint64(x)
-	if x < 0 {
-		u = -u
-	}
-	w := value.Cut(&k.words, 1, boxesPerSlab)
-	w[0] = big.Word(u)
-	z.SetBits(w)
-	if x < 0 {
-		z.Neg(z)
-	}
-	return z
-}
-
-// boxesPerSlab is how many values a slab of keptValues holds.
-const boxesPerSlab = 256
-
-func (b *asmBuilder) stream(p *pqNode) *colStream {
-	if b.streams[p.leaf] == nil {
-		b.streams[p.leaf] = &colStream{leaf: p.leaf, name: p.name}
-	}
-	return b.streams[p.leaf]
+	return b.streams[p.Leaf]
 }
 
 // build makes the assembler of Delta type t stored in Parquet node p;
 // asElement treats a repeated p as one element of its list.
-func (b *asmBuilder) build(t value.Type, p *pqNode, asElement bool) (*asm, error) {
-	rep := p.repetition()
+func (b *asmBuilder) build(t value.Type, p *parquetfile.TreeNode, asElement bool) (*asm, error) {
+	rep := p.Repetition()
 	if rep == format.Repeated && !asElement {
 		// A bare repeated field (no LIST wrapper) is a list of required
 		// elements.
@@ -1013,7 +887,7 @@ func (b *asmBuilder) build(t value.Type, p *pqNode, asElement bool) (*asm, error
 		case value.MapType:
 			// buildMap takes a repeated node as the key_value group itself.
 		default:
-			return nil, fmt.Errorf("%w: repeated Parquet field %q for %v", ErrSchemaMismatch, p.name, t)
+			return nil, fmt.Errorf("%w: repeated Parquet field %q for %v", ErrSchemaMismatch, p.Name, t)
 		}
 	}
 	var a *asm
@@ -1032,26 +906,26 @@ func (b *asmBuilder) build(t value.Type, p *pqNode, asElement bool) (*asm, error
 		return nil, err
 	}
 	if rep == format.Optional && a.kind != asmList && a.kind != asmMap {
-		a.nullDef = p.def
+		a.nullDef = p.Def
 	}
 	return a, nil
 }
 
-func (b *asmBuilder) buildLeaf(t value.Type, p *pqNode) (*asm, error) {
-	if !p.isLeaf() {
-		return nil, fmt.Errorf("%w: Parquet group %q for %v", ErrSchemaMismatch, p.name, t)
+func (b *asmBuilder) buildLeaf(t value.Type, p *parquetfile.TreeNode) (*asm, error) {
+	if !p.IsLeaf() {
+		return nil, fmt.Errorf("%w: Parquet group %q for %v", ErrSchemaMismatch, p.Name, t)
 	}
-	conv, err := converter(t, p, b.kept)
+	conv, err := parquetfile.Converter(t, &p.El, b.kept)
 	if err != nil {
 		return nil, err
 	}
 	var str func([]byte) any
 	if t == value.String {
-		str = repeatedStrings(stringOf(b.kept))
+		str = repeatedStrings(parquetfile.StringConverter(b.kept))
 		conv = func(v parquet.Value) (any, error) { return str(v.ByteArray()), nil }
 	}
 	s := b.stream(p)
-	return &asm{kind: asmLeaf, stream: s, maxDef: p.def, conv: conv, str: str, i64: fromInt64(t, p, b.kept), leaves: []*colStream{s}, first: s}, nil
+	return &asm{kind: asmLeaf, stream: s, maxDef: p.Def, conv: conv, str: str, i64: parquetfile.Int64Converter(t, &p.El, b.kept), leaves: []*colStream{s}, first: s}, nil
 }
 
 // repeatedStrings makes a leaf's string converter hand out the previous
@@ -1074,22 +948,13 @@ func repeatedStrings(conv func([]byte) any) func([]byte) any {
 	}
 }
 
-// stringOf returns the conversion of a byte array to a string value: with
-// kept set, cut from its arena and boxed from its slab.
-func stringOf(kept *keptValues) func([]byte) any {
-	if kept != nil {
-		return func(b []byte) any { return kept.strs.Box(kept.arena.String(b)) }
-	}
-	return func(b []byte) any { return string(b) }
-}
-
-func (b *asmBuilder) buildStruct(t value.StructType, p *pqNode) (*asm, error) {
-	if p.isLeaf() {
-		return nil, fmt.Errorf("%w: Parquet column %q for %v", ErrSchemaMismatch, p.name, t)
+func (b *asmBuilder) buildStruct(t value.StructType, p *parquetfile.TreeNode) (*asm, error) {
+	if p.IsLeaf() {
+		return nil, fmt.Errorf("%w: Parquet column %q for %v", ErrSchemaMismatch, p.Name, t)
 	}
 	a := &asm{kind: asmStruct}
 	for _, f := range t.Fields {
-		cp := p.child(f, b.mode)
+		cp := childField(p, f, b.mode)
 		if cp == nil {
 			a.children = append(a.children, &asm{kind: asmConst})
 			continue
@@ -1112,38 +977,38 @@ func (b *asmBuilder) buildStruct(t value.StructType, p *pqNode) (*asm, error) {
 }
 
 // skipper consumes Parquet node p (as a non-repeated, required value).
-func (b *asmBuilder) skipper(p *pqNode) *asm {
+func (b *asmBuilder) skipper(p *parquetfile.TreeNode) *asm {
 	return b.skipNode(p, true)
 }
 
-func (b *asmBuilder) skipNode(p *pqNode, asElement bool) *asm {
-	if p.repetition() == format.Repeated && !asElement {
+func (b *asmBuilder) skipNode(p *parquetfile.TreeNode, asElement bool) *asm {
+	if p.Repetition() == format.Repeated && !asElement {
 		el := b.skipNode(p, true)
 		return b.collection(asmList, p, p, []*asm{el}, false)
 	}
 	var a *asm
-	if p.isLeaf() {
+	if p.IsLeaf() {
 		s := b.stream(p)
-		a = &asm{kind: asmLeaf, stream: s, maxDef: p.def, conv: func(parquet.Value) (any, error) { return nil, nil }, leaves: []*colStream{s}, first: s}
+		a = &asm{kind: asmLeaf, stream: s, maxDef: p.Def, conv: func(parquet.Value) (any, error) { return nil, nil }, leaves: []*colStream{s}, first: s}
 	} else {
 		a = &asm{kind: asmSkip}
-		for _, c := range p.children {
+		for _, c := range p.Children {
 			ca := b.skipNode(c, false)
 			a.children = append(a.children, ca)
 			a.leaves = append(a.leaves, ca.leaves...)
 		}
 		a.first = a.leaves[0]
 	}
-	if p.repetition() == format.Optional {
-		a.nullDef = p.def
+	if p.Repetition() == format.Optional {
+		a.nullDef = p.Def
 	}
 	return a
 }
 
 // collection makes a list or map assembler: outer is the field's node
 // (possibly the repeated node itself), repeated the repeated group.
-func (b *asmBuilder) collection(kind asmKind, outer, repeated *pqNode, children []*asm, optional bool) *asm {
-	a := &asm{kind: kind, children: children, elemDef: repeated.def, repLevel: repeated.rep}
+func (b *asmBuilder) collection(kind asmKind, outer, repeated *parquetfile.TreeNode, children []*asm, optional bool) *asm {
+	a := &asm{kind: kind, children: children, elemDef: repeated.Def, repLevel: repeated.Rep}
 	for _, c := range children {
 		a.leaves = append(a.leaves, c.leaves...)
 	}
@@ -1151,320 +1016,61 @@ func (b *asmBuilder) collection(kind asmKind, outer, repeated *pqNode, children 
 		a.first = a.leaves[0]
 	}
 	if optional {
-		a.nullDef = outer.def
+		a.nullDef = outer.Def
 	}
 	return a
 }
 
 // buildList resolves the LIST encodings, including the legacy two-level
 // forms, per the Parquet backward-compatibility rules.
-func (b *asmBuilder) buildList(t value.ArrayType, p *pqNode) (*asm, error) {
-	if p.isLeaf() || len(p.children) != 1 || p.children[0].repetition() != format.Repeated {
-		return nil, fmt.Errorf("%w: Parquet field %q is not a list for %v", ErrSchemaMismatch, p.name, t)
+func (b *asmBuilder) buildList(t value.ArrayType, p *parquetfile.TreeNode) (*asm, error) {
+	if p.IsLeaf() || len(p.Children) != 1 || p.Children[0].Repetition() != format.Repeated {
+		return nil, fmt.Errorf("%w: Parquet field %q is not a list for %v", ErrSchemaMismatch, p.Name, t)
 	}
-	r := p.children[0]
+	r := p.Children[0]
 	var el *asm
 	var err error
 	_, structElem := t.Element.(value.StructType)
 	switch {
-	case r.isLeaf(), len(r.children) > 1, r.name == "array", r.name == p.name+"_tuple",
+	case r.IsLeaf(), len(r.Children) > 1, r.Name == "array", r.Name == p.Name+"_tuple",
 		// A struct element whose one field sits right in the repeated
 		// group: the group is the element (two-level), as parquet-mr infers.
-		structElem && r.children[0].isLeaf():
+		structElem && r.Children[0].IsLeaf():
 		el, err = b.build(t.Element, r, true)
 	default:
-		el, err = b.build(t.Element, r.children[0], false)
+		el, err = b.build(t.Element, r.Children[0], false)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("element: %w", err)
 	}
 	if len(el.leaves) == 0 {
-		return nil, fmt.Errorf("%w: list %q has no readable element column", ErrSchemaMismatch, p.name)
+		return nil, fmt.Errorf("%w: list %q has no readable element column", ErrSchemaMismatch, p.Name)
 	}
-	return b.collection(asmList, p, r, []*asm{el}, p.repetition() == format.Optional), nil
+	return b.collection(asmList, p, r, []*asm{el}, p.Repetition() == format.Optional), nil
 }
 
-func (b *asmBuilder) buildMap(t value.MapType, p *pqNode) (*asm, error) {
+func (b *asmBuilder) buildMap(t value.MapType, p *parquetfile.TreeNode) (*asm, error) {
 	kv := p
 	optional := false
-	if p.repetition() != format.Repeated {
-		if p.isLeaf() || len(p.children) != 1 || p.children[0].repetition() != format.Repeated {
-			return nil, fmt.Errorf("%w: Parquet field %q is not a map for %v", ErrSchemaMismatch, p.name, t)
+	if p.Repetition() != format.Repeated {
+		if p.IsLeaf() || len(p.Children) != 1 || p.Children[0].Repetition() != format.Repeated {
+			return nil, fmt.Errorf("%w: Parquet field %q is not a map for %v", ErrSchemaMismatch, p.Name, t)
 		}
-		kv = p.children[0]
-		optional = p.repetition() == format.Optional
+		kv = p.Children[0]
+		optional = p.Repetition() == format.Optional
 	}
-	if kv.isLeaf() || len(kv.children) != 2 {
-		return nil, fmt.Errorf("%w: map %q key_value group has no key and value", ErrSchemaMismatch, p.name)
+	if kv.IsLeaf() || len(kv.Children) != 2 {
+		return nil, fmt.Errorf("%w: map %q key_value group has no key and value", ErrSchemaMismatch, p.Name)
 	}
-	k, err := b.build(t.Key, kv.children[0], false)
+	k, err := b.build(t.Key, kv.Children[0], false)
 	if err != nil {
 		return nil, fmt.Errorf("map key: %w", err)
 	}
-	v, err := b.build(t.Value, kv.children[1], false)
+	v, err := b.build(t.Value, kv.Children[1], false)
 	if err != nil {
 		return nil, fmt.Errorf("map value: %w", err)
 	}
 	return b.collection(asmMap, p, kv, []*asm{k, v}, optional), nil
-}
-
-// converter returns the conversion of a Parquet leaf's values into the Go
-// representation of Delta type t, whatever physical encoding the writer
-// chose. With kept set, strings, binary values and the values boxed are
-// cut from its slabs.
-func converter(t value.Type, p *pqNode, kept *keptValues) (func(parquet.Value) (any, error), error) {
-	phys, _ := p.el.Type.Get()
-	lt := p.el.LogicalType.Value
-	bad := func() (func(parquet.Value) (any, error), error) {
-		return nil, fmt.Errorf("%w: Parquet %v column %q cannot hold %v", ErrSchemaMismatch, phys, p.name, t)
-	}
-	isInt := phys == format.Int32 || phys == format.Int64
-	if dt, ok := t.(value.DecimalType); ok {
-		scale := 0
-		if d, ok := lt.(*format.DecimalType); ok {
-			scale = int(d.Scale)
-		} else if s, ok := p.el.Scale.Get(); ok {
-			scale = int(s)
-		}
-		// Unscaled values that fit 64 bits (every INT32 and INT64 one,
-		// and most byte arrays) skip big.Int's byte decoding and two's
-		// complement arithmetic.
-		var small func(parquet.Value) (int64, bool)
-		switch phys {
-		case format.Int32:
-			small = func(v parquet.Value) (int64, bool) { return int64(v.Int32()), true }
-		case format.Int64:
-			small = func(v parquet.Value) (int64, bool) { return v.Int64(), true }
-		case format.ByteArray, format.FixedLenByteArray:
-			small = func(v parquet.Value) (int64, bool) { return twosComplementInt64(v.ByteArray()) }
-		default:
-			return bad()
-		}
-		newInt := big.NewInt
-		var boxes *value.Boxes[value.Decimal] // nil boxes as any(v) does
-		if kept != nil {
-			newInt, boxes = kept.bigInt, &kept.decs
-		}
-		return func(v parquet.Value) (any, error) {
-			var d value.Decimal
-			if x, ok := small(v); ok {
-				d = value.Decimal{Unscaled: newInt(x), Scale: scale}
-			} else {
-				d = value.Decimal{Unscaled: fromTwosComplement(v.ByteArray()), Scale: scale}
-			}
-			if scale != dt.Scale {
-				r, err := d.Rescale(dt.Scale)
-				if err != nil {
-					return nil, err
-				}
-				d = r
-			}
-			return boxes.Box(d), nil
-		}, nil
-	}
-	switch t {
-	case value.Byte, value.Short, value.Integer, value.Long:
-		if !isInt {
-			return bad()
-		}
-		get := func(v parquet.Value) int64 {
-			if v.Kind() == parquet.Int32 {
-				return int64(v.Int32())
-			}
-			return v.Int64()
-		}
-		switch t {
-		case value.Byte:
-			return func(v parquet.Value) (any, error) { return int8(get(v)), nil }, nil
-		case value.Short:
-			return func(v parquet.Value) (any, error) { return int16(get(v)), nil }, nil
-		case value.Integer:
-			if kept != nil {
-				return func(v parquet.Value) (any, error) { return kept.ints.Box(int32(get(v))), nil }, nil
-			}
-			return func(v parquet.Value) (any, error) { return int32(get(v)), nil }, nil
-		}
-		if phys == format.Int64 {
-			f := fromInt64(t, p, kept)
-			return func(v parquet.Value) (any, error) { return f(v.Int64()), nil }, nil
-		}
-		if kept != nil {
-			return func(v parquet.Value) (any, error) { return kept.longs.Box(get(v)), nil }, nil
-		}
-		return func(v parquet.Value) (any, error) { return get(v), nil }, nil
-	case value.Float:
-		if phys != format.Float {
-			return bad()
-		}
-		return func(v parquet.Value) (any, error) { return v.Float(), nil }, nil
-	case value.Double:
-		var dbls *value.Boxes[float64] // nil boxes as any(v) does
-		if kept != nil {
-			dbls = &kept.dbls
-		}
-		switch phys {
-		case format.Double:
-			return func(v parquet.Value) (any, error) { return dbls.Box(v.Double()), nil }, nil
-		case format.Float:
-			return func(v parquet.Value) (any, error) { return dbls.Box(float64(v.Float())), nil }, nil
-		case format.Int32:
-			return func(v parquet.Value) (any, error) { return dbls.Box(float64(v.Int32())), nil }, nil
-		case format.Int64:
-			return func(v parquet.Value) (any, error) { return dbls.Box(float64(v.Int64())), nil }, nil
-		}
-		return bad()
-	case value.Boolean:
-		if phys != format.Boolean {
-			return bad()
-		}
-		return func(v parquet.Value) (any, error) { return v.Boolean(), nil }, nil
-	case value.String:
-		if phys != format.ByteArray && phys != format.FixedLenByteArray {
-			return bad()
-		}
-		str := stringOf(kept)
-		return func(v parquet.Value) (any, error) { return str(v.ByteArray()), nil }, nil
-	case value.Binary:
-		if phys != format.ByteArray && phys != format.FixedLenByteArray {
-			return bad()
-		}
-		if kept != nil {
-			return func(v parquet.Value) (any, error) {
-				if b := v.ByteArray(); len(b) > 0 {
-					return kept.bins.Box(kept.arena.Bytes(b)), nil
-				}
-				return []byte{}, nil
-			}, nil
-		}
-		return func(v parquet.Value) (any, error) { return append([]byte{}, v.ByteArray()...), nil }, nil
-	case value.Date:
-		if phys != format.Int32 {
-			return bad()
-		}
-		if kept != nil {
-			return func(v parquet.Value) (any, error) { return kept.days.Box(value.Days(v.Int32())), nil }, nil
-		}
-		return func(v parquet.Value) (any, error) { return value.Days(v.Int32()), nil }, nil
-	case value.Timestamp, value.TimestampNTZ:
-		switch phys {
-		case format.Int96:
-			box := microsOf(t, kept)
-			return func(v parquet.Value) (any, error) { return box(int96Micros(v.Int96())), nil }, nil
-		case format.Int64:
-			f := fromInt64(t, p, kept)
-			return func(v parquet.Value) (any, error) { return f(v.Int64()), nil }, nil
-		}
-		return bad()
-	}
-	return nil, fmt.Errorf("%w: unsupported column type %v", ErrSchemaMismatch, t)
-}
-
-// fromInt64 returns the conversion of an INT64 leaf p's stored integers into
-// the Go representation of t where the value is a function of the integer
-// alone: long, timestamp and timestamp_ntz (in any unit); nil for other
-// types and physical types. With kept set, values are boxed from its
-// slabs. converter converts these leaves' values with it.
-func fromInt64(t value.Type, p *pqNode, kept *keptValues) func(int64) any {
-	if phys, _ := p.el.Type.Get(); phys != format.Int64 {
-		return nil
-	}
-	switch t {
-	case value.Long:
-		if kept != nil {
-			return kept.longs.Box
-		}
-		return func(x int64) any { return x }
-	case value.Timestamp, value.TimestampNTZ:
-	default:
-		return nil
-	}
-	unit := int64(1) // micros per stored unit, negative = divide
-	if ts, ok := p.el.LogicalType.Value.(*format.TimestampType); ok {
-		switch ts.Unit.Value.(type) {
-		case *format.MilliSeconds:
-			unit = 1000
-		case *format.NanoSeconds:
-			unit = -1000
-		}
-	} else if ct, ok := p.el.ConvertedType.Get(); ok && ct == deprecated.TimestampMillis {
-		unit = 1000
-	}
-	box := microsOf(t, kept)
-	switch {
-	case unit > 1:
-		return func(x int64) any { return box(x * unit) }
-	case unit < 0:
-		return func(x int64) any { return box(floorDiv(x, -unit)) }
-	}
-	return box
-}
-
-// microsOf returns the conversion of microseconds since the epoch into
-// timestamp type t's Go representation, boxed from kept's slabs when set.
-func microsOf(t value.Type, kept *keptValues) func(int64) any {
-	switch {
-	case t == value.TimestampNTZ && kept != nil:
-		return func(x int64) any { return kept.local.Box(value.LocalMicros(x)) }
-	case t == value.TimestampNTZ:
-		return func(x int64) any { return value.LocalMicros(x) }
-	case kept != nil:
-		return func(x int64) any { return kept.micros.Box(value.Micros(x)) }
-	}
-	return func(x int64) any { return value.Micros(x) }
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && (a < 0) {
-		q--
-	}
-	return q
-}
-
-// int96Micros converts an INT96 timestamp (nanoseconds of the day, then the
-// Julian day number) to microseconds since the epoch.
-func int96Micros(v deprecated.Int96) int64 {
-	const julianEpoch = 2440588
-	nanos := int64(v[1])<<32 | int64(v[0])
-	day := int64(v[2])
-	return (day-julianEpoch)*86_400_000_000 + nanos/1000
-}
-
-// twosComplementInt64 decodes a big-endian two's complement integer that
-// fits 64 bits; ok is false for one that does not (or is empty).
-func twosComplementInt64(b []byte) (x int64, ok bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	// Bytes before the last 8 must only extend the sign.
-	var ext byte
-	if len(b) > 8 {
-		if b[len(b)-8]&0x80 != 0 {
-			ext = 0xFF
-		}
-		for _, c := range b[:len(b)-8] {
-			if c != ext {
-				return 0, false
-			}
-		}
-		b = b[len(b)-8:]
-	}
-	if b[0]&0x80 != 0 {
-		x = -1 // sign-extend
-	}
-	for _, c := range b {
-		x = x<<8 | int64(c)
-	}
-	return x, true
-}
-
-// fromTwosComplement decodes a big-endian two's complement integer.
-func fromTwosComplement(b []byte) *big.Int {
-	u := new(big.Int).SetBytes(b)
-	if len(b) > 0 && b[0]&0x80 != 0 {
-		u.Sub(u, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
-	}
-	return u
 }
 
 // FileRowCount returns the logical rows of a data file: its numRecords stat

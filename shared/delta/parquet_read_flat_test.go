@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
@@ -427,9 +427,9 @@ func TestFlatReadOfFixtureTablesReturnsWhatTheAssemblyDoes(t *testing.T) {
 }
 
 func TestFlatReadDecodesOtherWritersEncodingsAsTheAssemblyDoes(t *testing.T) {
-	field := func(name string, n parquet.Node) parquet.Field { return &orderedField{Node: n, name: name} }
+	field := func(name string, n parquet.Node) parquet.Field { return parquetfile.NamedField(name, n) }
 	dict := func(n parquet.Node) parquet.Node { return parquet.Encoded(n, &parquet.RLEDictionary) }
-	root := &orderedGroup{fields: []parquet.Field{
+	root := parquetfile.NewGroup(
 		field("id", parquet.Required(parquet.Leaf(parquet.Int64Type))),
 		field("d_long", parquet.Optional(dict(parquet.Leaf(parquet.Int64Type)))),
 		field("d_str", parquet.Optional(dict(parquet.String()))),
@@ -446,7 +446,7 @@ func TestFlatReadDecodesOtherWritersEncodingsAsTheAssemblyDoes(t *testing.T) {
 		field("day", parquet.Required(parquet.Date())),
 		field("ts_nanos", parquet.Optional(parquet.TimestampAdjusted(parquet.Nanosecond, false))),
 		field("ts_millis", parquet.Optional(parquet.Timestamp(parquet.Millisecond))),
-	}}
+	)
 	schema := value.StructType{Fields: []value.Field{
 		{Name: "id", Type: value.Long},
 		{Name: "d_long", Type: value.Long, Nullable: true},
@@ -549,73 +549,16 @@ func pqFileUses(t *testing.T, data []byte, enc string) bool {
 	return false
 }
 
-func TestTwosComplementInt64DecodesWhatBigIntDoes(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	cases := [][]byte{{0}, {0x80}, {0xFF}, {0x7F}, {0, 0x80}, {0xFF, 0x7F},
-		{0x80, 0, 0, 0, 0, 0, 0, 0}, {0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF},
-		{0xFF, 0x80, 0, 0, 0, 0, 0, 0, 0}, {0, 0x80, 0, 0, 0, 0, 0, 0, 0}, {0xFF, 0x7F, 0, 0, 0, 0, 0, 0, 0},
-		{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}}
-	for range 2000 {
-		b := make([]byte, 1+rng.IntN(16))
-		for i := range b {
-			b[i] = byte(rng.IntN(256))
-		}
-		if n := rng.IntN(len(b) + 1); rng.IntN(2) == 0 { // sign-extended
-			ext := byte(0)
-			if rng.IntN(2) == 0 {
-				ext = 0xFF
-			}
-			for i := range n {
-				b[i] = ext
-			}
-			if n < len(b) {
-				b[n] = b[n]&0x7F | ext&0x80
-			}
-		}
-		cases = append(cases, b)
-	}
-	for _, b := range cases {
-		want := fromTwosComplement(b)
-		x, ok := twosComplementInt64(b)
-		if ok != want.IsInt64() || ok && x != want.Int64() {
-			t.Fatalf("% x: %d, %v; want %v (fits 64 bits: %v)", b, x, ok, want, want.IsInt64())
-		}
-	}
-}
-
-func TestKeptBigIntsHoldTheirValuesApart(t *testing.T) {
-	var k keptValues
-	rng := rand.New(rand.NewPCG(1, 2))
-	xs := []int64{0, 1, -1, math.MaxInt64, math.MinInt64, 255, -256}
-	for range 600 {
-		xs = append(xs, rng.Int64()-rng.Int64())
-	}
-	got := make([]*big.Int, len(xs))
-	for i, x := range xs {
-		got[i] = k.bigInt(x)
-	}
-	got[1].Add(got[1], big.NewInt(1<<62)) // arithmetic on one leaves its neighbours alone
-	got[1].Mul(got[1], got[1])
-	for i, x := range xs {
-		if i == 1 {
-			continue
-		}
-		if want := big.NewInt(x); got[i].Cmp(want) != 0 || got[i].Sign() != want.Sign() || len(got[i].Bits()) != len(want.Bits()) {
-			t.Fatalf("value %d = %v, want %v", i, got[i], want)
-		}
-	}
-}
-
 // BenchmarkReadFileDictionary reads a file of dictionary-encoded columns,
 // as other writers write them, through the flat read and through the
 // generic record assembly.
 func BenchmarkReadFileDictionary(b *testing.B) {
-	field := func(name string, n parquet.Node) parquet.Field { return &orderedField{Node: n, name: name} }
+	field := func(name string, n parquet.Node) parquet.Field { return parquetfile.NamedField(name, n) }
 	dict := func(n parquet.Node) parquet.Node { return parquet.Optional(parquet.Encoded(n, &parquet.RLEDictionary)) }
-	root := &orderedGroup{fields: []parquet.Field{
+	root := parquetfile.NewGroup(
 		field("country", dict(parquet.String())), field("status", dict(parquet.String())),
 		field("store", dict(parquet.Leaf(parquet.Int64Type))), field("day", dict(parquet.Timestamp(parquet.Microsecond))),
-	}}
+	)
 	schema := value.StructType{Fields: []value.Field{
 		{Name: "country", Type: value.String, Nullable: true}, {Name: "status", Type: value.String, Nullable: true},
 		{Name: "store", Type: value.Long, Nullable: true}, {Name: "day", Type: value.Timestamp, Nullable: true},

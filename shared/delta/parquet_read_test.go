@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
@@ -258,27 +259,27 @@ func BenchmarkReadFile(b *testing.B) {
 
 // pqListGroup is a LIST-annotated group with arbitrary children, to build
 // the legacy list layouts other writers produce.
-type pqListGroup struct{ *orderedGroup }
+type pqListGroup struct{ *parquetfile.Group }
 
 func (pqListGroup) Type() parquet.Type { return parquet.List(parquet.Int(32)).Type() }
 
 func TestReadFileDecodesEncodingsOtherWritersChoose(t *testing.T) {
-	field := func(name string, n parquet.Node) parquet.Field { return &orderedField{Node: n, name: name} }
-	root := &orderedGroup{fields: []parquet.Field{
+	field := func(name string, n parquet.Node) parquet.Field { return parquetfile.NamedField(name, n) }
+	root := parquetfile.NewGroup(
 		field("ts_millis", parquet.Optional(parquet.Timestamp(parquet.Millisecond))),
 		field("ts_nanos", parquet.Optional(parquet.TimestampAdjusted(parquet.Nanosecond, false))),
 		field("ts_int96", parquet.Optional(parquet.Leaf(parquet.Int96Type))),
 		field("dec_ba", parquet.Optional(parquet.Decimal(2, 20, parquet.ByteArrayType))),
 		field("b8", parquet.Optional(parquet.Int(8))),
 		// Legacy two-level list whose repeated field is the element.
-		field("tags", parquet.Optional(pqListGroup{&orderedGroup{fields: []parquet.Field{field("array", parquet.Repeated(parquet.Leaf(parquet.Int32Type)))}}})),
+		field("tags", parquet.Optional(pqListGroup{parquetfile.NewGroup(field("array", parquet.Repeated(parquet.Leaf(parquet.Int32Type))))})),
 		// Legacy list of one-field structs named <list>_tuple.
-		field("pairs", parquet.Optional(pqListGroup{&orderedGroup{fields: []parquet.Field{field("pairs_tuple", parquet.Repeated(&orderedGroup{fields: []parquet.Field{field("a", parquet.Required(parquet.Leaf(parquet.Int32Type)))}}))}}})),
+		field("pairs", parquet.Optional(pqListGroup{parquetfile.NewGroup(field("pairs_tuple", parquet.Repeated(parquetfile.NewGroup(field("a", parquet.Required(parquet.Leaf(parquet.Int32Type)))))))})),
 		// A bare repeated field without LIST annotation.
 		field("nums", parquet.Repeated(parquet.Leaf(parquet.Int32Type))),
 		// A two-level list of structs whose repeated group holds the field.
-		field("recs", parquet.Optional(pqListGroup{&orderedGroup{fields: []parquet.Field{field("list", parquet.Repeated(&orderedGroup{fields: []parquet.Field{field("val", parquet.Optional(parquet.Leaf(parquet.Int32Type)))}}))}}})),
-	}}
+		field("recs", parquet.Optional(pqListGroup{parquetfile.NewGroup(field("list", parquet.Repeated(parquetfile.NewGroup(field("val", parquet.Optional(parquet.Leaf(parquet.Int32Type)))))))})),
+	)
 	var buf bytes.Buffer
 	w := parquet.NewWriter(&buf, parquet.NewSchema("legacy", root))
 	rows := []parquet.Row{

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
-	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -17,19 +15,16 @@ import (
 	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/google/uuid"
-	"github.com/klauspost/compress/s2"
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
-	"github.com/parquet-go/parquet-go/compress/snappy"
-	"github.com/parquet-go/parquet-go/encoding"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // Sentinel errors of the data-file writer.
 var (
 	// ErrValueType is returned when a row value is not the Go representation
 	// of its column's type (see package value), or a non-nullable column
-	// holds nil.
-	ErrValueType = errors.New("value does not match column type")
+	// holds nil: parquetfile.ErrValueType.
+	ErrValueType = parquetfile.ErrValueType
 	// ErrPartitionValue is returned when a row's partition column differs
 	// from the partition values of the file being written.
 	ErrPartitionValue = errors.New("row does not belong to the file's partition")
@@ -114,7 +109,7 @@ type WriteOptions struct {
 	// that filters by the page index (ReadOptions.OnlyValues) read little
 	// of a column; each page costs a header and an entry in each index.
 	// With it set, the byte-array page bounds of BloomFilterColumns keep
-	// pageIndexBoundBytes bytes.
+	// parquetfile.LookupBoundBytes bytes.
 	PageBytes int
 	// ValueArrays, when set, lends WriteInOrder its arrays of values and
 	// takes them back, for the next file written with it to reuse.
@@ -142,7 +137,7 @@ type FileWriter struct {
 	// render as partSer (nil until one is).
 	partSeen []any
 	dataIdx  []int // row positions of data columns
-	root     []*wnode
+	root     []*parquetfile.Node
 	numLeaf  int
 	// flat: every data column is a leaf (writeFlat applies).
 	flat     bool
@@ -152,9 +147,7 @@ type FileWriter struct {
 	// leaf column, as parquet-go's WriteRows would split them.
 	colBatch [][]parquet.Value
 	nbatch   int
-	pw       *parquet.GenericWriter[any]
-	pipe     *io.PipeWriter
-	done     chan writeResult
+	pw       *parquetfile.Writer
 	stats    *statsCollector
 	rows     int64
 	rgStart  int64 // pw.Size() when the current row group started
@@ -163,11 +156,6 @@ type FileWriter struct {
 	err      error
 	// footer are the stats roots read from the footer at Close.
 	footer []footerStat
-}
-
-type writeResult struct {
-	info objstore.Info
-	err  error
 }
 
 // writeBatchRows is how many rows are handed to parquet-go at once, and
@@ -190,11 +178,11 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 	if opts.RowGroupRows <= 0 {
 		opts.RowGroupRows = DefaultRowGroupRows
 	}
-	codec, suffix, err := codecOf(opts.Compression)
+	codec, suffix, err := parquetfile.WriteCodec(string(opts.Compression))
 	if err != nil {
 		return nil, fmt.Errorf("new data file: %w", err)
 	}
-	bloomOpts, err := bloomFilterOptions(opts)
+	filters, err := bloomFilterColumns(opts)
 	if err != nil {
 		return nil, fmt.Errorf("new data file: %w", err)
 	}
@@ -224,23 +212,22 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		w.partSer = append(w.partSer, ser)
 		isPart[c] = true
 	}
-	var fields []parquet.Field
+	var fields []value.Field
 	for i, f := range opts.Schema.Fields {
-		if isPart[f.Name] {
-			continue
+		if !isPart[f.Name] {
+			w.dataIdx = append(w.dataIdx, i)
+			fields = append(fields, f)
 		}
-		n, node, err := w.buildNode(f, mode)
-		if err != nil {
-			return nil, fmt.Errorf("new data file: column %q: %w", f.Name, err)
-		}
-		w.dataIdx = append(w.dataIdx, i)
-		w.root = append(w.root, n)
-		fields = append(fields, &orderedField{Node: node, name: PhysicalName(f, mode)})
 	}
+	schema, err := parquetfile.NewSchema(fields, columnNaming(mode))
+	if err != nil {
+		return nil, fmt.Errorf("new data file: %w", err)
+	}
+	w.root, w.numLeaf = schema.Columns, schema.Leaves
 	w.partSeen = make([]any, len(w.partIdx))
 	w.flat = true
 	for _, n := range w.root {
-		w.flat = w.flat && n.kind == wLeaf
+		w.flat = w.flat && n.Kind == parquetfile.LeafNode
 	}
 	w.leafVals = make([][]parquet.Value, w.numLeaf)
 	w.colBatch = make([][]parquet.Value, w.numLeaf)
@@ -272,92 +259,32 @@ func NewFileWriter(ctx context.Context, store objstore.Store, opts WriteOptions)
 		w.name = dir + "/" + file
 	}
 
-	schema := parquet.NewSchema("spark_schema", &orderedGroup{fields: fields})
-	pr, pipeW := io.Pipe()
-	w.pipe = pipeW
-	w.done = make(chan writeResult, 1)
-	go func() {
-		info, err := store.Write(ctx, w.name, pr, objstore.WriteOptions{IfAbsent: true, ContentType: "application/vnd.apache.parquet"})
-		if err != nil {
-			pr.CloseWithError(err)
-		} else {
-			pr.Close()
-		}
-		w.done <- writeResult{info, err}
-	}()
-	// Rows go in as parquet.Row (WriteRows) or whole row groups, never as
-	// Go values, so the writer's type parameter is any.
-	w.pw = parquet.NewGenericWriter[any](pipeW, append([]parquet.WriterOption{
-		schema,
-		parquet.Compression(codec),
-		parquet.DataPageVersion(1),
-		// Page bounds go to the column index (the page index readers
-		// prune by); repeating them in every page header cost a second
-		// pass over each byte-array page.
-		parquet.DataPageStatistics(false),
-		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
-		parquet.CreatedBy("dsdelta", "1", ""),
-	}, append(append(bloomOpts, pageOptions(opts)...), parquetfile.WideDecimalOptions(schema)...)...)...)
+	bits := opts.BloomFilterBitsPerValue
+	if bits == 0 {
+		bits = DefaultBloomFilterBitsPerValue
+	}
+	w.pw = parquetfile.NewWriter(ctx, store, w.name, schema.Parquet, parquetfile.WriterOptions{
+		Codec:     codec,
+		CreatedBy: "dsdelta", Version: "1",
+		PageBytes:               opts.PageBytes,
+		LookupColumns:           lookupColumns(opts),
+		BloomFilterColumns:      filters,
+		BloomFilterBitsPerValue: bits,
+	})
 	return w, nil
 }
 
-// pageIndexBoundBytes is how long a byte-array page bound in the column
-// index may be for the columns readers look values up in (those of
-// WriteOptions.BloomFilterColumns) when WriteOptions.PageBytes is set.
-// parquet-go truncates bounds to 16 bytes, which leaves keys with a longer
-// common prefix ("customer-0000001234") the same bounds on every page, and
-// a page-index read nothing to skip; 64 bytes hold a UUID or most business
-// keys whole. Other columns keep 16 bytes: the index of every column is
-// fetched with the footer's neighbourhood, and it grows with the pages.
-const pageIndexBoundBytes = 64
-
-// pageOptions returns the writer options of opts.PageBytes.
-func pageOptions(opts WriteOptions) []parquet.WriterOption {
-	if opts.PageBytes <= 0 {
-		return nil
-	}
-	lookup := map[string]bool{}
+// lookupColumns are the columns (names in the file) of
+// opts.BloomFilterColumns, which readers look values up in: their page
+// bounds are kept long (parquetfile.LookupBoundBytes).
+func lookupColumns(opts WriteOptions) []string {
+	var cols []string
 	for _, name := range opts.BloomFilterColumns {
 		if f, ok := opts.Schema.Field(name); ok {
-			lookup[PhysicalName(f, opts.ColumnMappingMode)] = true
+			cols = append(cols, PhysicalName(f, opts.ColumnMappingMode))
 		}
 	}
-	return []parquet.WriterOption{
-		parquet.PageBufferSize(opts.PageBytes),
-		parquet.ColumnIndexSizeLimit(func(path []string) int {
-			if len(path) == 1 && lookup[path[0]] {
-				return pageIndexBoundBytes
-			}
-			return parquet.DefaultColumnIndexSizeLimit
-		}),
-	}
-}
-
-func codecOf(c Compression) (compress.Codec, string, error) {
-	switch c {
-	case CompressionSnappy:
-		return &fastSnappy{}, ".snappy", nil
-	case CompressionZstd:
-		return &parquet.Zstd, ".zstd", nil
-	case CompressionGzip:
-		return &parquet.Gzip, ".gz", nil
-	case CompressionNone:
-		return &parquet.Uncompressed, "", nil
-	}
-	return nil, "", fmt.Errorf("unknown compression %q", c)
-}
-
-// fastSnappy writes Snappy blocks at s2's standard Snappy level.
-// parquet-go's Snappy codec encodes at the "better" level, which took about
-// a seventh of a merge's CPU for pages a few percent smaller; a merge
-// re-encodes row groups on every batch, so the CPU matters more than those
-// bytes. The blocks are plain Snappy: any reader decodes them, and
-// parquet-go still splices row groups of either level verbatim (it matches
-// codecs by their Parquet enum).
-type fastSnappy struct{ snappy.Codec }
-
-func (*fastSnappy) Encode(dst, src []byte) ([]byte, error) {
-	return s2.EncodeSnappy(dst[:0], src), nil
+	return cols
 }
 
 // Name returns the object name of the file relative to the table root.
@@ -392,7 +319,7 @@ func (w *FileWriter) Write(row []any) error {
 			w.leafVals[i] = w.leafVals[i][:0]
 		}
 		for k, n := range w.root {
-			if err := w.shred(n, row[w.dataIdx[k]], 0, 0); err != nil {
+			if err := n.Shred(w.leafVals, row[w.dataIdx[k]], 0, 0); err != nil {
 				return fmt.Errorf("write %s row %d: column %q: %w", w.name, w.rows, w.opts.Schema.Fields[w.dataIdx[k]].Name, err)
 			}
 		}
@@ -665,7 +592,7 @@ func (w *FileWriter) convertBlock(cols [][]parquet.Value, blk []any, i0 int) err
 	nf := len(w.opts.Schema.Fields)
 	m := len(blk) / max(nf, 1)
 	for k, nd := range w.root {
-		col := cols[nd.leaf][i0 : i0+m]
+		col := cols[nd.Leaf][i0 : i0+m]
 		di := w.dataIdx[k]
 		for j := range col {
 			if err := w.flatValue(&col[j], k, nd, blk[j*nf+di], int64(i0+j)); err != nil {
@@ -691,8 +618,8 @@ func (w *FileWriter) convertBlock(cols [][]parquet.Value, blk []any, i0 int) err
 // rows before it.
 func (w *FileWriter) writeFlat(row []any) error {
 	for k, n := range w.root {
-		w.colBatch[n.leaf] = append(w.colBatch[n.leaf], parquet.Value{})
-		batch := w.colBatch[n.leaf]
+		w.colBatch[n.Leaf] = append(w.colBatch[n.Leaf], parquet.Value{})
+		batch := w.colBatch[n.Leaf]
 		if err := w.flatValue(&batch[len(batch)-1], k, n, row[w.dataIdx[k]], w.rows); err != nil {
 			w.unwriteFlat()
 			return err
@@ -704,22 +631,22 @@ func (w *FileWriter) writeFlat(row []any) error {
 // flatValue converts v, the value of row r's k-th column (leaf n), to its
 // Parquet value in dst. The levels are set in place: a Value is copied
 // once, not through Level's returns.
-func (w *FileWriter) flatValue(dst *parquet.Value, k int, n *wnode, v any, r int64) error {
+func (w *FileWriter) flatValue(dst *parquet.Value, k int, n *parquetfile.Node, v any, r int64) error {
 	if v == nil {
-		if !n.optional {
-			return fmt.Errorf("write %s row %d: column %q: %w: null in non-nullable %v", w.name, r, w.opts.Schema.Fields[w.dataIdx[k]].Name, ErrValueType, n.typ)
+		if !n.Optional {
+			return fmt.Errorf("write %s row %d: column %q: %w: null in non-nullable %v", w.name, r, w.opts.Schema.Fields[w.dataIdx[k]].Name, ErrValueType, n.Type)
 		}
 		*dst = parquet.Value{}
-		dst.SetColumnIndex(n.leaf)
+		dst.SetColumnIndex(n.Leaf)
 		return nil
 	}
-	pv, err := n.conv(v)
+	pv, err := n.Convert(v)
 	if err != nil {
 		return fmt.Errorf("write %s row %d: column %q: %w", w.name, r, w.opts.Schema.Fields[w.dataIdx[k]].Name, err)
 	}
 	*dst = pv
-	dst.SetDefinitionLevel(n.defLevel)
-	dst.SetColumnIndex(n.leaf)
+	dst.SetDefinitionLevel(n.DefLevel)
+	dst.SetColumnIndex(n.Leaf)
 	return nil
 }
 
@@ -770,7 +697,7 @@ func (w *FileWriter) writeRowGroup(rg parquet.RowGroup, leaves []leafSummary) er
 	if err := w.flushedForRowGroup(); err != nil {
 		return err
 	}
-	if err := writeRowGroupSafely(w.pw, rg); err != nil {
+	if err := w.pw.WriteRowGroup(rg); err != nil {
 		w.err = fmt.Errorf("write %s: copy row group: %w", w.name, err)
 		return w.err
 	}
@@ -796,19 +723,6 @@ func (w *FileWriter) copiesRowGroups() error {
 	}
 	w.statsFromRows()
 	return nil
-}
-
-// writeRowGroupSafely appends rg to pw, turning a panic of parquet-go on
-// a corrupt page it reads (it re-encodes pages it cannot splice) into an
-// error.
-func writeRowGroupSafely(pw *parquet.GenericWriter[any], rg parquet.RowGroup) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = parquetfile.Corruptf("%v", p)
-		}
-	}()
-	_, err = pw.WriteRowGroup(rg)
-	return err
 }
 
 // writeRowGroupKept appends the rows of rg, a row group of another Parquet
@@ -997,41 +911,33 @@ func (w *FileWriter) Close(ctx context.Context) (Add, error) {
 	}
 	w.closed = true
 	err := w.flushBatch()
+	var md *format.FileMetaData
 	if err == nil {
-		if err = w.pw.Close(); err != nil {
-			err = fmt.Errorf("write %s: finish parquet: %w", w.name, err)
+		if md, err = w.pw.Finish(); err != nil {
+			err = fmt.Errorf("write %s: %w", w.name, err)
 		}
 	}
 	if err == nil && len(w.footer) > 0 {
-		if err = w.addFooterStats(w.pw.File().Metadata()); err != nil {
+		if err = w.addFooterStats(md); err != nil {
 			err = fmt.Errorf("write %s: statistics: %w", w.name, err)
 		}
 	}
 	if err != nil {
-		w.pipe.CloseWithError(err)
-		<-w.done
+		w.pw.Abort(err)
 		return Add{}, err
 	}
-	w.pipe.Close()
-	var res writeResult
-	select {
-	case res = <-w.done:
-	case <-ctx.Done():
-		w.pipe.CloseWithError(ctx.Err())
-		<-w.done
-		return Add{}, fmt.Errorf("write %s: %w", w.name, ctx.Err())
+	info, err := w.pw.Commit(ctx)
+	if err != nil {
+		return Add{}, fmt.Errorf("write %s: %w", w.name, err)
 	}
-	if res.err != nil {
-		return Add{}, fmt.Errorf("write %s: %w", w.name, res.err)
-	}
-	mod := res.info.Updated
+	mod := info.Updated
 	if mod.IsZero() {
 		mod = time.Now()
 	}
 	return Add{
 		Path:             encodeAddPath(w.name),
 		PartitionValues:  w.partVals,
-		Size:             res.info.Size,
+		Size:             info.Size,
 		ModificationTime: mod.UnixMilli(),
 		DataChange:       w.opts.DataChange,
 		Stats:            w.stats.json(),
@@ -1044,387 +950,5 @@ func (w *FileWriter) Abort() {
 		return
 	}
 	w.closed = true
-	w.pipe.CloseWithError(errors.New("file writer aborted"))
-	<-w.done
+	w.pw.Abort(nil)
 }
-
-// wnode is one schema node of the write path: how a Go value is shredded
-// into Parquet leaf columns with repetition and definition levels.
-type wnode struct {
-	kind      wkind
-	typ       value.Type
-	optional  bool
-	children  []*wnode // struct fields; list: [element]; map: [key, value]
-	leaf      int      // column index of a leaf
-	firstLeaf int
-	endLeaf   int // one past the last leaf below
-	repLevel  int // repetition level of a list's or map's repeated group
-	// defLevel is a top-level leaf's definition level when it holds a
-	// value (writeFlat).
-	defLevel int
-	conv     func(any) (parquet.Value, error)
-}
-
-type wkind int
-
-const (
-	wLeaf wkind = iota
-	wStruct
-	wList
-	wMap
-)
-
-func (w *FileWriter) buildNode(f value.Field, mode string) (*wnode, parquet.Node, error) {
-	return w.buildType(f.Type, f.Nullable, f, mode, 0)
-}
-
-// buildType creates the shredding node and the Parquet node of a type;
-// field is the schema field carrying metadata (column mapping), when any.
-func (w *FileWriter) buildType(t value.Type, nullable bool, field value.Field, mode string, rep int) (*wnode, parquet.Node, error) {
-	n := &wnode{typ: t, optional: nullable, firstLeaf: w.numLeaf}
-	var node parquet.Node
-	switch tt := t.(type) {
-	case value.StructType:
-		n.kind = wStruct
-		var fields []parquet.Field
-		for _, cf := range tt.Fields {
-			c, cn, err := w.buildType(cf.Type, cf.Nullable, cf, mode, rep)
-			if err != nil {
-				return nil, nil, fmt.Errorf("field %q: %w", cf.Name, err)
-			}
-			n.children = append(n.children, c)
-			fields = append(fields, &orderedField{Node: cn, name: PhysicalName(cf, mode)})
-		}
-		if len(fields) == 0 {
-			return nil, nil, fmt.Errorf("struct without fields")
-		}
-		node = &orderedGroup{fields: fields}
-	case value.ArrayType:
-		n.kind = wList
-		n.repLevel = rep + 1
-		c, cn, err := w.buildType(tt.Element, tt.ContainsNull, value.Field{}, mode, rep+1)
-		if err != nil {
-			return nil, nil, fmt.Errorf("array element: %w", err)
-		}
-		n.children = []*wnode{c}
-		node = parquet.List(cn)
-	case value.MapType:
-		n.kind = wMap
-		n.repLevel = rep + 1
-		k, kn, err := w.buildType(tt.Key, false, value.Field{}, mode, rep+1)
-		if err != nil {
-			return nil, nil, fmt.Errorf("map key: %w", err)
-		}
-		v, vn, err := w.buildType(tt.Value, tt.ValueContainsNull, value.Field{}, mode, rep+1)
-		if err != nil {
-			return nil, nil, fmt.Errorf("map value: %w", err)
-		}
-		n.children = []*wnode{k, v}
-		node = parquet.Map(kn, vn)
-	default:
-		n.kind = wLeaf
-		leaf, conv, err := leafNode(t)
-		if err != nil {
-			return nil, nil, err
-		}
-		n.leaf = w.numLeaf
-		w.numLeaf++
-		n.conv = conv
-		if nullable {
-			n.defLevel = 1
-		}
-		node = leaf
-	}
-	n.endLeaf = w.numLeaf
-	if nullable {
-		node = parquet.Optional(node)
-	} else {
-		node = parquet.Required(node)
-	}
-	if mode == ColumnMappingID || mode == ColumnMappingName {
-		if id := columnID(field); id > 0 {
-			node = parquet.FieldID(node, int(id))
-		}
-	}
-	return n, node, nil
-}
-
-// leafNode returns the Parquet leaf for a primitive Delta type and the
-// conversion of its Go values.
-func leafNode(t value.Type) (parquet.Node, func(any) (parquet.Value, error), error) {
-	mismatch := func(v any) (parquet.Value, error) {
-		return parquet.Value{}, fmt.Errorf("%w: %T is not a %v value", ErrValueType, v, t)
-	}
-	if dt, ok := t.(value.DecimalType); ok {
-		return decimalLeaf(dt, mismatch)
-	}
-	switch t {
-	case value.Boolean:
-		return parquet.Leaf(parquet.BooleanType), func(v any) (parquet.Value, error) {
-			if x, ok := v.(bool); ok {
-				return parquet.BooleanValue(x), nil
-			}
-			return mismatch(v)
-		}, nil
-	case value.Byte:
-		return parquet.Int(8), func(v any) (parquet.Value, error) {
-			if x, ok := v.(int8); ok {
-				return parquet.Int32Value(int32(x)), nil
-			}
-			return mismatch(v)
-		}, nil
-	case value.Short:
-		return parquet.Int(16), func(v any) (parquet.Value, error) {
-			if x, ok := v.(int16); ok {
-				return parquet.Int32Value(int32(x)), nil
-			}
-			return mismatch(v)
-		}, nil
-	case value.Integer:
-		return parquet.Int(32), func(v any) (parquet.Value, error) {
-			if x, ok := v.(int32); ok {
-				return parquet.Int32Value(x), nil
-			}
-			return mismatch(v)
-		}, nil
-	case value.Long:
-		return parquet.Leaf(parquet.Int64Type), func(v any) (parquet.Value, error) {
-			if x, ok := v.(int64); ok {
-				return parquet.Int64Value(x), nil
-			}
-			return mismatch(v)
-		}, nil
-	case value.Float:
-		return parquet.Leaf(parquet.FloatType), func(v any) (parquet.Value, error) {
-			if x, ok := v.(float32); ok {
-				return parquet.FloatValue(x), nil
-			}
-			return mismatch(v)
-		}, nil
-	case value.Double:
-		return parquet.Leaf(parquet.DoubleType), func(v any) (parquet.Value, error) {
-			if x, ok := v.(float64); ok {
-				return parquet.DoubleValue(x), nil
-			}
-			return mismatch(v)
-		}, nil
-	case value.String:
-		return parquet.String(), func(v any) (parquet.Value, error) {
-			if x, ok := v.(string); ok {
-				// parquet-go copies a value's bytes into its column
-				// buffer and never writes through them, so the string's
-				// own bytes are lent, not copied: a copy per string
-				// value was a tenth of a merge's allocations.
-				return parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(x), len(x))), nil
-			}
-			return mismatch(v)
-		}, nil
-	case value.Binary:
-		return parquet.Leaf(parquet.ByteArrayType), func(v any) (parquet.Value, error) {
-			if x, ok := v.([]byte); ok {
-				return parquet.ByteArrayValue(x), nil
-			}
-			return mismatch(v)
-		}, nil
-	case value.Date:
-		return parquet.Date(), func(v any) (parquet.Value, error) {
-			if x, ok := v.(value.Days); ok {
-				return parquet.Int32Value(int32(x)), nil
-			}
-			return mismatch(v)
-		}, nil
-	case value.Timestamp:
-		return parquet.TimestampAdjusted(parquet.Microsecond, true), func(v any) (parquet.Value, error) {
-			if x, ok := v.(value.Micros); ok {
-				return parquet.Int64Value(int64(x)), nil
-			}
-			return mismatch(v)
-		}, nil
-	case value.TimestampNTZ:
-		return parquet.TimestampAdjusted(parquet.Microsecond, false), func(v any) (parquet.Value, error) {
-			if x, ok := v.(value.LocalMicros); ok {
-				return parquet.Int64Value(int64(x)), nil
-			}
-			return mismatch(v)
-		}, nil
-	}
-	return nil, nil, fmt.Errorf("unsupported column type %v", t)
-}
-
-// decimalLeaf is leafNode of a decimal: INT32, INT64 or, beyond 18
-// digits, parquetfile.DecimalNode's FIXED_LEN_BYTE_ARRAY.
-func decimalLeaf(dt value.DecimalType, mismatch func(any) (parquet.Value, error)) (parquet.Node, func(any) (parquet.Value, error), error) {
-	if dt.Precision < 1 || dt.Precision > 38 || dt.Scale < 0 || dt.Scale > dt.Precision {
-		return nil, nil, fmt.Errorf("unsupported %v", dt)
-	}
-	limit := parquetfile.DecimalLimit(dt.Precision)
-	fit := func(v any) (*big.Int, error) {
-		d, ok := v.(value.Decimal)
-		if !ok || d.Unscaled == nil {
-			_, err := mismatch(v)
-			return nil, err
-		}
-		r, err := d.Rescale(dt.Scale)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrValueType, err)
-		}
-		if new(big.Int).Abs(r.Unscaled).Cmp(limit) >= 0 {
-			return nil, fmt.Errorf("%w: %s overflows %v", ErrValueType, d, dt)
-		}
-		return r.Unscaled, nil
-	}
-	switch {
-	case dt.Precision <= 9:
-		return parquet.Decimal(dt.Scale, dt.Precision, parquet.Int32Type), func(v any) (parquet.Value, error) {
-			u, err := fit(v)
-			if err != nil {
-				return parquet.Value{}, err
-			}
-			return parquet.Int32Value(int32(u.Int64())), nil
-		}, nil
-	case dt.Precision <= 18:
-		return parquet.Decimal(dt.Scale, dt.Precision, parquet.Int64Type), func(v any) (parquet.Value, error) {
-			u, err := fit(v)
-			if err != nil {
-				return parquet.Value{}, err
-			}
-			return parquet.Int64Value(u.Int64()), nil
-		}, nil
-	default:
-		size := parquetfile.DecimalBytes(dt.Precision)
-		var slab []byte // the closure is one writer's, used by one goroutine
-		return parquetfile.DecimalNode(dt), func(v any) (parquet.Value, error) {
-			// Most values are of the column's scale and fit 64 bits,
-			// which a precision above 18 always holds: no big.Int
-			// arithmetic for them, and their bytes are cut from a
-			// slab (parquet-go copies them into its column buffer).
-			if d, ok := v.(value.Decimal); ok && d.Unscaled != nil && d.Scale == dt.Scale && d.Unscaled.IsInt64() {
-				if len(slab) < size {
-					slab = make([]byte, 256*size)
-				}
-				b := slab[:size:size]
-				slab = slab[size:]
-				parquetfile.PutInt64TwosComplement(b, d.Unscaled.Int64())
-				return parquet.FixedLenByteArrayValue(b), nil
-			}
-			u, err := fit(v)
-			if err != nil {
-				return parquet.Value{}, err
-			}
-			return parquet.FixedLenByteArrayValue(parquetfile.TwosComplement(u, size)), nil
-		}, nil
-	}
-}
-
-// shred appends v's leaf values with the given repetition level r (for the
-// first value) and definition level d of the parent.
-func (w *FileWriter) shred(n *wnode, v any, r, d int) error {
-	if v == nil {
-		if !n.optional {
-			return fmt.Errorf("%w: null in non-nullable %v", ErrValueType, n.typ)
-		}
-		w.nulls(n, r, d)
-		return nil
-	}
-	if n.optional {
-		d++
-	}
-	switch n.kind {
-	case wLeaf:
-		pv, err := n.conv(v)
-		if err != nil {
-			return err
-		}
-		w.leafVals[n.leaf] = append(w.leafVals[n.leaf], pv.Level(r, d, n.leaf))
-	case wStruct:
-		fields, ok := v.([]any)
-		if !ok || len(fields) != len(n.children) {
-			return fmt.Errorf("%w: %T is not a %v value", ErrValueType, v, n.typ)
-		}
-		for i, c := range n.children {
-			if err := w.shred(c, fields[i], r, d); err != nil {
-				return fmt.Errorf("field %d: %w", i, err)
-			}
-		}
-	case wList:
-		elems, ok := v.([]any)
-		if !ok {
-			return fmt.Errorf("%w: %T is not a %v value", ErrValueType, v, n.typ)
-		}
-		if len(elems) == 0 {
-			w.nulls(n, r, d)
-			return nil
-		}
-		for i, e := range elems {
-			rr := r
-			if i > 0 {
-				rr = n.repLevel
-			}
-			if err := w.shred(n.children[0], e, rr, d+1); err != nil {
-				return fmt.Errorf("element %d: %w", i, err)
-			}
-		}
-	case wMap:
-		entries, ok := v.([]value.MapEntry)
-		if !ok {
-			return fmt.Errorf("%w: %T is not a %v value", ErrValueType, v, n.typ)
-		}
-		if len(entries) == 0 {
-			w.nulls(n, r, d)
-			return nil
-		}
-		for i, e := range entries {
-			rr := r
-			if i > 0 {
-				rr = n.repLevel
-			}
-			if err := w.shred(n.children[0], e.Key, rr, d+1); err != nil {
-				return fmt.Errorf("map key %d: %w", i, err)
-			}
-			if err := w.shred(n.children[1], e.Value, rr, d+1); err != nil {
-				return fmt.Errorf("map value %d: %w", i, err)
-			}
-		}
-	}
-	return nil
-}
-
-// nulls records an absent value (null or empty collection) for every leaf
-// below n.
-func (w *FileWriter) nulls(n *wnode, r, d int) {
-	for leaf := n.firstLeaf; leaf < n.endLeaf; leaf++ {
-		w.leafVals[leaf] = append(w.leafVals[leaf], parquet.NullValue().Level(r, d, leaf))
-	}
-}
-
-// orderedGroup is a Parquet group that keeps its fields in schema order
-// (parquet.Group sorts them by name), so files list columns as the Delta
-// schema does.
-type orderedGroup struct{ fields []parquet.Field }
-
-func (g *orderedGroup) ID() int                     { return 0 }
-func (g *orderedGroup) String() string              { return g.asGroup().String() }
-func (g *orderedGroup) Type() parquet.Type          { return parquet.Group{}.Type() }
-func (g *orderedGroup) Optional() bool              { return false }
-func (g *orderedGroup) Repeated() bool              { return false }
-func (g *orderedGroup) Required() bool              { return true }
-func (g *orderedGroup) Leaf() bool                  { return false }
-func (g *orderedGroup) Fields() []parquet.Field     { return g.fields }
-func (g *orderedGroup) Encoding() encoding.Encoding { return nil }
-func (g *orderedGroup) Compression() compress.Codec { return nil }
-func (g *orderedGroup) GoType() reflect.Type        { return g.asGroup().GoType() }
-func (g *orderedGroup) asGroup() parquet.Group {
-	m := parquet.Group{}
-	for _, f := range g.fields {
-		m[f.Name()] = f
-	}
-	return m
-}
-
-type orderedField struct {
-	parquet.Node
-	name string
-}
-
-func (f *orderedField) Name() string                      { return f.name }
-func (f *orderedField) Value(reflect.Value) reflect.Value { return reflect.Value{} }

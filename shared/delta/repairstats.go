@@ -16,9 +16,9 @@ import (
 // Repairing the statistics older releases wrote wrong, on the columns
 // whose Parquet bounds are not their Delta ones (see boundsAsDelta):
 //   - a Parquet footer with the chunk bounds of a decimal of more than 18
-//     digits, which parquet-go took in unsigned order (see
-//     parquetfile/decimalindex.go): a reader pruning row groups by them skips rows it
-//     wants. The file is rewritten, those row groups written anew;
+//     digits, which parquet-go before v0.32.1 took in unsigned order (see
+//     unsignedDecimalStats): a reader pruning row groups by them skips
+//     rows it wants. The file is rewritten, those row groups written anew;
 //   - an add.stats whose float, double or wide-decimal bounds are not
 //     values of the file's rows: a rewrite that dropped rows kept the
 //     source's bounds (see exactbounds.go). PROTOCOL.md "Per-file
@@ -206,18 +206,18 @@ func (s *Snapshot) checkFileStats(ctx context.Context, f Add, cols []suspectColu
 	if c.ours = strings.HasPrefix(fmd.CreatedBy, dsdeltaCreatedBy); !c.ours {
 		return c, nil
 	}
-	root, _, err := parquetTree(fmd.Schema)
+	root, _, err := parquetfile.Tree(fmd.Schema)
 	if err != nil {
 		return c, err
 	}
 	for _, col := range cols {
-		p := root.child(col.field, ColumnMappingMode(s.Metadata()))
-		if p == nil || !p.isLeaf() || !wideDecimal(col.field.Type) {
+		p := childField(root, col.field, ColumnMappingMode(s.Metadata()))
+		if p == nil || !p.IsLeaf() || !wideDecimal(col.field.Type) {
 			continue
 		}
 		for _, rg := range fmd.RowGroups {
-			if p.leaf < len(rg.Columns) {
-				if st := &rg.Columns[p.leaf].MetaData.Statistics; st.MinValue != nil || st.MaxValue != nil || st.Min != nil || st.Max != nil {
+			if p.Leaf < len(rg.Columns) {
+				if unsignedDecimalStats(&rg.Columns[p.Leaf].MetaData.Statistics) {
 					c.unsignedFooter = true
 					return c, nil
 				}

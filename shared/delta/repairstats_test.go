@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -46,21 +47,30 @@ func widenBounds(t *testing.T, _ *pqMemStore, add *Add) {
 	add.Stats = string(b)
 }
 
-// unsignedFooter writes add's file again with parquet-go's own decimal
-// indexer and chunk statistics, as releases before wideDecimalOptions did.
+// unsignedFooter puts in place of add's file the same rows as parquet-go
+// before v0.32.1 wrote them, with its chunk statistics of the wide
+// decimal in unsigned byte order (see v0320File): its row groups of 20
+// rows hold values of both signs.
 func unsignedFooter(t *testing.T, store *pqMemStore, add *Add) {
-	name, err := decodeAddPath(add.Path)
+	v0320File(t, store, pqMetadata(extremesSchema(), nil, nil), add, "unsigned-decimal-footer.parquet")
+	b := store.objects[add.Path]
+	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)), parquet.SkipPageIndex(true))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := fzReencode(t, store.objects[name], parquet.PageBufferSize(256))
-	store.objects[name], add.Size = b, int64(len(b))
+	for _, rg := range f.Metadata().RowGroups {
+		if unsignedDecimalStats(&rg.Columns[3].MetaData.Statistics) {
+			return
+		}
+	}
+	t.Fatal("no row group has unsigned decimal bounds: the test must exercise them")
 }
 
 // TestRepairStats: a file whose add.stats claims bounds no row has gets
 // them restated, its data untouched; a file whose footer has unsigned
-// wide-decimal bounds is rewritten without them; the repair commits once,
-// a dry run not at all, and a clean table is left alone.
+// wide-decimal bounds (parquet-go's before v0.32.1) is rewritten without
+// them; the repair commits once, a dry run not at all, and a clean table
+// (whose wide decimal has footer bounds in signed order) is left alone.
 func TestRepairStats(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -127,8 +137,8 @@ func TestRepairStats(t *testing.T) {
 					}
 					pf := ra.Parquet()
 					for g, rg := range pf.Metadata().RowGroups {
-						if s := rg.Columns[3].MetaData.Statistics; s.MinValue != nil || s.MaxValue != nil {
-							t.Fatalf("row group %d of the rewrite keeps the decimal's footer bounds", g)
+						if s := rg.Columns[3].MetaData.Statistics; unsignedDecimalStats(&s) {
+							t.Fatalf("row group %d of the rewrite keeps the decimal's unsigned footer bounds % x, % x", g, s.MinValue, s.MaxValue)
 						}
 					}
 				}

@@ -82,10 +82,10 @@ type RewriteResult struct {
 	Reencoded int64
 	// RowGroupsNotCopied counts the row groups that would have been
 	// copied but for metadata that must not be copied: a malformed page
-	// index (parquet-go's for a decimal of more than 18 digits with a page
-	// of nulls, or a damaged one), or such a decimal's chunk statistics
-	// with parquet-go's unsigned bounds (see parquetfile/decimalindex.go and
-	// chunkBounds.unsignedDecimalBounds). Their pages, checked, were
+	// index (that of parquet-go before v0.32.1 for a decimal of more than
+	// 18 digits with a page of nulls, or a damaged one), or such a
+	// decimal's chunk statistics with the unsigned bounds of those
+	// releases (see unsignedDecimalStats). Their pages, checked, were
 	// decoded and written anew, with metadata of their own.
 	// RowGroupsDecoded counts them too.
 	RowGroupsNotCopied int
@@ -240,7 +240,7 @@ type rowGroupSource struct {
 
 	ra   *parquetfile.File
 	f    *parquet.File
-	root *pqNode
+	root *parquetfile.TreeNode
 	// Key assemblers find the dropped rows (keyOut, one per opts.Keys);
 	// the chunk-bound converters summarise what is copied.
 	keys         *asmBuilder
@@ -266,7 +266,7 @@ func openRowGroupSource(ctx context.Context, store objstore.Store, name string, 
 	if !strings.HasPrefix(f.Metadata().CreatedBy, dsdeltaCreatedBy) {
 		return nil, false, nil
 	}
-	root, nleaves, err := parquetTree(f.Metadata().Schema)
+	root, nleaves, err := parquetfile.Tree(f.Metadata().Schema)
 	if err != nil {
 		return nil, false, err
 	}
@@ -284,7 +284,7 @@ func openRowGroupSource(ctx context.Context, store objstore.Store, name string, 
 			src.keyOut[i] = &asm{kind: asmConst, constant: src.partVals[fld.Name]}
 			continue
 		}
-		p := root.child(fld, mode)
+		p := childField(root, fld, mode)
 		if p == nil {
 			return nil, false, nil
 		}
@@ -492,7 +492,7 @@ func (src *rowGroupSource) copyGroup(rw *rewriter, g int, rg parquet.RowGroup, d
 // filtersMissingFromCopies returns the columns of cols (bloom filter
 // columns, logical names) whose chunk lacks a bloom filter in a row group
 // of f that copied says is copied verbatim.
-func filtersMissingFromCopies(f *parquet.File, root *pqNode, schema value.StructType, cols []string, copied func(g int, rg parquet.RowGroup, base, n int64) bool) []string {
+func filtersMissingFromCopies(f *parquet.File, root *parquetfile.TreeNode, schema value.StructType, cols []string, copied func(g int, rg parquet.RowGroup, base, n int64) bool) []string {
 	if len(cols) == 0 {
 		return nil
 	}
@@ -511,7 +511,7 @@ func filtersMissingFromCopies(f *parquet.File, root *pqNode, schema value.Struct
 		for g, rg := range f.RowGroups() {
 			n := rg.NumRows()
 			cols := meta[g].Columns
-			if n > 0 && (p.leaf >= len(cols) || cols[p.leaf].MetaData.BloomFilterOffset <= 0) && copied(g, rg, base, n) {
+			if n > 0 && (p.Leaf >= len(cols) || cols[p.Leaf].MetaData.BloomFilterOffset <= 0) && copied(g, rg, base, n) {
 				missing = append(missing, name)
 				break
 			}
@@ -523,9 +523,9 @@ func filtersMissingFromCopies(f *parquet.File, root *pqNode, schema value.Struct
 
 // bloomFilterLeaf is the leaf of fld in a file of the row-group path,
 // nil for a partition column or a nested one (no filter either way).
-func bloomFilterLeaf(root *pqNode, fld value.Field) *pqNode {
-	p := root.child(fld, ColumnMappingNone)
-	if p == nil || !p.isLeaf() {
+func bloomFilterLeaf(root *parquetfile.TreeNode, fld value.Field) *parquetfile.TreeNode {
+	p := childField(root, fld, ColumnMappingNone)
+	if p == nil || !p.IsLeaf() {
 		return nil
 	}
 	return p
@@ -535,7 +535,7 @@ func bloomFilterLeaf(root *pqNode, fld value.Field) *pqNode {
 // written with wo has a bloom filter on: parquet-go reads the source's
 // filter of such a chunk it copies (to check it and copy it), so it is
 // fetched with the chunk.
-func bloomFilterLeaves(root *pqNode, schema value.StructType, wo WriteOptions) []int {
+func bloomFilterLeaves(root *parquetfile.TreeNode, schema value.StructType, wo WriteOptions) []int {
 	var leaves []int
 	for _, name := range wo.BloomFilterColumns {
 		fld, ok := schema.Field(name)
@@ -543,7 +543,7 @@ func bloomFilterLeaves(root *pqNode, schema value.StructType, wo WriteOptions) [
 			continue
 		}
 		if p := bloomFilterLeaf(root, fld); p != nil {
-			leaves = append(leaves, p.leaf)
+			leaves = append(leaves, p.Leaf)
 		}
 	}
 	return leaves

@@ -193,11 +193,11 @@ func TestStatsAgreeWithABruteForceComputation(t *testing.T) {
 					continue
 				case "ts":
 					// Stats truncate to milliseconds; MinMax widens max by 999µs.
-					lo = value.Micros(floorDiv(int64(lo.(value.Micros)), 1000) * 1000)
-					hi = value.Micros(floorDiv(int64(hi.(value.Micros)), 1000)*1000 + 999)
+					lo = value.Micros(millisFloor(int64(lo.(value.Micros))))
+					hi = value.Micros(millisFloor(int64(hi.(value.Micros))) + 999)
 				case "ntz":
-					lo = value.LocalMicros(floorDiv(int64(lo.(value.LocalMicros)), 1000) * 1000)
-					hi = value.LocalMicros(floorDiv(int64(hi.(value.LocalMicros)), 1000)*1000 + 999)
+					lo = value.LocalMicros(millisFloor(int64(lo.(value.LocalMicros))))
+					hi = value.LocalMicros(millisFloor(int64(hi.(value.LocalMicros))) + 999)
 				case "s":
 					lo = truncateMinString(lo.(string))
 					hi, _ = truncateMaxString(hi.(string))
@@ -450,3 +450,6 @@ func TestStatsKeepTheSignOfZero(t *testing.T) {
 		})
 	}
 }
+
+// millisFloor is the microsecond that begins the millisecond of x.
+func millisFloor(x int64) int64 { return x - ((x%1000)+1000)%1000 }

@@ -402,9 +402,9 @@ func (pc *pageChecker) checkPageIndex(g, c int, index func(start, end int64) ([]
 // pageIndex is checkPageIndex returning the indexes it checked: nil where
 // the column chunk has none. Without withColumnIndex it reads the offset
 // index alone: a read that needs no page's bounds of the column does not
-// fail on its column index (parquet-go wrote fewer bounds than pages for
-// a decimal of more than 18 digits with a page of nulls, see
-// decimalindex.go).
+// fail on its column index (parquet-go before v0.32.1 wrote fewer bounds
+// than pages for a decimal of more than 18 digits with a page of nulls,
+// and files in lakes keep them).
 func (pc *pageChecker) pageIndex(g, c int, index func(start, end int64) ([]byte, error), withColumnIndex bool) (*format.ColumnIndex, *format.OffsetIndex, error) {
 	rg := &pc.f.Metadata().RowGroups[g]
 	_, end, err := columnChunkRange(rg, c, pc.footerStart)

@@ -1,6 +1,8 @@
 package parquetfile
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
 	"math/big"
 )
@@ -54,4 +56,38 @@ func TwosComplement(u *big.Int, size int) []byte {
 		out[i] = ^out[i]
 	}
 	return out
+}
+
+// CompareDecimalBytes compares two decimals stored as FIXED_LEN_BYTE_ARRAY
+// (or BYTE_ARRAY) by the values they represent, the sort order
+// LogicalTypes.md gives DECIMAL: signed, where the bytes' own order puts
+// every negative value above every positive one. The shorter is
+// sign-extended; an empty one is zero.
+func CompareDecimalBytes(a, b []byte) int {
+	negA, negB := len(a) > 0 && a[0]&0x80 != 0, len(b) > 0 && b[0]&0x80 != 0
+	switch {
+	case negA && !negB:
+		return -1
+	case !negA && negB:
+		return +1
+	}
+	fill := byte(0)
+	if negA {
+		fill = 0xff
+	}
+	// Of the same sign, two's complement orders as unsigned bytes once
+	// both are of one length.
+	for len(a) > len(b) {
+		if a[0] != fill {
+			return cmp.Compare(a[0], fill)
+		}
+		a = a[1:]
+	}
+	for len(b) > len(a) {
+		if b[0] != fill {
+			return cmp.Compare(fill, b[0])
+		}
+		b = b[1:]
+	}
+	return bytes.Compare(a, b)
 }

@@ -4,8 +4,15 @@
 // index before parquet-go acts on them; caps on what codecs inflate and on
 // Thrift structures; ErrCorrupt for whatever fails), reads it through a
 // range-merging prefetch (File), fetches its bloom filters and page
-// indexes, and stores decimals of more than 18 digits with a column index
-// parquet-go gets wrong (DecimalNode).
+// indexes, knows how a decimal of more than 18 digits is stored
+// (decimal.go), builds a file's Parquet schema from value types, with how
+// their values shred into its leaf columns (NewSchema, Node.Shred): the
+// names and field ids of columns are the caller's (Naming), streams a
+// file into an object as it is written (Writer: codecs, pages, bloom
+// filters, row groups copied from other files), rebuilds a file's schema
+// tree from its footer (Tree), and converts a leaf's stored values, in
+// whatever physical type and unit its writer chose, to the values of
+// package value (Converter, Kept).
 //
 // It imports parquet-go, objstore and value, never delta: package delta
 // reads and writes its data files through it.
