@@ -26,6 +26,10 @@ const (
 	FirestoreDelete
 	// PubSubPublish is one message published to Pub/Sub.
 	PubSubPublish
+	// FirestoreRetry is a Firestore transaction attempt that aborted on
+	// contention and ran again: its reads are billed (and counted as
+	// FirestoreRead), its writes are not (and not counted).
+	FirestoreRetry
 	numKinds
 )
 
@@ -55,6 +59,7 @@ func (c *Counter) Counts() Counts {
 		FirestoreWrites:  c.n[FirestoreWrite].Load(),
 		FirestoreDeletes: c.n[FirestoreDelete].Load(),
 		PubSubPublishes:  c.n[PubSubPublish].Load(),
+		FirestoreRetries: c.n[FirestoreRetry].Load(),
 	}
 }
 
@@ -66,6 +71,7 @@ type Counts struct {
 	FirestoreWrites  int64 `json:"firestore_writes"`
 	FirestoreDeletes int64 `json:"firestore_deletes"`
 	PubSubPublishes  int64 `json:"pubsub_publishes"`
+	FirestoreRetries int64 `json:"firestore_retries"`
 }
 
 // Add returns the sum of c and o.
@@ -77,12 +83,14 @@ func (c Counts) Add(o Counts) Counts {
 		FirestoreWrites:  c.FirestoreWrites + o.FirestoreWrites,
 		FirestoreDeletes: c.FirestoreDeletes + o.FirestoreDeletes,
 		PubSubPublishes:  c.PubSubPublishes + o.PubSubPublishes,
+		FirestoreRetries: c.FirestoreRetries + o.FirestoreRetries,
 	}
 }
 
 // Attrs returns the counts as flat slog attributes (gcs_class_a,
 // gcs_class_b, firestore_reads, firestore_writes, firestore_deletes,
-// pubsub_publishes), to append to a log line's arguments.
+// pubsub_publishes, firestore_retries), to append to a log line's
+// arguments.
 func (c Counts) Attrs() []any {
 	return []any{
 		slog.Int64("gcs_class_a", c.GCSClassA),
@@ -91,6 +99,7 @@ func (c Counts) Attrs() []any {
 		slog.Int64("firestore_writes", c.FirestoreWrites),
 		slog.Int64("firestore_deletes", c.FirestoreDeletes),
 		slog.Int64("pubsub_publishes", c.PubSubPublishes),
+		slog.Int64("firestore_retries", c.FirestoreRetries),
 	}
 }
 

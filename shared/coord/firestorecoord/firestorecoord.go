@@ -112,8 +112,39 @@ func New(ctx context.Context, client *firestore.Client, opts Options) (*Coordina
 }
 
 // run runs fn in a transaction with the configured retry budget.
+//
+// Firestore bills the reads of every attempt of a transaction but the
+// writes of the committed one only, so each attempt counts into a counter
+// of its own (opcount), settled when the next attempt starts (aborted: its
+// reads, and a retry) or when the transaction ends (its writes too if it
+// committed).
 func (f *Coordinator) run(ctx context.Context, fn func(context.Context, *firestore.Transaction) error) error {
-	return f.client.RunTransaction(ctx, fn, firestore.MaxAttempts(f.attempts))
+	parent := opcount.From(ctx)
+	var attempt *opcount.Counter
+	settle := func(committed bool) {
+		if attempt == nil {
+			return
+		}
+		c := attempt.Counts()
+		for k, n := range map[opcount.Kind]int64{opcount.GCSClassA: c.GCSClassA, opcount.GCSClassB: c.GCSClassB, opcount.FirestoreRead: c.FirestoreReads, opcount.PubSubPublish: c.PubSubPublishes} {
+			parent.Add(k, n)
+		}
+		if committed {
+			parent.Add(opcount.FirestoreWrite, c.FirestoreWrites)
+			parent.Add(opcount.FirestoreDelete, c.FirestoreDeletes)
+		}
+	}
+	err := f.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if attempt != nil {
+			settle(false)
+			parent.Add(opcount.FirestoreRetry, 1)
+		}
+		var actx context.Context
+		actx, attempt = opcount.Start(opcount.Without(ctx))
+		return fn(actx, tx)
+	}, firestore.MaxAttempts(f.attempts))
+	settle(err == nil)
+	return err
 }
 
 // getDoc reads a document into dst inside tx; it reports whether it exists.
@@ -133,9 +164,8 @@ func getDoc(ctx context.Context, tx *firestore.Transaction, ref *firestore.Docum
 	return true, nil
 }
 
-// set writes a document inside tx. A write of an attempt that the
-// transaction retries is counted although only the last attempt's writes
-// are billed: contention is rare, and the count errs high.
+// set writes a document inside tx (counted once its attempt commits, see
+// run).
 func set(ctx context.Context, tx *firestore.Transaction, ref *firestore.DocumentRef, v any) error {
 	opcount.Add(ctx, opcount.FirestoreWrite, 1)
 	return tx.Set(ref, v)
