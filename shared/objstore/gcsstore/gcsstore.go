@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
+	"google.golang.org/api/option"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
@@ -41,7 +43,13 @@ func Open(ctx context.Context, bucket, prefix string) (*objstore.Bucket, error) 
 
 // open is Open for openURL, whose error objstore.Open describes.
 func open(ctx context.Context, bucket, prefix string) (*objstore.Bucket, error) {
-	client, err := storage.NewClient(ctx)
+	var opts []option.ClientOption
+	if os.Getenv("STORAGE_EMULATOR_HOST") != "" {
+		// fake-gcs-server does not serve the XML API reads the client
+		// makes by default; the JSON API reads it does serve.
+		opts = append(opts, storage.WithJSONReads())
+	}
+	client, err := storage.NewClient(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("new storage client: %w", err)
 	}

@@ -187,9 +187,7 @@ func TestOpenGSURLUsesTheEmulatorFromTheEnvironment(t *testing.T) {
 	if got, err := objstore.ReadAll(t.Context(), root, "lake/t1/f.json"); err != nil || string(got) != "x" {
 		t.Errorf("read lake/t1/f.json from the root = %q, %v", got, err)
 	}
-	// gcsstore.Open is the same store without a URL. (Stat, not a read:
-	// fake-gcs-server does not serve the XML API reads of a client built
-	// from the environment.)
+	// gcsstore.Open is the same store without a URL.
 	opened, err := gcsstore.Open(t.Context(), bucket, "lake")
 	if err != nil {
 		t.Fatal(err)
