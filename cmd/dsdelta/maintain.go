@@ -73,7 +73,7 @@ func optimistic(ctx context.Context, store objstore.Store, url, verb string, log
 		return nil, fmt.Errorf("%s: %s: %w", url, verb, err)
 	}
 	if lost {
-		return nil, fmt.Errorf("%s: lost the race to concurrent commits twice (merges keep rewriting the same files); nothing was committed, run it again later: %w", url, delta.ErrConflict)
+		return nil, fmt.Errorf("%s: %s lost the race to concurrent commits twice (other writers changed the files it read); nothing was committed, run it again later: %w", url, verb, delta.ErrConflict)
 	}
 	return snap, nil
 }
