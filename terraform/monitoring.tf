@@ -132,7 +132,7 @@ resource "google_logging_metric" "merged" {
 resource "google_logging_metric" "staged_files" {
   project     = var.project
   name        = "${local.prefix}/staged_files"
-  description = "Datastream files staged and registered for merge (event=\"staged\"). A file two notifications raced to stage may count twice; it is merged once."
+  description = "Datastream files staged and registered for merge (event=\"staged\"). Counted once per file: a delivery that finds the file registered already logs event=\"staged_again\" instead."
   filter      = "${local.functions_logs} AND jsonPayload.event=\"staged\""
 
   metric_descriptor {
