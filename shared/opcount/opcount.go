@@ -47,6 +47,19 @@ func (c *Counter) Add(k Kind, n int64) {
 	}
 }
 
+// AddCounts adds every kind of n to c and to the counters c was started
+// in.
+func (c *Counter) AddCounts(n Counts) {
+	for k, v := range map[Kind]int64{
+		GCSClassA: n.GCSClassA, GCSClassB: n.GCSClassB, FirestoreRead: n.FirestoreReads, FirestoreWrite: n.FirestoreWrites,
+		FirestoreDelete: n.FirestoreDeletes, PubSubPublish: n.PubSubPublishes, FirestoreRetry: n.FirestoreRetries,
+	} {
+		if v != 0 {
+			c.Add(k, v)
+		}
+	}
+}
+
 // Counts returns what c has counted so far.
 func (c *Counter) Counts() Counts {
 	if c == nil {

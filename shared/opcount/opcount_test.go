@@ -66,3 +66,22 @@ func TestCountsAreLoggedAsFlatAttributes(t *testing.T) {
 		}
 	}
 }
+
+// TestAddCountsAddsEveryKind: a snapshot added to a counter reaches it and
+// the counters it was started in, kind by kind; a nil counter takes none.
+func TestAddCountsAddsEveryKind(t *testing.T) {
+	n := opcount.Counts{GCSClassA: 1, GCSClassB: 2, FirestoreReads: 3, FirestoreWrites: 4, FirestoreDeletes: 5, PubSubPublishes: 6, FirestoreRetries: 7}
+	ctx, outer := opcount.Start(context.Background())
+	_, inner := opcount.Start(ctx)
+	inner.AddCounts(n)
+	inner.AddCounts(n)
+	want := n.Add(n)
+	if got := inner.Counts(); got != want {
+		t.Errorf("inner = %+v, want %+v", got, want)
+	}
+	if got := outer.Counts(); got != want {
+		t.Errorf("outer = %+v, want %+v", got, want)
+	}
+	var none *opcount.Counter
+	none.AddCounts(n)
+}

@@ -126,13 +126,10 @@ func (f *Coordinator) run(ctx context.Context, fn func(context.Context, *firesto
 			return
 		}
 		c := attempt.Counts()
-		for k, n := range map[opcount.Kind]int64{opcount.GCSClassA: c.GCSClassA, opcount.GCSClassB: c.GCSClassB, opcount.FirestoreRead: c.FirestoreReads, opcount.PubSubPublish: c.PubSubPublishes} {
-			parent.Add(k, n)
+		if !committed {
+			c.FirestoreWrites, c.FirestoreDeletes = 0, 0
 		}
-		if committed {
-			parent.Add(opcount.FirestoreWrite, c.FirestoreWrites)
-			parent.Add(opcount.FirestoreDelete, c.FirestoreDeletes)
-		}
+		parent.AddCounts(c)
 	}
 	err := f.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		if attempt != nil {
