@@ -1,8 +1,7 @@
-package delta
+package parquetfile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -10,90 +9,36 @@ import (
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
-	"github.com/dsdelta/dsdelta/shared/objstore"
-	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// ErrUnknownColumn is returned when ReadOptions.Columns names a column the
-// table schema does not have.
-var ErrUnknownColumn = errors.New("unknown column")
-
-// ErrSchemaMismatch is returned when a data file's Parquet schema cannot
-// hold the table schema's type for a column: parquetfile.ErrSchemaMismatch.
-var ErrSchemaMismatch = parquetfile.ErrSchemaMismatch
-
-// ReadOptions select what ReadFile returns.
-type ReadOptions struct {
-	// Columns projects the rows onto these top-level columns (logical
-	// names), in this order; nil means every column of the table schema.
-	Columns []string
-	// RowGroupFilter, when set, skips the Parquet row groups whose footer
-	// bounds of its column cannot hold a wanted row: their pages are not
-	// read and none of their rows is returned.
-	RowGroupFilter *RowGroupFilter
-	// OnlyValues returns only the rows whose RowGroupFilter.Column (one of
-	// Columns) equals one of RowGroupFilter.Values, and reads through the
-	// Parquet page index where a file has one (see pageindex.go): of that
-	// column only the pages whose bounds can hold a value, of the other
-	// columns only the pages of the rows it matched. It applies to byte,
-	// short, integer, long, date, timestamp and string columns that are
-	// not partition columns, with Values of the column's Go type; otherwise
-	// every row is returned, as without it.
-	OnlyValues bool
-	// KeepRows says that the caller keeps most of the rows it is handed,
-	// whole, as a merge keeps a staged part's: the reader then copies
-	// strings and binary values into shared blocks and boxes them from
-	// shared slabs (value.Arena, value.Boxes), a few allocations per
-	// thousand values instead of two per value, and the rows of a flat
-	// read (see flatReader) are cut from one slab per batch of rows. A
-	// block stays alive while any value cut from it does, so a caller that
-	// keeps a few values of many rows leaves it unset.
-	KeepRows bool
-	// FromRow skips the rows before this physical position (see
-	// ReadFileAt): the row groups that end at or before it are not read,
-	// and rows before it in a row group that is read are not returned. A
-	// caller that reads a sorted file in ranges, a row group past the
-	// range's end at a time, starts the next range where the last one
-	// stopped decoding.
-	FromRow int64
-	// Opened, when set, is the data file as OpenFile opened it: its
-	// footer is not read and checked again. A caller that reads a file
-	// several times (a merge reads a staged part once per key-range step)
-	// opens it once. It must be the add's file, and is read by one read at
-	// a time.
-	Opened *OpenedFile
-
-	// assemble reads every row through the generic record assembly, even
-	// of a flat schema (see flatReader): for tests comparing the two.
-	assemble bool
-}
-
 // RowGroupFilter selects Parquet row groups by the bounds of one column
-// recorded in the file footer's column-chunk statistics.
+// recorded in the file footer's column-chunk statistics (see
+// ReadSpec.Filter).
 //
 // Bounds are used only where they order exactly as value.Compare does:
 // byte, short, integer, long, date and timestamp columns stored as signed
 // INT32/INT64 (any timestamp unit), and string columns in files written by
-// dsdelta (parquet-go records untruncated chunk bounds). A row group with
-// any other column type, a partition column, or missing bounds is always
+// dsdelta (CreatedByDsdelta: parquet-go records untruncated chunk bounds).
+// A row group with any other column type, or missing bounds, is always
 // kept.
 type RowGroupFilter struct {
-	// Column is the logical name of a top-level column of the table schema.
+	// Column is the caller's name of the column; Read is given its field
+	// (ReadSpec.FilterField).
 	Column string
 	// Keep reports whether a row group whose non-null values of Column all
 	// lie within [min, max] may hold a wanted row. min and max are in the
-	// Go representation of the column's type in the table schema. Rows
+	// Go representation of the column's type in the reader's schema. Rows
 	// whose Column is null go with their row group: a caller looking for
 	// null values must not filter.
 	Keep func(min, max any) bool
 	// Values, when set, are the values of Column a caller looks for, in
 	// the Go representation of its type, never null, and best sorted by
 	// value.Compare: a row group Keep keeps is still skipped when its
-	// bloom filter of Column (see WriteOptions.BloomFilterColumns) proves
+	// bloom filter of Column (see Writer) proves
 	// none of them present. Sorted values are probed only where the row
 	// group's bounds can hold them, so fewer false positives add up. Row
 	// groups without a filter are judged by their bounds alone (see
@@ -164,17 +109,23 @@ func (f *RowGroupFilter) hashed(kind string, hash func(any) (uint64, bool)) *blo
 	return h
 }
 
-// rowGroupBounds reads the footer bounds of one leaf column, converted to
-// the Go representation of a Delta type.
-type rowGroupBounds struct {
+// RowGroupBounds reads the footer bounds of one leaf column, converted to
+// the Go representation of a type of package value.
+type RowGroupBounds struct {
 	leaf int
 	conv func(parquet.Value) (any, error)
 }
 
-// newRowGroupBounds returns how to read the bounds of schema field fld in
-// f, or nil when they cannot be trusted for value.Compare's order.
-func newRowGroupBounds(f *parquet.File, root *parquetfile.TreeNode, fld value.Field, mode string) *rowGroupBounds {
-	p := childField(root, fld, mode)
+// CreatedByDsdelta prefixes the created_by of the Parquet files dsdelta
+// writes: their footers are known to carry exact null counts and
+// untruncated chunk bounds.
+const CreatedByDsdelta = "dsdelta"
+
+// NewRowGroupBounds returns how to read the bounds of field fld in f (its
+// node in f's schema tree root found by naming), or nil when they cannot
+// be trusted for value.Compare's order.
+func NewRowGroupBounds(f *parquet.File, root *TreeNode, fld value.Field, naming Naming) *RowGroupBounds {
+	p := root.Field(fld, naming)
 	if p == nil || !p.IsLeaf() || p.Repetition() == format.Repeated {
 		return nil
 	}
@@ -201,22 +152,22 @@ func newRowGroupBounds(f *parquet.File, root *parquetfile.TreeNode, fld value.Fi
 		// Other writers may truncate byte-array statistics (or, in old
 		// files, order them signed); parquet-go as dsdelta uses it keeps
 		// the exact page bounds, and verbatim row-group copies clone them.
-		if phys != format.ByteArray || !strings.HasPrefix(f.Metadata().CreatedBy, dsdeltaCreatedBy) {
+		if phys != format.ByteArray || !strings.HasPrefix(f.Metadata().CreatedBy, CreatedByDsdelta) {
 			return nil
 		}
 	default:
 		return nil
 	}
-	conv, err := parquetfile.Converter(fld.Type, &p.El, nil)
+	conv, err := Converter(fld.Type, &p.El, nil)
 	if err != nil {
 		return nil
 	}
-	return &rowGroupBounds{leaf: p.Leaf, conv: conv}
+	return &RowGroupBounds{leaf: p.Leaf, conv: conv}
 }
 
-// keep applies filter to the bounds of row group rg; a row group without
-// usable bounds is kept.
-func (b *rowGroupBounds) keep(rg parquet.RowGroup, filter *RowGroupFilter) bool {
+// Keep applies filter to the bounds of row group rg; a row group without
+// usable bounds (b nil) is kept.
+func (b *RowGroupBounds) Keep(rg parquet.RowGroup, filter *RowGroupFilter) bool {
 	if filter == nil || filter.Keep == nil {
 		return true
 	}
@@ -226,7 +177,7 @@ func (b *rowGroupBounds) keep(rg parquet.RowGroup, filter *RowGroupFilter) bool 
 
 // minMax returns the bounds of row group rg, converted; ok is false when
 // they are missing or not usable.
-func (b *rowGroupBounds) minMax(rg parquet.RowGroup) (min, max any, ok bool) {
+func (b *RowGroupBounds) minMax(rg parquet.RowGroup) (min, max any, ok bool) {
 	if b == nil {
 		return nil, nil, false
 	}
@@ -252,122 +203,92 @@ func (b *rowGroupBounds) minMax(rg parquet.RowGroup) (min, max any, ok bool) {
 	return min, max, true
 }
 
-// ReadFile streams the logical rows of one data file of the table described
-// by md: one value per selected column, in the Go representation of package
-// value. Columns are matched by name (by physical name or field id under
-// column mapping); columns missing from the file read as null; partition
-// columns come from add.partitionValues; rows marked in the file's deletion
-// vector are skipped. It reads one row group at a time, fetching only the
-// selected columns, and nothing of a row group opts.RowGroupFilter rejects.
-// fn may keep the row; returning an error stops the read with that error.
-func ReadFile(ctx context.Context, store objstore.Store, md Metadata, add Add, opts ReadOptions, fn func(row []any) error) error {
-	return ReadFileAt(ctx, store, md, add, opts, func(_ int64, row []any) error { return fn(row) })
+// ReadSpec says what Read makes of a file's rows: plain inputs, whatever
+// table format decided them.
+type ReadSpec struct {
+	// Fields are the output columns, in order: a row holds one value of
+	// each, in the Go representation of package value. A field the file
+	// lacks reads as null.
+	Fields []value.Field
+	// Naming finds a field's Parquet node among its parent's children
+	// (TreeNode.Child): by field id where it gives one (not 0), then by
+	// name, then by name ignoring case, as Spark finds one. Nested fields
+	// are found by it too.
+	Naming Naming
+	// Constants holds the values of the output columns (by position in
+	// Fields) that are not read from the file: a partition column's.
+	Constants map[int]any
+	// Deleted marks the physical row positions not returned (a deletion
+	// vector's rows).
+	Deleted *roaring64.Bitmap
+	// Filter, when set, skips the row groups whose footer bounds of
+	// FilterField (a top-level field of the file, output or not) cannot
+	// hold a wanted row, and those its bloom filters prove without any of
+	// Filter.Values (see RowGroupFilter): their pages are not read and
+	// none of their rows is returned.
+	Filter      *RowGroupFilter
+	FilterField value.Field
+	// OnlyValues returns only the rows whose FilterField (one of Fields)
+	// equals one of Filter.Values, and reads through the Parquet page
+	// index where the file has one (see pageindex.go): of that column
+	// only the pages whose bounds can hold a value, of the other columns
+	// only the pages of the rows it matched. It applies to byte, short,
+	// integer, long, date, timestamp and string columns, with Values of
+	// the column's Go type; otherwise every row is returned, as without
+	// it.
+	OnlyValues bool
+	// KeepRows says that the caller keeps most of the rows it is handed,
+	// whole: the reader then copies strings and binary values into shared
+	// blocks and boxes them from shared slabs (Kept: value.Arena,
+	// value.Boxes), a few allocations per thousand values instead of two
+	// per value, and the rows of a flat read (see flatReader) are cut
+	// from one slab per batch of rows.
+	KeepRows bool
+	// FromRow skips the rows before this physical position: the row
+	// groups that end at or before it are not read, and rows before it in
+	// a row group that is read are not returned.
+	FromRow int64
+	// Assemble reads every row through the generic record assembly, even
+	// of a flat schema (see flatReader): for tests comparing the two.
+	Assemble bool
 }
 
-// OpenedFile is a data file opened for several reads (ReadOptions.Opened).
-type OpenedFile struct {
-	name string
-	ra   *parquetfile.File
-	f    *parquet.File
-}
-
-// OpenFile opens add's data file in store: reads and checks its footer.
-func OpenFile(ctx context.Context, store objstore.Store, add Add) (*OpenedFile, error) {
-	name, err := decodeAddPath(add.Path)
-	if err != nil {
-		return nil, err
-	}
-	ra, err := parquetfile.Open(ctx, store, name, add.Size)
-	if err != nil {
-		return nil, fmt.Errorf("read data file %s: %w", name, err)
-	}
-	ra.DropBuffer() // the footer's read buffer (see readFile)
-	return &OpenedFile{name: name, ra: ra, f: ra.Parquet()}, nil
-}
-
-// ReadFileAt is ReadFile that also tells fn each row's position: its
-// 0-based physical index in the Parquet file, the row index a deletion
-// vector marks (PROTOCOL.md "Deletion Vectors"). Rows already deleted by
-// add's vector and the rows of row groups opts.RowGroupFilter skips are
-// not returned but still counted.
-func ReadFileAt(ctx context.Context, store objstore.Store, md Metadata, add Add, opts ReadOptions, fn func(pos int64, row []any) error) error {
-	name, err := decodeAddPath(add.Path)
-	if err != nil {
-		return err
-	}
-	if err := readFile(ctx, store, name, md, add, opts, fn); err != nil {
-		return fmt.Errorf("read data file %s: %w", name, err)
-	}
-	return nil
-}
-
-func readFile(ctx context.Context, store objstore.Store, name string, md Metadata, add Add, opts ReadOptions, fn func(pos int64, row []any) error) error {
-	schema, err := value.ParseSchema(md.SchemaString)
-	if err != nil {
-		return err
-	}
-	mode := ColumnMappingMode(md)
-	cols, err := projection(schema, opts.Columns)
-	if err != nil {
-		return err
-	}
-	isPart := map[string]bool{}
-	for _, c := range md.PartitionColumns {
-		isPart[c] = true
-	}
-
-	var deleted *roaring64.Bitmap
-	if add.DeletionVector != nil {
-		if deleted, err = loadDeletionVector(ctx, store, *add.DeletionVector); err != nil {
-			return err
-		}
-	}
-
-	ra, err := openForRead(ctx, store, name, add.Size, opts.Opened)
-	if err != nil {
-		return err
-	}
-	if opts.Opened != nil {
-		// A file held open between reads holds no read buffer: a merge
-		// holds every part of its batch open.
-		defer ra.DropBuffer()
-	}
+// Read streams the rows of file ra that spec says, one row group at a
+// time, fetching only the leaf columns of the output fields, and tells fn
+// each row's physical position (its 0-based index in the file): rows
+// spec.Deleted marks, rows before spec.FromRow and the rows of row groups
+// spec.Filter skips are not returned but still counted. fn may keep the
+// row; returning an error stops the read with that error.
+func Read(ctx context.Context, ra *File, spec ReadSpec, fn func(pos int64, row []any) error) error {
 	f := ra.Parquet()
-	root, nleaves, err := parquetfile.Tree(f.Metadata().Schema)
+	root, nleaves, err := Tree(f.Metadata().Schema)
 	if err != nil {
 		return err
 	}
 
-	// One assembler per output column: constants for partition columns and
+	// One assembler per output column: constants for the given ones and
 	// columns the file lacks, column readers for the rest.
-	b := &asmBuilder{mode: mode, streams: make([]*colStream, nleaves)}
-	if opts.KeepRows {
-		b.kept = new(parquetfile.Kept)
+	a := NewAssembly(nleaves, spec.Naming)
+	if spec.KeepRows {
+		a.b.kept = new(Kept)
 	}
-	out, err := b.outputs(schema, cols, isPart, root, add.PartitionValues)
-	if err != nil {
+	if err := a.outputs(root, spec.Fields, spec.Constants); err != nil {
 		return err
 	}
 
-	var bounds *rowGroupBounds
+	var bounds *RowGroupBounds
 	var probe *bloomProbe
-	if flt := opts.RowGroupFilter; flt != nil && (flt.Keep != nil || len(flt.Values) > 0) {
-		fld, ok := schema.Field(flt.Column)
-		if !ok {
-			return fmt.Errorf("row group filter: %w %q", ErrUnknownColumn, flt.Column)
-		}
-		if !isPart[fld.Name] {
-			bounds = newRowGroupBounds(f, root, fld, mode)
-			probe = newBloomProbe(f, root, fld, mode, flt)
-		}
+	if flt := spec.Filter; flt != nil && (flt.Keep != nil || len(flt.Values) > 0) {
+		bounds = NewRowGroupBounds(f, root, spec.FilterField, spec.Naming)
+		probe = newBloomProbe(f, root, spec.FilterField, spec.Naming, flt)
 	}
 	keep := make([]bool, len(f.RowGroups()))
 	var end int64 // physical index past the row group's last row
 	for g, rg := range f.RowGroups() {
 		end += rg.NumRows()
-		keep[g] = end > opts.FromRow && bounds.keep(rg, opts.RowGroupFilter)
+		keep[g] = end > spec.FromRow && bounds.Keep(rg, spec.Filter)
 	}
-	if from := opts.FromRow; from > 0 {
+	if from := spec.FromRow; from > 0 {
 		all := fn
 		fn = func(pos int64, row []any) error {
 			if pos < from {
@@ -377,19 +298,17 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		}
 	}
 	var sparse *sparseReader
-	if opts.OnlyValues && opts.RowGroupFilter != nil {
-		flt := opts.RowGroupFilter
-		col := slices.IndexFunc(cols, func(i int) bool { return schema.Fields[i].Name == flt.Column })
+	if spec.OnlyValues && spec.Filter != nil {
+		fld := spec.FilterField
+		col := slices.IndexFunc(spec.Fields, func(f value.Field) bool { return f.Name == fld.Name })
 		if col < 0 {
-			return fmt.Errorf("only values: column %q is not among the columns read", flt.Column)
+			return fmt.Errorf("only values: column %q is not among the columns read", fld.Name)
 		}
-		if fld := schema.Fields[cols[col]]; !isPart[fld.Name] {
-			match := flt.match(fld, col)
-			if sparse, err = newSparseReader(ra, f, match, bounds, out, keep); err != nil {
-				return err
-			}
-			fn = match.filter(fn)
+		match := spec.Filter.match(fld, col)
+		if sparse, err = newSparseReader(ra, f, match, bounds, a.out, keep); err != nil {
+			return err
 		}
+		fn = match.filter(fn)
 	}
 	pages, err := selectPages(ra, sparse, probe, bounds, keep)
 	if err != nil {
@@ -397,8 +316,8 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 	}
 
 	var flat *flatReader
-	if !opts.assemble {
-		flat = newFlatReader(out, b.streams, opts.KeepRows)
+	if !spec.Assemble {
+		flat = newFlatReader(a.out, a.b.streams, spec.KeepRows)
 	}
 	var base int64 // physical index of the row group's first row
 	for g, rg := range f.RowGroups() {
@@ -414,11 +333,11 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 		var err error
 		decoded := 0
 		if pages[g] != nil {
-			decoded, err = sparse.readGroup(ctx, g, pages[g], base, deleted, fn)
+			decoded, err = sparse.readGroup(ctx, g, pages[g], base, spec.Deleted, fn)
 		} else if flat != nil {
-			err = flat.readGroup(ctx, ra, f, g, rg, base, deleted, fn)
+			err = flat.readGroup(ctx, ra, f, g, rg, base, spec.Deleted, fn)
 		} else {
-			err = readRowGroupAt(ctx, ra, f, g, rg, b.streams, out, base, deleted, fn)
+			err = readRowGroupAt(ctx, ra, f, g, rg, a.b.streams, a.out, base, spec.Deleted, fn)
 		}
 		countRead(ctx, pages[g] != nil, decoded)
 		if err != nil {
@@ -429,70 +348,76 @@ func readFile(ctx context.Context, store objstore.Store, name string, md Metadat
 	return nil
 }
 
-// projection returns the positions in schema of the columns names (every
-// column when names is nil).
-func projection(schema value.StructType, names []string) ([]int, error) {
-	cols := make([]int, 0, len(schema.Fields))
-	if names == nil {
-		for i := range schema.Fields {
-			cols = append(cols, i)
-		}
-		return cols, nil
-	}
-	for _, c := range names {
-		i := schema.Index(c)
-		if i < 0 {
-			return nil, fmt.Errorf("%w %q", ErrUnknownColumn, c)
-		}
-		cols = append(cols, i)
-	}
-	return cols, nil
+// Assembly reads chosen columns of a file's row groups as rows: one value
+// per output column, assembled from the leaves below its Parquet node
+// (Dremel record assembly driven by repetition and definition levels), or
+// a constant.
+type Assembly struct {
+	b   asmBuilder
+	out []*asm
 }
 
-// openForRead returns the data file name as opened (the read's context
-// set), or opens it.
-func openForRead(ctx context.Context, store objstore.Store, name string, size int64, opened *OpenedFile) (*parquetfile.File, error) {
-	if opened == nil {
-		return parquetfile.Open(ctx, store, name, size)
-	}
-	if opened.name != name {
-		return nil, fmt.Errorf("read with the opened file %s", opened.name)
-	}
-	opened.ra.SetContext(ctx)
-	return opened.ra, nil
+// NewAssembly returns an assembly without output columns of a file of
+// nleaves leaf columns, whose struct fields it finds by naming (see
+// ReadSpec.Naming).
+func NewAssembly(nleaves int, naming Naming) *Assembly {
+	return &Assembly{b: asmBuilder{naming: naming, streams: make([]*colStream, nleaves)}}
 }
 
-// outputs returns one assembler per output column cols of schema:
-// constants for partition columns (from partVals) and columns the file
-// lacks, column readers for the rest.
-func (b *asmBuilder) outputs(schema value.StructType, cols []int, isPart map[string]bool, root *parquetfile.TreeNode, partVals map[string]*string) ([]*asm, error) {
-	out := make([]*asm, len(cols))
-	for k, i := range cols {
-		fld := schema.Fields[i]
-		if isPart[fld.Name] {
-			raw, ok := partVals[PhysicalName(fld, b.mode)]
-			if !ok {
-				raw = partVals[fld.Name]
-			}
-			v, err := ParsePartitionValue(fld.Type, raw)
-			if err != nil {
-				return nil, fmt.Errorf("partition column %q: %w", fld.Name, err)
-			}
-			out[k] = &asm{kind: asmConst, constant: v}
+// Constant adds an output column holding v in every row.
+func (a *Assembly) Constant(v any) {
+	a.out = append(a.out, &asm{kind: asmConst, constant: v})
+}
+
+// Column adds an output column of type t stored in node p of the file's
+// schema tree (see Tree); ErrSchemaMismatch when p cannot hold t.
+func (a *Assembly) Column(t value.Type, p *TreeNode) error {
+	c, err := a.b.build(t, p, false)
+	if err != nil {
+		return err
+	}
+	a.out = append(a.out, c)
+	return nil
+}
+
+// outputs adds the output columns fields: constants (by position) and
+// the fields root lacks as constants, the others read from root's nodes.
+func (a *Assembly) outputs(root *TreeNode, fields []value.Field, constants map[int]any) error {
+	a.out = slices.Grow(a.out, len(fields))
+	for k, fld := range fields {
+		if v, ok := constants[k]; ok {
+			a.Constant(v)
 			continue
 		}
-		p := childField(root, fld, b.mode)
+		p := root.Field(fld, a.b.naming)
 		if p == nil {
-			out[k] = &asm{kind: asmConst}
+			a.Constant(nil)
 			continue
 		}
-		a, err := b.build(fld.Type, p, false)
-		if err != nil {
-			return nil, fmt.Errorf("column %q: %w", fld.Name, err)
+		if err := a.Column(fld.Type, p); err != nil {
+			return fmt.Errorf("column %q: %w", fld.Name, err)
 		}
-		out[k] = a
 	}
-	return out, nil
+	return nil
+}
+
+// ReadRowGroup reads the rows of row group g (rg) of ra, whose first row
+// is at physical position base, to fn, but those deleted marks: through
+// the flat read where every output column is flat (see flatReader), the
+// record assembly otherwise.
+func (a *Assembly) ReadRowGroup(ctx context.Context, ra *File, g int, rg parquet.RowGroup, base int64, deleted *roaring64.Bitmap, fn func([]any) error) error {
+	at := func(_ int64, row []any) error { return fn(row) }
+	f := ra.Parquet()
+	if flat := newFlatReader(a.out, a.b.streams, false); flat != nil {
+		return flat.readGroup(ctx, ra, f, g, rg, base, deleted, at)
+	}
+	return readRowGroupAt(ctx, ra, f, g, rg, a.b.streams, a.out, base, deleted, at)
+}
+
+// Field finds the child of p holding field f, named and numbered by naming
+// (see Child).
+func (p *TreeNode) Field(f value.Field, naming Naming) *TreeNode {
+	return p.Child(naming(f))
 }
 
 // selectPages returns the pages to read of the row groups keep keeps that
@@ -501,7 +426,7 @@ func (b *asmBuilder) outputs(schema value.StructType, cols []int, isPart map[str
 // only where the page bounds select more than half of the pages (an
 // unsorted row group): in a sorted file the page bounds rule out more,
 // for fewer bytes (a filter costs 4 bytes per row).
-func selectPages(ra *parquetfile.File, sparse *sparseReader, probe *bloomProbe, bounds *rowGroupBounds, keep []bool) ([][]int, error) {
+func selectPages(ra *File, sparse *sparseReader, probe *bloomProbe, bounds *RowGroupBounds, keep []bool) ([][]int, error) {
 	pages := make([][]int, len(keep))
 	probed := slices.Clone(keep) // the row groups the bloom filters judge
 	for g := range keep {
@@ -529,18 +454,9 @@ func selectPages(ra *parquetfile.File, sparse *sparseReader, probe *bloomProbe, 
 	return pages, nil
 }
 
-// readRowGroup reads the rows of row group g (rg) of f through the
-// assemblers out, or the flat read where they are flat, to fn.
-func readRowGroup(ctx context.Context, ra *parquetfile.File, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func([]any) error) error {
-	at := func(_ int64, row []any) error { return fn(row) }
-	if flat := newFlatReader(out, streams, false); flat != nil {
-		return flat.readGroup(ctx, ra, f, g, rg, base, deleted, at)
-	}
-	return readRowGroupAt(ctx, ra, f, g, rg, streams, out, base, deleted, at)
-}
-
-// readRowGroupAt is readRowGroup telling fn each row's physical position.
-func readRowGroupAt(ctx context.Context, ra *parquetfile.File, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func(int64, []any) error) error {
+// readRowGroupAt reads the rows of row group g (rg) of f through the
+// assemblers out to fn, with their physical positions.
+func readRowGroupAt(ctx context.Context, ra *File, f *parquet.File, g int, rg parquet.RowGroup, streams []*colStream, out []*asm, base int64, deleted *roaring64.Bitmap, fn func(int64, []any) error) error {
 	err := loadRowGroup(ra, f, g, streams)
 	defer ra.Release()
 	if err != nil {
@@ -588,7 +504,7 @@ func readRowGroupAt(ctx context.Context, ra *parquetfile.File, f *parquet.File, 
 // loadRowGroup fetches the column chunks of row group g that streams (by
 // leaf) read and checks their pages; the caller releases them
 // (ra.release) once read, whether or not this fails.
-func loadRowGroup(ra *parquetfile.File, f *parquet.File, g int, streams []*colStream) error {
+func loadRowGroup(ra *File, f *parquet.File, g int, streams []*colStream) error {
 	meta := f.Metadata().RowGroups[g]
 	var ranges [][2]int64
 	for i, s := range streams {
@@ -622,17 +538,6 @@ func closeStreams(streams []*colStream) {
 			s.r = nil
 		}
 	}
-}
-
-// childField finds the Parquet field of p holding schema field f: by
-// field id in id mode, then by (physical) name, then by name ignoring case
-// as Spark does.
-func childField(p *parquetfile.TreeNode, f value.Field, mode string) *parquetfile.TreeNode {
-	id := 0
-	if mode == ColumnMappingID {
-		id = int(columnID(f))
-	}
-	return p.Child(PhysicalName(f, mode), id)
 }
 
 // colStream reads the values (with levels) of one leaf column chunk.
@@ -675,7 +580,7 @@ func (s *colStream) fill() error {
 func (s *colStream) readValues() (n int, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			n, err = 0, parquetfile.Corruptf("column %d (%s): decode pages: %v", s.leaf, s.name, p)
+			n, err = 0, Corruptf("column %d (%s): decode pages: %v", s.leaf, s.name, p)
 		}
 	}()
 	return s.r.ReadValues(s.buf)
@@ -693,7 +598,7 @@ func (s *colStream) close() {
 func (s *colStream) open(c parquet.ColumnChunk) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.r, err = nil, parquetfile.Corruptf("column %d (%s): open pages: %v", s.leaf, s.name, p)
+			s.r, err = nil, Corruptf("column %d (%s): open pages: %v", s.leaf, s.name, p)
 		}
 	}()
 	s.reset(parquet.NewColumnChunkValueReader(c))
@@ -718,7 +623,7 @@ func (s *colStream) next() (parquet.Value, error) {
 	return v, nil
 }
 
-// asm assembles one value of a Delta type from Parquet leaf columns
+// asm assembles one value of a type of package value from Parquet leaf columns
 // (Dremel record assembly driven by repetition and definition levels).
 type asm struct {
 	kind     asmKind
@@ -738,7 +643,7 @@ type asm struct {
 	maxDef int
 	conv   func(parquet.Value) (any, error)
 	// str is conv of a string leaf, from a byte array's bytes; i64 that of
-	// an INT64 leaf parquetfile.Int64Converter covers, from the stored integer.
+	// an INT64 leaf Int64Converter covers, from the stored integer.
 	str func([]byte) any
 	i64 func(int64) any
 }
@@ -858,21 +763,21 @@ func (a *asm) consumeOne() error {
 }
 
 type asmBuilder struct {
-	mode    string
+	naming  Naming
 	streams []*colStream
-	kept    *parquetfile.Kept // ReadOptions.KeepRows
+	kept    *Kept // ReadSpec.KeepRows
 }
 
-func (b *asmBuilder) stream(p *parquetfile.TreeNode) *colStream {
+func (b *asmBuilder) stream(p *TreeNode) *colStream {
 	if b.streams[p.Leaf] == nil {
 		b.streams[p.Leaf] = &colStream{leaf: p.Leaf, name: p.Name}
 	}
 	return b.streams[p.Leaf]
 }
 
-// build makes the assembler of Delta type t stored in Parquet node p;
+// build makes the assembler of type t stored in Parquet node p;
 // asElement treats a repeated p as one element of its list.
-func (b *asmBuilder) build(t value.Type, p *parquetfile.TreeNode, asElement bool) (*asm, error) {
+func (b *asmBuilder) build(t value.Type, p *TreeNode, asElement bool) (*asm, error) {
 	rep := p.Repetition()
 	if rep == format.Repeated && !asElement {
 		// A bare repeated field (no LIST wrapper) is a list of required
@@ -911,21 +816,21 @@ func (b *asmBuilder) build(t value.Type, p *parquetfile.TreeNode, asElement bool
 	return a, nil
 }
 
-func (b *asmBuilder) buildLeaf(t value.Type, p *parquetfile.TreeNode) (*asm, error) {
+func (b *asmBuilder) buildLeaf(t value.Type, p *TreeNode) (*asm, error) {
 	if !p.IsLeaf() {
 		return nil, fmt.Errorf("%w: Parquet group %q for %v", ErrSchemaMismatch, p.Name, t)
 	}
-	conv, err := parquetfile.Converter(t, &p.El, b.kept)
+	conv, err := Converter(t, &p.El, b.kept)
 	if err != nil {
 		return nil, err
 	}
 	var str func([]byte) any
 	if t == value.String {
-		str = repeatedStrings(parquetfile.StringConverter(b.kept))
+		str = repeatedStrings(StringConverter(b.kept))
 		conv = func(v parquet.Value) (any, error) { return str(v.ByteArray()), nil }
 	}
 	s := b.stream(p)
-	return &asm{kind: asmLeaf, stream: s, maxDef: p.Def, conv: conv, str: str, i64: parquetfile.Int64Converter(t, &p.El, b.kept), leaves: []*colStream{s}, first: s}, nil
+	return &asm{kind: asmLeaf, stream: s, maxDef: p.Def, conv: conv, str: str, i64: Int64Converter(t, &p.El, b.kept), leaves: []*colStream{s}, first: s}, nil
 }
 
 // repeatedStrings makes a leaf's string converter hand out the previous
@@ -948,13 +853,13 @@ func repeatedStrings(conv func([]byte) any) func([]byte) any {
 	}
 }
 
-func (b *asmBuilder) buildStruct(t value.StructType, p *parquetfile.TreeNode) (*asm, error) {
+func (b *asmBuilder) buildStruct(t value.StructType, p *TreeNode) (*asm, error) {
 	if p.IsLeaf() {
 		return nil, fmt.Errorf("%w: Parquet column %q for %v", ErrSchemaMismatch, p.Name, t)
 	}
 	a := &asm{kind: asmStruct}
 	for _, f := range t.Fields {
-		cp := childField(p, f, b.mode)
+		cp := p.Field(f, b.naming)
 		if cp == nil {
 			a.children = append(a.children, &asm{kind: asmConst})
 			continue
@@ -977,11 +882,11 @@ func (b *asmBuilder) buildStruct(t value.StructType, p *parquetfile.TreeNode) (*
 }
 
 // skipper consumes Parquet node p (as a non-repeated, required value).
-func (b *asmBuilder) skipper(p *parquetfile.TreeNode) *asm {
+func (b *asmBuilder) skipper(p *TreeNode) *asm {
 	return b.skipNode(p, true)
 }
 
-func (b *asmBuilder) skipNode(p *parquetfile.TreeNode, asElement bool) *asm {
+func (b *asmBuilder) skipNode(p *TreeNode, asElement bool) *asm {
 	if p.Repetition() == format.Repeated && !asElement {
 		el := b.skipNode(p, true)
 		return b.collection(asmList, p, p, []*asm{el}, false)
@@ -1007,7 +912,7 @@ func (b *asmBuilder) skipNode(p *parquetfile.TreeNode, asElement bool) *asm {
 
 // collection makes a list or map assembler: outer is the field's node
 // (possibly the repeated node itself), repeated the repeated group.
-func (b *asmBuilder) collection(kind asmKind, outer, repeated *parquetfile.TreeNode, children []*asm, optional bool) *asm {
+func (b *asmBuilder) collection(kind asmKind, outer, repeated *TreeNode, children []*asm, optional bool) *asm {
 	a := &asm{kind: kind, children: children, elemDef: repeated.Def, repLevel: repeated.Rep}
 	for _, c := range children {
 		a.leaves = append(a.leaves, c.leaves...)
@@ -1023,7 +928,7 @@ func (b *asmBuilder) collection(kind asmKind, outer, repeated *parquetfile.TreeN
 
 // buildList resolves the LIST encodings, including the legacy two-level
 // forms, per the Parquet backward-compatibility rules.
-func (b *asmBuilder) buildList(t value.ArrayType, p *parquetfile.TreeNode) (*asm, error) {
+func (b *asmBuilder) buildList(t value.ArrayType, p *TreeNode) (*asm, error) {
 	if p.IsLeaf() || len(p.Children) != 1 || p.Children[0].Repetition() != format.Repeated {
 		return nil, fmt.Errorf("%w: Parquet field %q is not a list for %v", ErrSchemaMismatch, p.Name, t)
 	}
@@ -1049,7 +954,7 @@ func (b *asmBuilder) buildList(t value.ArrayType, p *parquetfile.TreeNode) (*asm
 	return b.collection(asmList, p, r, []*asm{el}, p.Repetition() == format.Optional), nil
 }
 
-func (b *asmBuilder) buildMap(t value.MapType, p *parquetfile.TreeNode) (*asm, error) {
+func (b *asmBuilder) buildMap(t value.MapType, p *TreeNode) (*asm, error) {
 	kv := p
 	optional := false
 	if p.Repetition() != format.Repeated {
@@ -1071,26 +976,4 @@ func (b *asmBuilder) buildMap(t value.MapType, p *parquetfile.TreeNode) (*asm, e
 		return nil, fmt.Errorf("map value: %w", err)
 	}
 	return b.collection(asmMap, p, kv, []*asm{k, v}, optional), nil
-}
-
-// FileRowCount returns the logical rows of a data file: its numRecords stat
-// when present, else the row count in its Parquet footer (one ranged read),
-// minus the rows its deletion vector marks.
-func FileRowCount(ctx context.Context, store objstore.Store, add Add) (int64, error) {
-	var dvRows int64
-	if add.DeletionVector != nil {
-		dvRows = add.DeletionVector.Cardinality
-	}
-	if st, err := ParseStats(add.Stats); err == nil && strings.Contains(add.Stats, `"numRecords"`) {
-		return st.NumRecords - dvRows, nil
-	}
-	name, err := decodeAddPath(add.Path)
-	if err != nil {
-		return 0, err
-	}
-	f, err := parquetfile.Open(ctx, store, name, add.Size)
-	if err != nil {
-		return 0, fmt.Errorf("row count of %s: %w", name, err)
-	}
-	return f.Parquet().NumRows() - dvRows, nil
 }
