@@ -9,12 +9,14 @@
 // The data files' Parquet as bytes (hardened opening, prefetching, bloom
 // filters, page indexes, wide decimals, the Parquet schema of value types,
 // the shredding of values into its leaves, the streaming Writer, a file's
-// schema tree, and the conversion of stored values to package value's) is
-// package parquetfile's:
+// schema tree, the conversion of stored values to package value's, and
+// the reader: record assembly, row group skipping by bounds and bloom
+// filters, sparse reads through the page index) is package parquetfile's:
 // delta reads and writes through it, and parquetfile never imports delta.
 // Delta keeps what a table makes of a file: partition values and
 // directories, column mapping (names and field ids it hands parquetfile),
-// statistics and the add action.
+// deletion vectors (it loads the bitmap a read skips), statistics and the
+// add action. ReadFile resolves an add into a parquetfile.ReadSpec.
 //
 // Protocol logic (replay, conflict checks, stats) works on values; the
 // object-store calls stay at the edges.

@@ -82,7 +82,8 @@ func (w *FileWriter) statsFromRows() {
 
 // addFooterStats adds the statistics of the file's column chunks, as
 // parquet-go wrote them in the footer, to the roots taken from it: a bound
-// is read as a reader reads one (plainBound, then the leaf's converter).
+// is read as a reader reads one (parquetfile.PlainBound, then the leaf's
+// converter).
 func (w *FileWriter) addFooterStats(md *format.FileMetaData) error {
 	root, _, err := parquetfile.Tree(md.Schema)
 	if err != nil {
@@ -112,7 +113,7 @@ func (w *FileWriter) addFooterStats(md *format.FileMetaData) error {
 		if b == nil {
 			return nil, false
 		}
-		v, err := plainBound(l.phys, b)
+		v, err := parquetfile.PlainBound(l.phys, b)
 		if err != nil {
 			return nil, false
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 )
@@ -50,11 +51,11 @@ type piRow struct {
 
 // piRead reads the file with opts, collecting every row with its position,
 // and returns how its row groups were read.
-func piRead(t *testing.T, store *countingStore, md Metadata, add Add, opts ReadOptions) ([]piRow, readStats) {
+func piRead(t *testing.T, store *countingStore, md Metadata, add Add, opts ReadOptions) ([]piRow, parquetfile.ReadStats) {
 	t.Helper()
 	var out []piRow
-	var st readStats
-	ctx := context.WithValue(context.Background(), readStatsKey{}, &st)
+	var st parquetfile.ReadStats
+	ctx := parquetfile.WithReadStats(context.Background(), &st)
 	err := ReadFileAt(ctx, store, md, add, opts, func(pos int64, row []any) error {
 		out = append(out, piRow{pos, row})
 		return nil
@@ -178,10 +179,10 @@ func TestOnlyValuesReadsExactlyTheMatchingRowsOfAFullRead(t *testing.T) {
 			return slices.ContainsFunc(vals, func(v any) bool { return value.Compare(v, lo) >= 0 && value.Compare(v, hi) <= 0 })
 		}}
 		got, st := piRead(t, store, md, add, ReadOptions{Columns: cols, RowGroupFilter: flt, OnlyValues: true})
-		sparse += st.sparse
-		dense += st.dense
-		stored += st.stored
-		byValue += st.byValue
+		sparse += st.Sparse
+		dense += st.Dense
+		stored += st.Stored
+		byValue += st.ByValue
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("trial %d (sorted %v, %v keys, %d rows, %d values, columns %v): OnlyValues read %d rows, the full read has %d matching\ngot  %v\nwant %v",
 				trial, sorted, kt, n, len(vals), cols, len(got), len(want), got, want)
@@ -239,11 +240,11 @@ func TestOnlyValuesReadsFewPagesOfASortedFile(t *testing.T) {
 	if len(got) != matched || matched < 20 {
 		t.Fatalf("read %d rows, want %d", len(got), matched)
 	}
-	t.Logf("%d keys: %d pages decoded in %d row groups, %d bytes fetched through the page index, %d through row groups (file %d bytes)", len(vals), st.pages, st.sparse, sparse, dense, add.Size)
+	t.Logf("%d keys: %d pages decoded in %d row groups, %d bytes fetched through the page index, %d through row groups (file %d bytes)", len(vals), st.Pages, st.Sparse, sparse, dense, add.Size)
 	// A key lies in one page of k (or two, across a page boundary) and
 	// one of _order.
-	if st.sparse != 2 || st.pages > 4*len(vals) {
-		t.Fatalf("%d row groups read through the page index decoding %d pages, want 2 decoding at most %d", st.sparse, st.pages, 4*len(vals))
+	if st.Sparse != 2 || st.Pages > 4*len(vals) {
+		t.Fatalf("%d row groups read through the page index decoding %d pages, want 2 decoding at most %d", st.Sparse, st.Pages, 4*len(vals))
 	}
 	if sparse*3 > dense {
 		t.Fatalf("the page-index read fetched %d bytes, the row-group read %d: want at least 3x fewer", sparse, dense)

@@ -678,18 +678,6 @@ func TestAPanicDecodingPagesBecomesAnErrorOfTheColumn(t *testing.T) {
 	}
 	rg := fzPanickyRowGroup{RowGroup: f.RowGroups()[0], bad: 2}
 
-	t.Run("a column read for rows fails with the column named", func(t *testing.T) {
-		s := &colStream{leaf: 2, name: "name"}
-		if err := s.open(rg.ColumnChunks()[2]); err != nil {
-			t.Fatal(err)
-		}
-		defer s.close()
-		_, err := s.next()
-		if !errors.Is(err, parquetfile.ErrCorrupt) || !strings.Contains(err.Error(), "column 2 (name)") || !strings.Contains(err.Error(), "corrupt page") {
-			t.Fatalf("err = %v, want parquetfile.ErrCorrupt naming column 2 (name) and the panic", err)
-		}
-	})
-
 	t.Run("a column re-encoded on a worker goroutine fails the row group", func(t *testing.T) {
 		root, _, err := parquetfile.Tree(f.Metadata().Schema)
 		if err != nil {

@@ -367,30 +367,6 @@ func TestFlatReadStopsWhereTheCallbackFails(t *testing.T) {
 	}
 }
 
-func TestFlatReadCoversFlatSchemasOnly(t *testing.T) {
-	s1, s2 := &colStream{leaf: 0}, &colStream{leaf: 1}
-	leaf := func(s *colStream, def int) *asm {
-		return &asm{kind: asmLeaf, stream: s, maxDef: def, nullDef: def, leaves: []*colStream{s}, first: s}
-	}
-	tests := []struct {
-		name string
-		out  []*asm
-		flat bool
-	}{
-		{"required and optional leaves and constants are flat", []*asm{leaf(s1, 0), {kind: asmConst}, leaf(s2, 1)}, true},
-		{"a struct is not", []*asm{leaf(s1, 1), {kind: asmStruct, children: []*asm{leaf(s2, 2)}}}, false},
-		{"a list is not", []*asm{{kind: asmList, children: []*asm{leaf(s1, 2)}}}, false},
-		{"a leaf read twice is not", []*asm{leaf(s1, 0), leaf(s1, 0)}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := newFlatReader(tc.out, nil, false) != nil; got != tc.flat {
-				t.Errorf("flat = %v, want %v", got, tc.flat)
-			}
-		})
-	}
-}
-
 func TestFlatReadOfFixtureTablesReturnsWhatTheAssemblyDoes(t *testing.T) {
 	for _, table := range []string{
 		"snapshot-data0", "data-reader-primitives", "data-reader-partition-values", "data-reader-date-types-UTC",
@@ -653,8 +629,8 @@ func TestFromRowSkipsTheRowGroupsBeforeIt(t *testing.T) {
 	groups := (rows + group - 1) / group
 	for _, assemble := range []bool{false, true} {
 		for _, from := range []int64{0, 1, group - 1, group, 3*group + 5, rows - 1, rows, rows + 10} {
-			var st readStats
-			ctx := context.WithValue(context.Background(), readStatsKey{}, &st)
+			var st parquetfile.ReadStats
+			ctx := parquetfile.WithReadStats(context.Background(), &st)
 			var got []int64
 			err := ReadFileAt(ctx, store, md, add, ReadOptions{FromRow: from, KeepRows: true, assemble: assemble}, func(pos int64, row []any) error {
 				if want := flStagedRow(int(pos)); !pqEqual(row, want) {
@@ -676,8 +652,8 @@ func TestFromRowSkipsTheRowGroupsBeforeIt(t *testing.T) {
 					want++
 				}
 			}
-			if st.dense != want {
-				t.Fatalf("assemble %v, from %d: %d row groups read, want %d", assemble, from, st.dense, want)
+			if st.Dense != want {
+				t.Fatalf("assemble %v, from %d: %d row groups read, want %d", assemble, from, st.Dense, want)
 			}
 		}
 	}

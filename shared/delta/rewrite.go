@@ -94,7 +94,7 @@ type RewriteResult struct {
 // dsdeltaCreatedBy prefixes the created_by of the Parquet files FileWriter
 // writes. Only such files are copied verbatim: their footers are known to
 // carry exact null counts and untruncated chunk bounds.
-const dsdeltaCreatedBy = "dsdelta"
+const dsdeltaCreatedBy = parquetfile.CreatedByDsdelta
 
 // RewriteFile copies the rows of one data file of the table described by md
 // into new data files, leaving out the rows whose key values opts.Drop
@@ -241,12 +241,11 @@ type rowGroupSource struct {
 	ra   *parquetfile.File
 	f    *parquet.File
 	root *parquetfile.TreeNode
-	// Key assemblers find the dropped rows (keyOut, one per opts.Keys);
-	// the chunk-bound converters summarise what is copied.
-	keys         *asmBuilder
-	keyOut       []*asm
+	// Key assemblers find the dropped rows (one output column per
+	// opts.Keys); the chunk-bound converters summarise what is copied.
+	keys         *parquetfile.Assembly
 	bounds       *chunkBounds
-	filterBounds *rowGroupBounds
+	filterBounds *parquetfile.RowGroupBounds
 	deleted      deletedRows
 }
 
@@ -276,19 +275,18 @@ func openRowGroupSource(ctx context.Context, store objstore.Store, name string, 
 	src.ra, src.f, src.root = ra, f, root
 
 	mode := ColumnMappingNone
-	src.keys = &asmBuilder{mode: mode, streams: make([]*colStream, nleaves)}
-	src.keyOut = make([]*asm, len(opts.Keys))
-	for i, k := range opts.Keys {
+	src.keys = parquetfile.NewAssembly(nleaves, readNaming(mode))
+	for _, k := range opts.Keys {
 		fld, _ := src.schema.Field(k)
 		if src.isPart[fld.Name] {
-			src.keyOut[i] = &asm{kind: asmConst, constant: src.partVals[fld.Name]}
+			src.keys.Constant(src.partVals[fld.Name])
 			continue
 		}
 		p := childField(root, fld, mode)
 		if p == nil {
 			return nil, false, nil
 		}
-		if src.keyOut[i], err = src.keys.build(fld.Type, p, false); err != nil {
+		if err = src.keys.Column(fld.Type, p); err != nil {
 			return nil, false, nil
 		}
 	}
@@ -297,7 +295,7 @@ func openRowGroupSource(ctx context.Context, store objstore.Store, name string, 
 	}
 	if flt := opts.RowGroupFilter; flt != nil && flt.Keep != nil {
 		if fld, ok := src.schema.Field(flt.Column); ok && !src.isPart[fld.Name] {
-			src.filterBounds = newRowGroupBounds(f, root, fld, mode)
+			src.filterBounds = parquetfile.NewRowGroupBounds(f, root, fld, readNaming(mode))
 		}
 	}
 	if src.deleted, err = loadDeletedRows(ctx, store, add, f.NumRows()); err != nil {
@@ -383,7 +381,7 @@ func (src *rowGroupSource) copiedVerbatim(g int, rg parquet.RowGroup, base, n in
 	if src.byPosition {
 		return (deletedRows{src.opts.DropRows}).countIn(base, n) == 0
 	}
-	return src.opts.RowGroupFilter != nil && !src.filterBounds.keep(rg, src.opts.RowGroupFilter)
+	return src.opts.RowGroupFilter != nil && !src.filterBounds.Keep(rg, src.opts.RowGroupFilter)
 }
 
 // dropMask sets dropped, reused, to whether each row of row group g (from
@@ -410,10 +408,10 @@ func (src *rowGroupSource) dropMask(ctx context.Context, g int, rg parquet.RowGr
 		} else if dels > 0 {
 			dropped = src.deleted.mask(dropped, base, n)
 		}
-	case src.filterBounds.keep(rg, opts.RowGroupFilter):
+	case src.filterBounds.Keep(rg, opts.RowGroupFilter):
 		// Keys are read for every row, deleted ones included, so the
 		// mask lines up with the row group; Drop sees live rows only.
-		err = readRowGroup(ctx, src.ra, src.f, g, rg, src.keys.streams, src.keyOut, base, nil, func(key []any) error {
+		err = src.keys.ReadRowGroup(ctx, src.ra, g, rg, base, nil, func(key []any) error {
 			if src.deleted.has(base + int64(len(dropped))) {
 				dropped = append(dropped, true)
 				return nil

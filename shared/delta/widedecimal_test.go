@@ -127,8 +127,8 @@ func TestAWideDecimalHasAValidColumnIndexAndSignedBounds(t *testing.T) {
 	md := pqMetadata(schema, nil, nil)
 	want := []any{int64(1500), int64(2500), int64(5999)}
 	got, rs := piRead(t, &countingStore{Store: mem}, md, add, ReadOptions{Columns: []string{"k", "dec"}, RowGroupFilter: &RowGroupFilter{Column: "k", Values: want}, OnlyValues: true})
-	if rs.sparse != 1 || len(got) != len(want) {
-		t.Fatalf("read %d rows (%d row groups through the page index), want %d", len(got), rs.sparse, len(want))
+	if rs.Sparse != 1 || len(got) != len(want) {
+		t.Fatalf("read %d rows (%d row groups through the page index), want %d", len(got), rs.Sparse, len(want))
 	}
 	for i, x := range got {
 		if x.pos != want[i].(int64) || value.Compare(x.row[0], want[i]) != 0 || !valueEqual(x.row[1], rows[x.pos][1]) {
@@ -263,8 +263,8 @@ func TestAFileOfParquetGoV0320IsReadAndRewritten(t *testing.T) {
 
 	want := []any{int64(10), int64(1010), int64(1990), int64(2990)}
 	got, st := piRead(t, &countingStore{Store: mem}, md, add, ReadOptions{Columns: []string{"k", "dec"}, RowGroupFilter: &RowGroupFilter{Column: "k", Values: want}, OnlyValues: true})
-	if st.sparse == 0 || len(got) != len(want) {
-		t.Fatalf("read %d rows (%d row groups through the page index), want %d", len(got), st.sparse, len(want))
+	if st.Sparse == 0 || len(got) != len(want) {
+		t.Fatalf("read %d rows (%d row groups through the page index), want %d", len(got), st.Sparse, len(want))
 	}
 	for i, x := range got {
 		if x.pos != want[i].(int64) || !valueEqual(x.row[1], rows[x.pos][1]) {

@@ -14,6 +14,14 @@
 // whatever physical type and unit its writer chose, to the values of
 // package value (Converter, Kept).
 //
+// It reads a file's rows (Read, from a ReadSpec of plain inputs: the
+// output fields and how to find them (Naming), constants such as
+// partition values, a deletion bitmap of row positions, a row group
+// filter): record assembly of nested values (Assembly), a flat read of
+// flat schemas (read_flat.go), the skipping of row groups by their footer
+// bounds (RowGroupBounds) and bloom filters (RowGroupFilter), and sparse
+// reads through the page index (pageindex.go, ReadSpec.OnlyValues).
+//
 // It imports parquet-go, objstore and value, never delta: package delta
 // reads and writes its data files through it.
 package parquetfile

@@ -1,4 +1,4 @@
-package delta
+package parquetfile
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"sort"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
-	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
@@ -20,7 +19,7 @@ import (
 // Sparse reads through the Parquet page index
 // (https://github.com/apache/parquet-format/blob/master/PageIndex.md).
 //
-// A read with ReadOptions.OnlyValues wants the few rows whose filter column
+// A read with ReadSpec.OnlyValues wants the few rows whose filter column
 // holds one of a batch of values. In a file sorted by that column, the
 // column index (each page's min and max) tells which pages can hold them,
 // and the offset index (each page's location and first row) where those
@@ -29,7 +28,7 @@ import (
 // filter only: pages of an unsorted file have wide, overlapping bounds and
 // are all read, and every value of a page read is tested.
 
-// valueMatch tests the values of a ReadOptions.OnlyValues read against the
+// valueMatch tests the values of a ReadSpec.OnlyValues read against the
 // values looked for.
 type valueMatch struct {
 	// col is the filter column's position in the read's output columns,
@@ -43,7 +42,7 @@ type valueMatch struct {
 	others map[any]struct{}    // other columns
 }
 
-// goTypeOf is the Go type a value of Delta type t reads as, for the types
+// goTypeOf is the Go type a value of type t reads as, for the types
 // OnlyValues filters on; nil for the others.
 func goTypeOf(t value.Type) reflect.Type {
 	switch t {
@@ -406,40 +405,44 @@ func (m *valueMatch) filter(fn func(int64, []any) error) func(int64, []any) erro
 	}
 }
 
-// readStats counts how the row groups of reads went: a test that wants to
-// know puts one in the read's context (context.WithValue with
-// readStatsKey{}).
-type readStats struct {
-	sparse int // row groups read through the page index
-	dense  int // row groups read whole
-	pages  int // pages decoded through the page index
+// ReadStats counts how the row groups of reads went: a test that wants to
+// know reads with a context WithReadStats made.
+type ReadStats struct {
+	Sparse int // row groups read through the page index
+	Dense  int // row groups read whole
+	Pages  int // pages decoded through the page index
 	// The filter column's pages decoded through the page index, tested
 	// as stored (storedTest) or value by value.
-	stored, byValue int
+	Stored, ByValue int
 }
 
 type readStatsKey struct{}
 
+// WithReadStats returns ctx whose reads count into st.
+func WithReadStats(ctx context.Context, st *ReadStats) context.Context {
+	return context.WithValue(ctx, readStatsKey{}, st)
+}
+
 // countRead records that a row group was read sparsely (decoding pages
 // pages) or not.
 func countRead(ctx context.Context, sparse bool, pages int) {
-	st, ok := ctx.Value(readStatsKey{}).(*readStats)
+	st, ok := ctx.Value(readStatsKey{}).(*ReadStats)
 	switch {
 	case !ok:
 	case sparse:
-		st.sparse++
-		st.pages += pages
+		st.Sparse++
+		st.Pages += pages
 	default:
-		st.dense++
+		st.Dense++
 	}
 }
 
 // countTested records how many pages of the filter column were tested as
 // stored and value by value.
 func countTested(ctx context.Context, stored, byValue int) {
-	if st, ok := ctx.Value(readStatsKey{}).(*readStats); ok {
-		st.stored += stored
-		st.byValue += byValue
+	if st, ok := ctx.Value(readStatsKey{}).(*ReadStats); ok {
+		st.Stored += stored
+		st.ByValue += byValue
 	}
 }
 
@@ -454,7 +457,7 @@ type sparseCol struct {
 
 // sparseReader reads the row groups of one file through the page index.
 type sparseReader struct {
-	ra    *parquetfile.File
+	ra    *File
 	f     *parquet.File
 	m     *valueMatch
 	conv  func(parquet.Value) (any, error) // of the filter leaf's bounds
@@ -479,9 +482,9 @@ type groupIndex struct {
 // newSparseReader returns the sparse reader of a file whose output columns
 // are out, or nil when the file cannot be read sparsely: an output column
 // is not a constant or a top-level leaf, or the filter column's page bounds
-// do not order as value.Compare (see newRowGroupBounds). keep tells the row
+// do not order as value.Compare (see NewRowGroupBounds). keep tells the row
 // groups the read wants; their page indexes are fetched with one prefetch.
-func newSparseReader(ra *parquetfile.File, f *parquet.File, m *valueMatch, bounds *rowGroupBounds, out []*asm, keep []bool) (*sparseReader, error) {
+func newSparseReader(ra *File, f *parquet.File, m *valueMatch, bounds *RowGroupBounds, out []*asm, keep []bool) (*sparseReader, error) {
 	if m == nil || bounds == nil {
 		return nil, nil
 	}
@@ -529,7 +532,7 @@ func newSparseReader(ra *parquetfile.File, f *parquet.File, m *valueMatch, bound
 	}
 	for _, r := range ranges {
 		if r[0] < 4 || r[1] > ra.FooterStart() || r[1] < r[0] {
-			return nil, parquetfile.Corruptf("page index at [%d, %d) does not fit before the footer at %d", r[0], r[1], ra.FooterStart())
+			return nil, Corruptf("page index at [%d, %d) does not fit before the footer at %d", r[0], r[1], ra.FooterStart())
 		}
 	}
 	if err := ra.Prefetch(ranges); err != nil {
@@ -608,32 +611,32 @@ func (s *sparseReader) bound(b []byte, isMax bool) (any, error) {
 	if s.phys == format.ByteArray && isMax && len(b) > 0 && !slices.ContainsFunc(b, func(c byte) bool { return c != 0xFF }) {
 		return nil, nil
 	}
-	v, err := plainBound(s.phys, b)
+	v, err := PlainBound(s.phys, b)
 	if err != nil {
 		return nil, err
 	}
 	return s.conv(v)
 }
 
-// plainBound reads a bound as parquet-go writes them in column chunk
+// PlainBound reads a bound as parquet-go writes them in column chunk
 // statistics and in the column index: PLAIN-encoded, a byte array without
 // its length. Only the physical types those bounds are read of here.
-func plainBound(phys format.Type, b []byte) (parquet.Value, error) {
+func PlainBound(phys format.Type, b []byte) (parquet.Value, error) {
 	switch phys {
 	case format.Int32:
 		if len(b) != 4 {
-			return parquet.Value{}, parquetfile.Corruptf("INT32 bound of %d bytes", len(b))
+			return parquet.Value{}, Corruptf("INT32 bound of %d bytes", len(b))
 		}
 		return parquet.Int32Value(int32(binary.LittleEndian.Uint32(b))), nil
 	case format.Int64:
 		if len(b) != 8 {
-			return parquet.Value{}, parquetfile.Corruptf("INT64 bound of %d bytes", len(b))
+			return parquet.Value{}, Corruptf("INT64 bound of %d bytes", len(b))
 		}
 		return parquet.Int64Value(int64(binary.LittleEndian.Uint64(b))), nil
 	case format.ByteArray:
 		return parquet.ByteArrayValue(b), nil
 	}
-	return parquet.Value{}, parquetfile.Corruptf("bounds of physical type %v", phys)
+	return parquet.Value{}, Corruptf("bounds of physical type %v", phys)
 }
 
 // pageRows returns the rows [first, end) of page i of a row group of n
@@ -878,7 +881,7 @@ func (s *sparseReader) otherColumns(g int, gi groupIndex, rows []int64, keys []a
 	}
 	for _, l := range s.leaves() {
 		if len(colVals[l]) != len(rows) {
-			return nil, len(want), parquetfile.Corruptf("row group %d: column chunk %d: pages hold %d of %d matched rows", g, l, len(colVals[l]), len(rows))
+			return nil, len(want), Corruptf("row group %d: column chunk %d: pages hold %d of %d matched rows", g, l, len(colVals[l]), len(rows))
 		}
 	}
 	return colVals, len(want), nil
@@ -904,7 +907,7 @@ func (c sparseCol) value(v parquet.Value) (any, error) {
 
 // readPages fetches the pages want (sorted by leaf, then page) of row
 // group g, with the dictionary page of each leaf that has one, checks
-// them (see parquetfile.File.CheckRun) and hands each page's values to fn with
+// them (see File.CheckRun) and hands each page's values to fn with
 // the row index of its first value; or the page itself to raw, when raw is
 // not nil and reports it read it.
 func (s *sparseReader) readPages(g int, want []pageWant, gi groupIndex, raw func(w pageWant, first int64, p parquet.Page) (bool, error), fn func(w pageWant, first int64, vals []parquet.Value) error) error {
@@ -990,21 +993,21 @@ func (s *sparseReader) decodePage(pages *parquet.FilePages, w pageWant, first, e
 	var p parquet.Page
 	defer func() {
 		if r := recover(); r != nil {
-			err = parquetfile.Corruptf("column chunk %d: page %d: %v", w.leaf, w.page, r)
+			err = Corruptf("column chunk %d: page %d: %v", w.leaf, w.page, r)
 		}
 		if p != nil {
 			parquet.Release(p)
 		}
 	}()
 	if err := pages.SeekToRow(first); err != nil {
-		return parquetfile.Corruptf("column chunk %d: seek to page %d: %v", w.leaf, w.page, err)
+		return Corruptf("column chunk %d: seek to page %d: %v", w.leaf, w.page, err)
 	}
 	if p, err = pages.ReadPage(); err != nil {
 		p = nil
-		return parquetfile.Corruptf("column chunk %d: page %d: %v", w.leaf, w.page, err)
+		return Corruptf("column chunk %d: page %d: %v", w.leaf, w.page, err)
 	}
 	if p.NumRows() != end-first || p.NumValues() != end-first {
-		return parquetfile.Corruptf("column chunk %d: page %d holds %d values in %d rows, the offset index %d rows", w.leaf, w.page, p.NumValues(), p.NumRows(), end-first)
+		return Corruptf("column chunk %d: page %d holds %d values in %d rows, the offset index %d rows", w.leaf, w.page, p.NumValues(), p.NumRows(), end-first)
 	}
 	if raw != nil {
 		if ok, err := raw(p); ok || err != nil {
@@ -1023,10 +1026,10 @@ func (s *sparseReader) decodePage(pages *parquet.FilePages, w pageWant, first, e
 			break
 		}
 		if err != nil {
-			return parquetfile.Corruptf("column chunk %d: page %d: %d of %d values: %v", w.leaf, w.page, n, len(vals), err)
+			return Corruptf("column chunk %d: page %d: %d of %d values: %v", w.leaf, w.page, n, len(vals), err)
 		}
 		if k == 0 {
-			return parquetfile.Corruptf("column chunk %d: page %d: %d of %d values", w.leaf, w.page, n, len(vals))
+			return Corruptf("column chunk %d: page %d: %d of %d values", w.leaf, w.page, n, len(vals))
 		}
 	}
 	return fn(vals)

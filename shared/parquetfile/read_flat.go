@@ -1,4 +1,4 @@
-package delta
+package parquetfile
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
-
-	"github.com/dsdelta/dsdelta/shared/parquetfile"
 )
 
 // flatBatchRows is how many rows a flat read decodes, column after column,
@@ -26,12 +24,12 @@ const flatBatchRows = 256
 // file; for a flat column every value is one row and its definition level
 // alone says whether it is null, so none of that is needed. Values are
 // converted by the leaves' own conversions (conv, or asm.str and asm.i64
-// that conv calls), so both reads hand out the same values; the tests in
-// parquet_read_flat_test.go compare the two row for row.
+// that conv calls), so both reads hand out the same values; package
+// delta's tests (parquet_read_flat_test.go) compare the two row for row.
 type flatReader struct {
 	cols    []flatCol
 	streams []*colStream // by leaf, as the generic read has them: what to prefetch
-	// keep says rows are kept (ReadOptions.KeepRows): a batch's rows are
+	// keep says rows are kept (ReadSpec.KeepRows): a batch's rows are
 	// then cut from one slab, otherwise each is allocated as the generic
 	// read does and scratch holds the batch.
 	keep    bool
@@ -68,7 +66,7 @@ func newFlatReader(out []*asm, streams []*colStream, keep bool) *flatReader {
 
 // readGroup reads row group g (rg) of f as readRowGroupAt does: the rows
 // of physical positions base, base+1, ..., but those deleted marks, to fn.
-func (r *flatReader) readGroup(ctx context.Context, ra *parquetfile.File, f *parquet.File, g int, rg parquet.RowGroup, base int64, deleted *roaring64.Bitmap, fn func(int64, []any) error) error {
+func (r *flatReader) readGroup(ctx context.Context, ra *File, f *parquet.File, g int, rg parquet.RowGroup, base int64, deleted *roaring64.Bitmap, fn func(int64, []any) error) error {
 	err := loadRowGroup(ra, f, g, r.streams)
 	defer ra.Release()
 	if err != nil {
@@ -210,7 +208,7 @@ const (
 func (l *flatLeaf) open(c parquet.ColumnChunk) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			l.pages, err = nil, parquetfile.Corruptf("column %d (%s): open pages: %v", l.leaf, l.name, p)
+			l.pages, err = nil, Corruptf("column %d (%s): open pages: %v", l.leaf, l.name, p)
 		}
 	}()
 	l.pages = c.Pages()
@@ -249,7 +247,7 @@ func (l *flatLeaf) release() {
 func (l *flatLeaf) read(dst []any, stride, m int) (done int, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = parquetfile.Corruptf("column %d (%s): decode pages: %v", l.leaf, l.name, p)
+			err = Corruptf("column %d (%s): decode pages: %v", l.leaf, l.name, p)
 		}
 	}()
 	o := 0
@@ -308,7 +306,7 @@ func (l *flatLeaf) read(dst []any, stride, m int) (done int, err error) {
 func (l *flatLeaf) value() (any, error) {
 	j := l.val
 	if j >= l.nval {
-		return nil, parquetfile.Corruptf("column %d (%s): page has %d values, its definition levels more", l.leaf, l.name, l.nval)
+		return nil, Corruptf("column %d (%s): page has %d values, its definition levels more", l.leaf, l.name, l.nval)
 	}
 	l.val++
 	var v parquet.Value
