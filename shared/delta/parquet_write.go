@@ -842,7 +842,7 @@ func copyKeptValues(c parquet.ColumnChunk, cw *parquet.ColumnWriter, dropped []b
 					if v.IsNull() {
 						s.nulls++
 					} else if minMax {
-						ext.add(v)
+						ext.Add(v)
 					}
 					out = append(out, v)
 				}
@@ -864,7 +864,7 @@ func copyKeptValues(c parquet.ColumnChunk, cw *parquet.ColumnWriter, dropped []b
 				return 0, fmt.Errorf("read values: %w", rerr)
 			}
 		}
-		ext.endPage() // the extremes' values point into the page
+		ext.EndPage() // the extremes' values point into the page
 		parquet.Release(p)
 	}
 	if row != int64(len(dropped)) {
