@@ -46,6 +46,9 @@ type chunkBounds struct {
 	// floatsBounded marks the floats and doubles whose chunk bounds are
 	// exact: the source's add.stats bounds them, so none is NaN.
 	floatsBounded []bool
+	// kept is what a copy of the kept rows takes of each leaf's values
+	// (FileWriter.writeRowGroupKept).
+	kept []parquetfile.KeptLeaf
 }
 
 func newChunkBounds(root *parquetfile.TreeNode, fields []value.Field, add Add) (*chunkBounds, error) {
@@ -53,6 +56,7 @@ func newChunkBounds(root *parquetfile.TreeNode, fields []value.Field, add Add) (
 		types:         make([]value.Type, len(fields)),
 		conv:          make([]func(parquet.Value) (any, error), len(fields)),
 		floatsBounded: make([]bool, len(fields)),
+		kept:          make([]parquetfile.KeptLeaf, len(fields)),
 	}
 	st, stErr := ParseStats(add.Stats)
 	for k, f := range fields {
@@ -61,6 +65,7 @@ func newChunkBounds(root *parquetfile.TreeNode, fields []value.Field, add Add) (
 			return nil, fmt.Errorf("column %q is not leaf %d", f.Name, k)
 		}
 		b.types[k] = f.Type
+		b.kept[k] = parquetfile.KeptLeaf{Bounds: hasMinMax(f.Type), WideDecimal: wideDecimal(f.Type), Float: f.Type == value.Float || f.Type == value.Double}
 		if !hasMinMax(f.Type) {
 			continue
 		}
@@ -207,7 +212,7 @@ func (b *chunkBounds) decodeExtremes(c parquet.ColumnChunk, k int, s *leafSummar
 // extremes is the running least and greatest non-null values of leaf k
 // of a row group, in Delta's order.
 func (b *chunkBounds) extremes(k int, typ parquet.Type) parquetfile.Extremes {
-	return parquetfile.NewExtremes(typ, wideDecimal(b.types[k]), b.types[k] == value.Float || b.types[k] == value.Double)
+	return parquetfile.NewExtremes(typ, b.kept[k].WideDecimal, b.kept[k].Float)
 }
 
 // setBounds sets the bounds of s, which has a non-null value, from e.
