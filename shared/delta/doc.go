@@ -8,15 +8,19 @@
 //
 // The data files' Parquet as bytes (hardened opening, prefetching, bloom
 // filters, page indexes, wide decimals, the Parquet schema of value types,
-// the shredding of values into its leaves, the streaming Writer, a file's
-// schema tree, the conversion of stored values to package value's, and
-// the reader: record assembly, row group skipping by bounds and bloom
-// filters, sparse reads through the page index) is package parquetfile's:
-// delta reads and writes through it, and parquetfile never imports delta.
-// Delta keeps what a table makes of a file: partition values and
-// directories, column mapping (names and field ids it hands parquetfile),
-// deletion vectors (it loads the bitmap a read skips), statistics and the
-// add action. ReadFile resolves an add into a parquetfile.ReadSpec.
+// the shredding of values into its leaves, the streaming Writer, the
+// RowWriter that converts, batches and writes rows and copies row groups
+// with a drop mask, a file's schema tree, the conversion of stored values
+// to package value's, and the reader: record assembly, row group skipping
+// by bounds and bloom filters, sparse reads through the page index) is
+// package parquetfile's: delta reads and writes through it, and
+// parquetfile never imports delta.
+// Delta keeps what a table makes of a file: FileWriter's options,
+// partition values, their checks and directories, file names, column
+// mapping (names and field ids it hands parquetfile), deletion vectors (it
+// loads the bitmap a read skips), statistics (each row handed back as
+// written, summaries of copied row groups, bounds in Delta's order) and
+// the add action. ReadFile resolves an add into a parquetfile.ReadSpec.
 //
 // Protocol logic (replay, conflict checks, stats) works on values; the
 // object-store calls stay at the edges.

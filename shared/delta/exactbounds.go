@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -47,6 +46,9 @@ type chunkBounds struct {
 	// floatsBounded marks the floats and doubles whose chunk bounds are
 	// exact: the source's add.stats bounds them, so none is NaN.
 	floatsBounded []bool
+	// kept is what a copy of the kept rows takes of each leaf's values
+	// (FileWriter.writeRowGroupKept).
+	kept []parquetfile.KeptLeaf
 }
 
 func newChunkBounds(root *parquetfile.TreeNode, fields []value.Field, add Add) (*chunkBounds, error) {
@@ -54,6 +56,7 @@ func newChunkBounds(root *parquetfile.TreeNode, fields []value.Field, add Add) (
 		types:         make([]value.Type, len(fields)),
 		conv:          make([]func(parquet.Value) (any, error), len(fields)),
 		floatsBounded: make([]bool, len(fields)),
+		kept:          make([]parquetfile.KeptLeaf, len(fields)),
 	}
 	st, stErr := ParseStats(add.Stats)
 	for k, f := range fields {
@@ -62,6 +65,7 @@ func newChunkBounds(root *parquetfile.TreeNode, fields []value.Field, add Add) (
 			return nil, fmt.Errorf("column %q is not leaf %d", f.Name, k)
 		}
 		b.types[k] = f.Type
+		b.kept[k] = parquetfile.KeptLeaf{Bounds: hasMinMax(f.Type), WideDecimal: wideDecimal(f.Type), Float: f.Type == value.Float || f.Type == value.Double}
 		if !hasMinMax(f.Type) {
 			continue
 		}
@@ -188,7 +192,7 @@ func (b *chunkBounds) decodeExtremes(c parquet.ColumnChunk, k int, s *leafSummar
 			n, rerr := vr.ReadValues(buf)
 			for _, v := range buf[:n] {
 				if !v.IsNull() {
-					e.add(v)
+					e.Add(v)
 				}
 			}
 			if errors.Is(rerr, io.EOF) {
@@ -199,7 +203,7 @@ func (b *chunkBounds) decodeExtremes(c parquet.ColumnChunk, k int, s *leafSummar
 				return fmt.Errorf("read values: %w", rerr)
 			}
 		}
-		e.endPage()
+		e.EndPage()
 		parquet.Release(p)
 	}
 	return b.setBounds(k, &e, s)
@@ -207,84 +211,25 @@ func (b *chunkBounds) decodeExtremes(c parquet.ColumnChunk, k int, s *leafSummar
 
 // extremes is the running least and greatest non-null values of leaf k
 // of a row group, in Delta's order.
-func (b *chunkBounds) extremes(k int, typ parquet.Type) extremes {
-	e := extremes{typ: typ, wide: wideDecimal(b.types[k])}
-	e.float = b.types[k] == value.Float || b.types[k] == value.Double
-	return e
+func (b *chunkBounds) extremes(k int, typ parquet.Type) parquetfile.Extremes {
+	return parquetfile.NewExtremes(typ, b.kept[k].WideDecimal, b.kept[k].Float)
 }
 
 // setBounds sets the bounds of s, which has a non-null value, from e.
-func (b *chunkBounds) setBounds(k int, e *extremes, s *leafSummary) error {
-	if e.nan || !e.have {
+func (b *chunkBounds) setBounds(k int, e *parquetfile.Extremes, s *leafSummary) error {
+	lo, hi, ok := e.Bounds()
+	if e.NaN() || !ok {
 		// Spark orders NaN above every number; the row path leaves such a
 		// column's max out, and a summary its bounds both.
 		s.unbounded = true
 		return nil
 	}
 	var err error
-	if s.min, err = b.conv[k](e.lo); err != nil {
+	if s.min, err = b.conv[k](lo); err != nil {
 		return fmt.Errorf("min: %w", err)
 	}
-	if s.max, err = b.conv[k](e.hi); err != nil {
+	if s.max, err = b.conv[k](hi); err != nil {
 		return fmt.Errorf("max: %w", err)
 	}
 	return nil
-}
-
-// extremes takes the least and greatest of a column's non-null values in
-// Delta's order: parquet-go's for most types, signed for a wide decimal's
-// two's complement bytes (compared here, as parquet-go before v0.32.1
-// compared them unsigned), with NaN apart for floats.
-type extremes struct {
-	typ         parquet.Type
-	wide, float bool
-	lo, hi      parquet.Value
-	have, nan   bool
-	// loInPage and hiInPage: lo or hi points into the current page.
-	loInPage, hiInPage bool
-}
-
-func (e *extremes) add(v parquet.Value) {
-	if e.float && isNaNParquet(v) {
-		e.nan = true
-		return
-	}
-	switch {
-	case !e.have:
-		e.lo, e.hi, e.have = v, v, true
-		e.loInPage, e.hiInPage = true, true
-	case e.compare(v, e.lo) < 0:
-		e.lo, e.loInPage = v, true
-	case e.compare(v, e.hi) > 0:
-		e.hi, e.hiInPage = v, true
-	}
-}
-
-func (e *extremes) compare(a, b parquet.Value) int {
-	if e.wide {
-		return parquetfile.CompareDecimalBytes(a.ByteArray(), b.ByteArray())
-	}
-	return e.typ.Compare(a, b)
-}
-
-// endPage detaches the extremes from the page about to be released: the
-// values point into it. Cloned once per page, since key-sorted data sets a
-// new maximum on nearly every row.
-func (e *extremes) endPage() {
-	if e.loInPage {
-		e.lo, e.loInPage = e.lo.Clone(), false
-	}
-	if e.hiInPage {
-		e.hi, e.hiInPage = e.hi.Clone(), false
-	}
-}
-
-func isNaNParquet(v parquet.Value) bool {
-	switch v.Kind() {
-	case parquet.Float:
-		return math.IsNaN(float64(v.Float()))
-	case parquet.Double:
-		return math.IsNaN(v.Double())
-	}
-	return false
 }

@@ -719,7 +719,9 @@ func TestFileWriterCapsRowGroupsAtRowGroupRows(t *testing.T) {
 // not: the files hold the same rows in the same row groups, with the same
 // stats. A row refused while the rows are converted fails the call and
 // the file. The cases share one ValueArrays: each takes the arrays the
-// ones before it gave back.
+// ones before it gave back. (parquetfile's tests hold the rest: rows
+// written in order between rows written one by one, the arrays' bound,
+// the first failure in row order, the arrays given back.)
 func TestWriteInOrderWritesWhatWriteDoes(t *testing.T) {
 	ctx := context.Background()
 	arrays := &ValueArrays{}
@@ -747,14 +749,8 @@ func TestWriteInOrderWritesWhatWriteDoes(t *testing.T) {
 		{"flat, fewer rows than a batch", WriteOptions{Schema: flStagedSchema()}, flStagedRow, 77, false},
 		{"partitioned", WriteOptions{Schema: dated, RowGroupRows: 300, PartitionColumns: []string{"day"}, PartitionValues: map[string]any{"day": day}}, datedRow, 1000, false},
 		{"nested", WriteOptions{Schema: nested, RowGroupRows: 500}, nestedRow, 1500, false},
-		{"flat, past the arrays' bound", WriteOptions{Schema: flStagedSchema(), RowGroupRows: 500}, flStagedRow, 2345, false},
-		{"flat, between rows written one by one", WriteOptions{Schema: flStagedSchema(), RowGroupRows: 500}, flStagedRow, 2345, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if strings.Contains(tc.name, "bound") {
-				defer func(n int64) { inOrderMaxBytes = n }(inOrderMaxBytes)
-				inOrderMaxBytes = 1000
-			}
 			var order []int32
 			if !tc.sorted {
 				order = make([]int32, tc.n)
@@ -777,26 +773,7 @@ func TestWriteInOrderWritesWhatWriteDoes(t *testing.T) {
 				t.Fatal(err)
 			}
 			made := make([]bool, tc.n)
-			if strings.Contains(tc.name, "one by one") {
-				// Rows before and after, by Write, in batches
-				// WriteInOrder begins and ends part-way.
-				const before, after = 50, 60
-				for j := range before {
-					if err := w.Write(tc.row(at(j))); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := w.WriteInOrder(tc.n-before-after, nil, func(i int) ([]any, error) {
-					return tc.row(at(before + i)), nil
-				}); err != nil {
-					t.Fatal(err)
-				}
-				for j := tc.n - after; j < tc.n; j++ {
-					if err := w.Write(tc.row(at(j))); err != nil {
-						t.Fatal(err)
-					}
-				}
-			} else if err := w.WriteInOrder(tc.n, order, func(i int) ([]any, error) {
+			if err := w.WriteInOrder(tc.n, order, func(i int) ([]any, error) {
 				if made[i] {
 					t.Fatalf("row %d made twice", i)
 				}
@@ -867,153 +844,6 @@ func TestWriteInOrderWritesWhatWriteDoes(t *testing.T) {
 		}
 		w.Abort()
 	})
-	// Rows are converted a block and a column at a time; the error is
-	// still that of the first row (in index order) that fails, whichever
-	// column it fails in, and a row refused by its caller stops the
-	// conversion there.
-	t.Run("the first failure in row order", func(t *testing.T) {
-		last := len(flStagedColumns) - 1
-		for _, tc := range []struct {
-			name    string
-			bad     map[int]int // row -> column given a wrong value
-			refuse  int         // row whose callback fails (-1: none)
-			wantErr string
-		}{
-			{"a later column in an earlier row", map[int]int{100: 0, 7: last}, -1, "row 7:"},
-			{"an earlier column in a later row", map[int]int{7: 0, 100: last}, -1, "row 7:"},
-			{"a wrong value before a refused row", map[int]int{100: last}, 200, "row 100:"},
-			{"a refused row before a wrong value", map[int]int{250: 0}, 200, "bad record"},
-			{"rows of different blocks", map[int]int{inOrderBlock + 3: 0, 2*inOrderBlock + 1: last}, -1, fmt.Sprintf("row %d:", inOrderBlock+3)},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				w, err := NewFileWriter(ctx, newPQMemStore(), WriteOptions{Schema: flStagedSchema()})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer w.Abort()
-				err = w.WriteInOrder(3*inOrderBlock, nil, func(i int) ([]any, error) {
-					if i == tc.refuse {
-						return nil, errors.New("bad record")
-					}
-					r := flStagedRow(i)
-					if c, ok := tc.bad[i]; ok {
-						r[c] = struct{}{}
-					}
-					return r, nil
-				})
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("WriteInOrder = %v, want the error of %q", err, tc.wantErr)
-				}
-			})
-		}
-	})
-}
-
-// TestWriteInOrderGivesItsArraysBackCleared writes files through one
-// ValueArrays, whole and failing part-way (a row refused while the rows
-// are converted, a value of the wrong type): every array it gives back is
-// of zero values, so that the pool keeps no file's bytes alive, and the
-// next file that takes them writes what a file without them does. The
-// arrays are seen as they are given back, not in the pool: a sync.Pool
-// keeps one item per P that another P cannot take, and drops items at any
-// collection, so what it holds afterwards is not the writer's to promise.
-func TestWriteInOrderGivesItsArraysBackCleared(t *testing.T) {
-	ctx := context.Background()
-	const n = 3*inOrderBlock + 17
-	order := make([]int32, n)
-	for i, j := range rand.New(rand.NewPCG(n, 5)).Perm(n) {
-		order[i] = int32(j)
-	}
-	for _, tc := range []struct {
-		name    string
-		order   []int32
-		fail    int // row refused by the callback (-1: none)
-		wrong   int // row given a wrong value (-1: none)
-		wantErr bool
-	}{
-		{"written whole, in an order", order, -1, -1, false},
-		{"written whole, as they come", nil, -1, -1, false},
-		{"a refused row", order, 2*inOrderBlock + 5, -1, true},
-		{"a wrong value", order, -1, inOrderBlock + 9, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var held [][]parquet.Value
-			arrays := &ValueArrays{given: func(vals []parquet.Value) { held = append(held, vals) }}
-			w, err := NewFileWriter(ctx, newPQMemStore(), WriteOptions{Schema: flStagedSchema(), ValueArrays: arrays})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = w.WriteInOrder(n, tc.order, func(i int) ([]any, error) {
-				if i == tc.fail {
-					return nil, errors.New("bad record")
-				}
-				r := flStagedRow(i)
-				if i == tc.wrong {
-					r[0] = "not a number"
-				}
-				return r, nil
-			})
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("WriteInOrder = %v, want an error: %v", err, tc.wantErr)
-			}
-			if tc.wantErr {
-				w.Abort()
-			} else if _, err := w.Close(ctx); err != nil {
-				t.Fatal(err)
-			}
-			arrays.given = nil
-			want := len(flStagedColumns)
-			if tc.order != nil && !tc.wantErr {
-				want++ // the ordering's spare array (the failures come before the ordering)
-			}
-			if len(held) != want {
-				t.Fatalf("the writer gave back %d arrays, want %d", len(held), want)
-			}
-			for k, vals := range held {
-				if cap(vals) < n {
-					t.Fatalf("array %d has room for %d values, want %d", k, cap(vals), n)
-				}
-				for i, v := range vals[:cap(vals)] {
-					if v != (parquet.Value{}) {
-						t.Fatalf("array %d holds %v at %d", k, v, i)
-					}
-				}
-			}
-			// The next file takes those the pool kept, and writes what
-			// Write does.
-			store := newPQMemStore()
-			opts := WriteOptions{Schema: flStagedSchema(), RowGroupRows: 300}
-			at := func(j int) int { return int(order[j]) }
-			byRow := pqWriteRows(t, store, opts, n, func(j int) []any { return flStagedRow(at(j)) })
-			opts.ValueArrays = arrays
-			w, err = NewFileWriter(ctx, store, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.WriteInOrder(n, order, func(i int) ([]any, error) { return flStagedRow(i), nil }); err != nil {
-				t.Fatal(err)
-			}
-			inOrder, err := w.Close(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			md := pqMetadata(opts.Schema, nil, nil)
-			want2, got := pqRead(t, store, md, byRow, ReadOptions{}), pqRead(t, store, md, inOrder, ReadOptions{})
-			if len(got) != n || len(want2) != n {
-				t.Fatalf("read %d rows, want %d", len(got), n)
-			}
-			for j := range want2 {
-				if !pqEqual(got[j], want2[j]) {
-					t.Fatalf("row %d = %v, want %v", j, got[j], want2[j])
-				}
-			}
-			// Dropped, the arrays are no longer lent.
-			arrays.Drop()
-			if p, ok := arrays.current().Get().(*[]parquet.Value); ok {
-				t.Fatalf("after Drop the pool still lends an array of %d values", cap(*p))
-			}
-		})
-	}
 }
 
 // pqRowGroups returns the row counts of a data file's row groups.

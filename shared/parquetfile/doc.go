@@ -9,10 +9,17 @@
 // their values shred into its leaf columns (NewSchema, Node.Shred): the
 // names and field ids of columns are the caller's (Naming), streams a
 // file into an object as it is written (Writer: codecs, pages, bloom
-// filters, row groups copied from other files), rebuilds a file's schema
+// filters, row groups copied from other files), writes rows of package
+// value's values into it (RowWriter: their conversion to leaf values,
+// batched column by column, row groups ended at a size or row count,
+// WriteInOrder's column arrays lent by ValueArrays, and row groups of
+// other files appended whole or without the rows a drop mask marks, with
+// the kept values' null counts and Extremes), rebuilds a file's schema
 // tree from its footer (Tree), and converts a leaf's stored values, in
 // whatever physical type and unit its writer chose, to the values of
-// package value (Converter, Kept).
+// package value (Converter, Kept). What a table makes of the rows (which
+// fields are columns, checks of each row, statistics) comes in as plain
+// inputs and callbacks.
 //
 // It reads a file's rows (Read, from a ReadSpec of plain inputs: the
 // output fields and how to find them (Naming), constants such as
