@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -191,8 +192,12 @@ type Change struct {
 	StateRow []any
 	// InHistory says that the change's history row is in one of the
 	// batch's HistoryFiles (of this step or another of the batch), and
-	// new to the history: it is not written again.
+	// new to the history, or in one of its Candidates (Candidate): it is
+	// not written from the change.
 	InHistory bool
+	// Candidate is 1 + the index in Batch.Candidates of the file the
+	// change is of (0: none).
+	Candidate int32
 }
 
 // Text is the change's KeyText: the field, or, for a change built without
@@ -216,6 +221,14 @@ type Batch struct {
 	// HistoryFiles are data files the history commit adds as they are
 	// (copies of them), for changes marked InHistory.
 	HistoryFiles []HistoryFile
+	// Candidates are staged files the batch's last step copies to the
+	// history unless a step finds one of their events there already (see
+	// CopyCandidate); their changes carry Candidate.
+	Candidates []CopyCandidate
+	// OnBroken, when the step has Candidates, is told the ids of those it
+	// breaks (none: an empty list) before the history commit, so that the
+	// steps after it, in this attempt or another, know them.
+	OnBroken func(ctx context.Context, ids []string) error
 }
 
 // Conform maps a row of schema from into schema to by column name (case

@@ -101,16 +101,30 @@ const (
 
 // classify tells whether the history may hold c already. The change the
 // tables record last of a key was merged, so the history holds it: a
-// re-delivery of it needs no read.
-func (k knownOrders) classify(c Change) seen {
+// re-delivery of it needs no read. buf is scratch room for the key's
+// text, which a change read for the state alone does not carry: a bulk
+// load's million changes are classified without a string each.
+func (k knownOrders) classify(c Change, buf *[]byte) seen {
 	if k.all {
 		return seenMaybe
 	}
-	text := c.Text()
-	if k.unknowable[text] {
-		return seenMaybe
+	var o []byte
+	if len(k.orders) > 0 || len(k.unknowable) > 0 {
+		text := c.KeyText
+		if text == "" {
+			*buf = AppendKeyText((*buf)[:0], c.Key)
+			if k.unknowable[string(*buf)] {
+				return seenMaybe
+			}
+			o = k.orders[string(*buf)]
+		} else {
+			if k.unknowable[text] {
+				return seenMaybe
+			}
+			o = k.orders[text]
+		}
 	}
-	if o, ok := k.orders[text]; ok && o != nil {
+	if o != nil {
 		switch cmp := bytes.Compare(c.Order, o); {
 		case cmp == 0:
 			return seenOnce

@@ -471,9 +471,12 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	if err != nil {
 		return nil, source, nil, err
 	}
-	dup, err := historyDuplicates(ctx, snap, b, source, k)
+	dup, broken, err := historyDuplicates(ctx, snap, b, source, k)
 	if err != nil {
 		return nil, source, nil, fmt.Errorf("look up earlier deliveries: %w", err)
+	}
+	if err := tellBroken(ctx, b, broken); err != nil {
+		return nil, source, nil, err
 	}
 	// One rolling writer per source date partition, in row groups small
 	// enough that their source-timestamp bounds let a later batch's
@@ -498,7 +501,21 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 			return nil, source, nil, err
 		}
 	}
-	copies, n, err := addHistoryFiles(ctx, t.History, snap, w, b.HistoryFiles, schema, md == nil && !widened, opts.Overwrite, res)
+	n, err := writeBrokenCandidates(ctx, w, b, broken, dup, schema, opts.Overwrite, res)
+	if err != nil {
+		w.Abort()
+		return nil, source, nil, err
+	}
+	rows += n
+	files := b.HistoryFiles
+	if step.Last {
+		for i, c := range b.Candidates {
+			if !broken[i] {
+				files = append(files, c.Parts...)
+			}
+		}
+	}
+	copies, n, err := addHistoryFiles(ctx, t.History, snap, w, files, schema, md == nil && !widened, opts.Overwrite, res)
 	if err != nil {
 		w.Abort()
 		return nil, source, nil, err // the copies made stay unreferenced: vacuum removes them
@@ -533,6 +550,41 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	res.HistoryVersion = committed.Version()
 	res.FilesAdded += len(adds)
 	return committed, source, sourceOrder, nil
+}
+
+// tellBroken tells b.OnBroken which of the batch's Candidates the step
+// breaks, in their order.
+func tellBroken(ctx context.Context, b Batch, broken map[int]bool) error {
+	if len(b.Candidates) == 0 || b.OnBroken == nil {
+		return nil
+	}
+	ids := []string{}
+	for i, c := range b.Candidates {
+		if broken[i] {
+			ids = append(ids, c.ID)
+		}
+	}
+	if err := b.OnBroken(ctx, ids); err != nil {
+		return fmt.Errorf("record the history copies the step breaks: %w", err)
+	}
+	return nil
+}
+
+// writeBrokenCandidates writes the rows of the candidates the step breaks
+// (CopyCandidate.writeBroken), and returns how many.
+func writeBrokenCandidates(ctx context.Context, w *delta.RollingWriter, b Batch, broken map[int]bool, dup map[string]bool, schema value.StructType, overwrite bool, res *Result) (int64, error) {
+	rows := int64(0)
+	for i, c := range b.Candidates {
+		if !broken[i] {
+			continue
+		}
+		n, err := c.writeBroken(ctx, w, b.Key, dup, schema, overwrite, res)
+		rows += n
+		if err != nil {
+			return rows, err
+		}
+	}
+	return rows, nil
 }
 
 // writeBatchHistory writes the batch's events to w, in the history's
@@ -643,7 +695,8 @@ func addHistoryFiles(ctx context.Context, store objstore.Store, snap *delta.Snap
 const historyRowGroupRows = 16 << 10
 
 // historyDuplicates returns the (key, order) identities of batch events that
-// the history table already holds, so a re-delivered event is kept once.
+// the history table already holds, so a re-delivered event is kept once,
+// and the Candidates (by index) with such an event, which the step breaks.
 // Only the candidates that known names are looked for (dedup.go): most
 // batches have none and read nothing. An earlier delivery has the event's
 // ordering key, which holds its source timestamp, so only the source-date
@@ -651,33 +704,53 @@ const historyRowGroupRows = 16 << 10
 // first-key bounds can hold one, and within them the row groups whose
 // source-timestamp bounds can, are read, and only their key and order
 // columns.
-func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, source value.StructType, known knownOrders) (map[string]bool, error) {
-	out := map[string]bool{}
+func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, source value.StructType, known knownOrders) (map[string]bool, map[int]bool, error) {
+	out, broken := map[string]bool{}, map[int]bool{}
 	if len(b.Key) == 0 || snap.NumFiles() == 0 {
-		return out, nil
+		return out, broken, nil
 	}
 	// Only the candidates (see dedup.go) are looked for in the history:
-	// the events of a history file of the batch are new to it, and so is
-	// an event newer than all the tables record of its key, while the
-	// change they record last of its key is in it.
+	// an event newer than all the tables record of its key is new to it,
+	// while the change they record last of its key is in it. The events
+	// of a history file of the batch were found new to it when the batch
+	// was planned (an earlier release's plan, which copies in the first
+	// step); those of a copy candidate are looked for as any.
 	var changes []Change
+	var buf []byte
 	for _, c := range b.Changes {
-		if c.InHistory {
+		if c.InHistory && c.Candidate == 0 {
 			continue
 		}
-		switch known.classify(c) {
+		switch known.classify(c, &buf) {
 		case seenMaybe:
 			changes = append(changes, c)
 		case seenOnce:
 			out[c.Text()+"\x00"+string(c.Order)] = true
+			if c.Candidate > 0 {
+				broken[int(c.Candidate)-1] = true
+			}
 		}
 	}
 	if len(changes) == 0 {
-		return out, nil
+		return out, broken, nil
 	}
-	keyIdx, err := KeyIndexes(source, b.Key)
+	if err := readDuplicates(ctx, snap, b.Key, changes, source, out); err != nil {
+		return nil, nil, err
+	}
+	for _, c := range changes {
+		if c.Candidate > 0 && out[c.Text()+"\x00"+string(c.Order)] {
+			broken[int(c.Candidate)-1] = true
+		}
+	}
+	return out, broken, nil
+}
+
+// readDuplicates adds to out the identities of changes that the history
+// snap holds (see historyDuplicates).
+func readDuplicates(ctx context.Context, snap *delta.Snapshot, keyNames []string, changes []Change, source value.StructType, out map[string]bool) error {
+	keyIdx, err := KeyIndexes(source, keyNames)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	dates := map[value.Days]bool{}
 	for _, c := range changes {
@@ -695,7 +768,7 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 	}
 	ts := sortedSourceTimes(changes)
 	if files = pruneByTimes(files, ts); len(files) == 0 {
-		return out, nil
+		return nil
 	}
 	first := source.Fields[keyIdx[0]]
 	if lo, hi, ok := firstKeyBounds(changes); ok {
@@ -706,7 +779,7 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 			return value.Compare(hi, flo) >= 0 && value.Compare(lo, fhi) <= 0
 		})
 		if len(files) == 0 {
-			return out, nil
+			return nil
 		}
 	}
 	want := make(map[string]bool, len(changes))
@@ -736,10 +809,10 @@ func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, sourc
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // firstKeyBounds returns the least and greatest first key value of the

@@ -2,7 +2,6 @@ package cdc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -37,11 +36,16 @@ type HistoryFile struct {
 // rows reads the file's rows, for a history that cannot take the file as
 // it is (its schema was widened in this very commit).
 func (f HistoryFile) rows(ctx context.Context, fn func(row []any) error) error {
+	return f.read(ctx, delta.ReadOptions{}, fn)
+}
+
+// read reads the file's rows with ro.
+func (f HistoryFile) read(ctx context.Context, ro delta.ReadOptions, fn func(row []any) error) error {
 	md := delta.Metadata{SchemaString: f.Schema.SchemaString(), Format: delta.Format{Provider: "parquet"}, Configuration: map[string]string{}}
 	for c := range f.Add.PartitionValues {
 		md.PartitionColumns = append(md.PartitionColumns, c)
 	}
-	return delta.ReadFile(ctx, f.Store, md, f.Add, delta.ReadOptions{}, fn)
+	return delta.ReadFile(ctx, f.Store, md, f.Add, ro, fn)
 }
 
 // KeyOrderHash is a 64-bit digest (FNV-1a) of an event's identity in the
@@ -66,8 +70,6 @@ func KeyOrderHash(code, order []byte) uint64 {
 	return h
 }
 
-var errUncodedKey = errors.New("a key without a range code")
-
 // TakesFiles reports whether a history table of this metadata takes data
 // files written by another writer as they are: its files are partitioned
 // by source date alone and name columns by their logical names (the
@@ -76,83 +78,79 @@ func TakesFiles(md delta.Metadata) bool {
 	return delta.ColumnMappingMode(md) == delta.ColumnMappingNone && slices.Equal(md.PartitionColumns, []string{ColSourceDate})
 }
 
-// HistoryKeyHashes returns, sorted, the KeyOrderHash of the rows of the
-// history snap (nil: no table yet) that may have a source timestamp in
-// [lo, hi]: those of the files and row groups whose source-timestamp
-// bounds overlap it, in the source dates' partitions. It reads only the
-// key and order columns. ok is false, with no hashes, when there would be
-// more than limit of them, or when the table's key columns are not of the
-// types the caller codes its keys as (want: nil to accept them).
-func HistoryKeyHashes(ctx context.Context, snap *delta.Snapshot, key []string, want value.StructType, lo, hi value.Micros, limit int) (hashes []uint64, ok bool, err error) {
-	if snap == nil || snap.NumFiles() == 0 {
-		return nil, true, nil
-	}
-	source := SourceSchema(snap.Schema())
-	keyIdx, err := KeyIndexes(source, key)
-	if err != nil {
-		return nil, false, err
-	}
-	names := make([]string, len(keyIdx))
-	for i, k := range keyIdx {
-		f := source.Fields[k]
-		if len(want.Fields) > 0 {
-			if w, found := want.Field(f.Name); !found || !value.Equal(w.Type, f.Type) {
-				return nil, false, nil
-			}
-		}
-		names[i] = f.Name
-	}
-	loDay, hiDay := value.DaysOf(lo.Time()), value.DaysOf(hi.Time())
-	var files []delta.Add
-	for _, f := range snap.Files() {
-		if d := f.PartitionValues[ColSourceDate]; d != nil {
-			day, err := delta.ParsePartitionValue(value.Date, d)
-			if dd, isDay := day.(value.Days); err == nil && isDay && (dd < loDay || dd > hiDay) {
-				continue
-			}
-		}
-		files = append(files, f)
-	}
-	overlaps := func(flo, fhi any) bool {
-		a, aok := flo.(value.Micros)
-		b, bok := fhi.(value.Micros)
-		return !aok || !bok || a <= hi && b >= lo
-	}
-	files = pruneByBounds(files, ColSourceTimestamp, value.Timestamp, overlaps)
-	var rows int64
-	for _, f := range files {
-		st, err := delta.ParseStats(f.Stats)
-		if err != nil || st.NumRecords <= 0 {
-			rows = int64(limit) + 1 // unknown: counted as too many
-			break
-		}
-		rows += st.NumRecords
-	}
-	if rows > int64(limit) {
-		return nil, false, nil
-	}
-	cols := append(slices.Clone(names), ColOrder)
-	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: &delta.RowGroupFilter{Column: ColSourceTimestamp, Keep: overlaps}}
-	keyVals := make([]any, len(names))
-	var code []byte
-	for _, f := range files {
-		err := delta.ReadFile(ctx, snap.Store(), snap.Metadata(), f, ro, func(row []any) error {
-			copy(keyVals, row[:len(names)])
-			order, _ := row[len(names)].([]byte)
-			var err error
-			if code, err = AppendRangeCode(code[:0], keyVals); err != nil {
-				return errUncodedKey // a null key of an older row: no hash to match
-			}
-			hashes = append(hashes, KeyOrderHash(code, order))
-			return nil
-		})
-		if errors.Is(err, errUncodedKey) {
-			return nil, false, nil
-		}
+// CopyCandidate is a staged file whose parts a batch commits to the
+// history as files (copies) in its last step, unless one of its steps
+// finds one of the file's events there already: a re-delivery, or a late
+// event a lookup cannot tell from one (dedup.go). Its events go to the
+// state in their steps, marked InHistory and Candidate.
+//
+// Which files are new to the history is told by each step's own lookup,
+// which costs what the step costs, where reading the history's keys to
+// decide it before the first step cost what the history holds. So the
+// copies wait for the last step. A step that breaks a candidate writes
+// the file's rows of every key the steps up to it merged (Through), less
+// the duplicates, and tells OnBroken; the steps after it write the file's
+// rows as any file's. No step of the batch can hold another delivery of a
+// candidate's event: the batch's key hashes keep a file that shares an
+// event with another file of the batch out of the candidates.
+type CopyCandidate struct {
+	ID    string        // names the file to Batch.OnBroken
+	Parts []HistoryFile // the file's staged parts, in the history's schema
+	// Through is the span of the keys of the steps up to this one (nil:
+	// every key), whose rows a break writes.
+	Through *KeySpan
+}
+
+// writeBroken writes to w the rows of candidate c whose keys lie in its
+// Through span, in the history's schema, but for the identities dup names
+// (key text, 0, order), which it adds to. It returns the rows written.
+func (c CopyCandidate) writeBroken(ctx context.Context, w *delta.RollingWriter, key []string, dup map[string]bool, schema value.StructType, overwrite bool, res *Result) (int64, error) {
+	rows := int64(0)
+	for _, hf := range c.Parts {
+		keyIdx, err := KeyIndexes(hf.Schema, key)
 		if err != nil {
-			return nil, false, fmt.Errorf("read the keys of history file %s: %w", f.Path, err)
+			return rows, err
+		}
+		orderIdx := hf.Schema.Index(ColOrder)
+		if orderIdx < 0 {
+			return rows, fmt.Errorf("history file %s: no %s column", hf.Add.Path, ColOrder)
+		}
+		ro := delta.ReadOptions{}
+		if c.Through != nil {
+			ro.RowGroupFilter = c.Through.RowGroupFilter(hf.Schema.Fields[keyIdx[0]].Name)
+		}
+		keyVals := make([]any, len(keyIdx))
+		var code, id []byte
+		err = hf.read(ctx, ro, func(row []any) error {
+			for i, k := range keyIdx {
+				keyVals[i] = row[k]
+			}
+			if c.Through != nil {
+				var err error
+				if code, err = AppendRangeCode(code[:0], keyVals); err != nil {
+					return err
+				}
+				if !c.Through.Contains(code) {
+					return nil // a later step's
+				}
+			}
+			order, _ := row[orderIdx].([]byte)
+			id = append(append(AppendKeyText(id[:0], keyVals), 0), order...)
+			if dup[string(id)] {
+				res.Redelivered++
+				return nil
+			}
+			dup[string(id)] = true
+			r, err := conformFor(overwrite, row, hf.Schema, schema)
+			if err == nil {
+				err = w.Write(r)
+			}
+			rows++
+			return err
+		})
+		if err != nil {
+			return rows, fmt.Errorf("history file %s: %w", hf.Add.Path, err)
 		}
 	}
-	slices.Sort(hashes)
-	return hashes, true, nil
+	return rows, nil
 }

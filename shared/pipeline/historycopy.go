@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"math"
 	"runtime"
@@ -22,18 +21,20 @@ import (
 // history, instead of decoding and encoding its rows again, when the
 // copy holds exactly what the history would have gained from its rows:
 //   - its rows are in the history's schema, unchanged by the batch;
-//   - none of its events is delivered twice, in the batch or in the
-//     history (the re-deliveries the history keeps once), which the parts'
-//     key hashes tell without reading rows;
+//   - none of its events is delivered twice in the batch, which the
+//     parts' key hashes tell without reading rows, nor is in the history
+//     already, which each step's lookup tells of the step's keys
+//     (cdc.CopyCandidate): a step that finds one writes the file's rows
+//     instead;
 //   - the whole file is copied, so that a file quarantined part-way
 //     through a batch cannot have a part in the history: a file's parts
 //     are all copied or none is.
 //
-// A batch in one step copies them in its history commit. A batch in key
-// ranges copies them all in its first step's, and every step leaves their
-// rows out of its own; the plan names the copied files, so that an attempt
-// after the first step's commit, which finds their events in the history,
-// still leaves them out.
+// The last step of a batch copies them in its history commit, and every
+// step leaves their rows out of its own until one breaks them; the plan
+// names the candidate files, and a step that breaks one records it beside
+// the plan before its history commit (brokenCopies), so that an attempt
+// that resumes the batch follows both.
 
 // historyCopyMinEvents is the fewest events of a file whose parts a merge
 // copies to the history. Encoding a few hundred rows costs less than
@@ -41,11 +42,6 @@ import (
 // CDC files, the merges whose latency matters, then reads no key hashes
 // and none of the history's keys.
 const historyCopyMinEvents = 4096
-
-// historyHashLimit bounds the history rows a merge reads the keys of to
-// tell that the batch's events are new to the history: a batch whose
-// source times overlap more of the history writes its rows, as before.
-const historyHashLimit = 4 << 20
 
 // historyCopies returns the ids of the batch's files whose parts the
 // history takes as files (none for a table in schema mode overwrite,
@@ -111,7 +107,7 @@ func (p *Pipeline) historyCopies(ctx context.Context, tabs cdc.TableSet, files [
 		return nil, nil
 	}
 	if len(key) > 0 {
-		if err := p.dropRedelivered(ctx, snap, files, key, want, ok); err != nil {
+		if err := p.dropShared(ctx, files, ok); err != nil {
 			return nil, err
 		}
 	}
@@ -132,12 +128,10 @@ func sameKeyTypes(part, batch value.StructType, key []string) bool {
 	return true
 }
 
-// dropRedelivered clears ok for the files with an event whose key and
-// order (cdc.KeyOrderHash) another event of the batch also has, or a row
-// of the history; every part of the batch must have its hashes, else no
-// file is copied. history is the history table (nil before it exists).
-func (p *Pipeline) dropRedelivered(ctx context.Context, history *delta.Snapshot, files []*batchFile, key []string, want value.StructType, ok map[string]bool) error {
-	var runs [][]uint64
+// dropShared clears ok for the files with an event whose key and order
+// (cdc.KeyOrderHash) another event of the batch also has; every part of
+// the batch must have its hashes, else no file is copied.
+func (p *Pipeline) dropShared(ctx context.Context, files []*batchFile, ok map[string]bool) error {
 	var owner []string // file id per run
 	var parts []stagedPart
 	for _, f := range files {
@@ -145,7 +139,7 @@ func (p *Pipeline) dropRedelivered(ctx context.Context, history *delta.Snapshot,
 			parts, owner = append(parts, part), append(owner, f.rec.ID)
 		}
 	}
-	runs = make([][]uint64, len(parts))
+	runs := make([][]uint64, len(parts))
 	has := make([]bool, len(parts))
 	var g errgroup.Group
 	g.SetLimit(8) // object reads, not CPU
@@ -163,37 +157,8 @@ func (p *Pipeline) dropRedelivered(ctx context.Context, history *delta.Snapshot,
 		clear(ok)
 		return nil
 	}
-	var lo, hi value.Micros
-	first := true
-	for _, f := range files {
-		if ok[f.rec.ID] {
-			if first || f.m.MinSourceTS < lo {
-				lo = f.m.MinSourceTS
-			}
-			if first || f.m.MaxSourceTS > hi {
-				hi = f.m.MaxSourceTS
-			}
-			first = false
-		}
-	}
 	for _, r := range collidingRuns(runs) {
 		ok[owner[r]] = false
-	}
-	if first {
-		return nil // no file left to copy
-	}
-	rows, known, err := cdc.HistoryKeyHashes(ctx, history, key, want, lo, hi, historyHashLimit)
-	if err != nil {
-		return fmt.Errorf("read the history's keys: %w", err)
-	}
-	if !known {
-		clear(ok)
-		return nil
-	}
-	for r, run := range runs {
-		if ok[owner[r]] && intersect(run, rows) {
-			ok[owner[r]] = false
-		}
 	}
 	return nil
 }

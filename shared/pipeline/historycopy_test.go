@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -283,62 +284,163 @@ func TestAPartOfTwoSourceDatesIsWrittenRowByRow(t *testing.T) {
 	}
 }
 
-// TestCopiedFilesSurviveACrashBetweenSteps: the first step of a batch split
-// by key copies the files to the history; a crash after any step's
-// history commit, and a restart, leaves the history with each event once
-// (the plan names the copied files, whose events the restart finds in
-// the history) and the state complete.
+// TestCopiedFilesSurviveACrashBetweenSteps: the last step of a batch split
+// by key copies the files to the history, and the steps before it leave
+// their rows out; a crash at any commit, and a restart, leaves the history
+// with each event once (the plan names the copied files) and the state
+// complete.
 func TestCopiedFilesSurviveACrashBetweenSteps(t *testing.T) {
 	ctx := context.Background()
-	// State commit 1 creates the table, before any history commit; commit
-	// 2 follows the first step's history commit, which copies the files.
-	for _, crashAt := range []int{1, 2, 3, 5} {
-		t.Run(fmt.Sprintf("crash at state commit %d", crashAt), func(t *testing.T) {
-			files, want := bulkLoad(11, 6, 40, 150)
-			source := objstore.NewMemory()
-			commits := 0
-			lake := &crashingStore{Store: objstore.NewMemory(), match: func(n string) bool {
-				if strings.HasPrefix(n, "shop/t/_delta_log/") && strings.HasSuffix(n, ".json") {
-					commits++
-					return commits == crashAt
-				}
-				return false
-			}}
-			local, err := coord.NewLocal(lake.Store, coord.LocalOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := config.Config{BatchMaxEvents: 50}
-			p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "crashy", historyCopyEvents: 1}
-			stageOnly(t, ctx, p, source, files...)
-			lake.armed.Store(true)
-			if _, err := p.MergeTable(ctx, "shop.t"); err == nil {
-				t.Fatal("the crash did not happen")
-			}
-			lake.armed.Store(false)
-			p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "restarted", historyCopyEvents: 1}
-			mr, err := p2.MergeTable(ctx, "shop.t")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if copied := mr.Result.HistoryFilesCopied; crashAt == 1 && copied != len(files) || crashAt > 1 && copied != 0 {
-				t.Fatalf("the restart copied %d files; the crashed attempt had committed the copies: %v", copied, crashAt > 1)
+	files, want := bulkLoad(11, 6, 40, 150)
+	cfg := config.Config{BatchMaxEvents: 50}
+	commits := countCommits(t, ctx, cfg, nil, files)
+	for crashAt := 1; crashAt <= commits; crashAt++ {
+		t.Run(fmt.Sprintf("crash at commit %d of %d", crashAt, commits), func(t *testing.T) {
+			p2, mr := crashAndRestart(t, ctx, cfg, nil, files, crashAt)
+			if copied := mr.Result.HistoryFilesCopied; copied != 0 && copied != len(files) {
+				t.Fatalf("the restart copied %d files, want all %d or none", copied, len(files))
 			}
 			rows, _ := historyTable(t, ctx, p2)
 			if len(rows) != 240 {
 				t.Fatalf("the history holds %d events, want 240", len(rows))
 			}
-			_, state := stateRows(t, ctx, p2, "shop.t", "id")
-			if len(state) != len(want) {
-				t.Fatalf("%d state rows, want %d", len(state), len(want))
+			wantLastReads(t, ctx, p2, want)
+		})
+	}
+}
+
+// countCommits returns how many table commits staging the batches before
+// and merging files as one batch makes.
+func countCommits(t *testing.T, ctx context.Context, cfg config.Config, before [][]dssim.File, files []dssim.File) int {
+	t.Helper()
+	commits := 0
+	lake := &crashingStore{Store: objstore.NewMemory(), match: func(n string) bool {
+		if isTableCommit(n) {
+			commits++
+		}
+		return false
+	}}
+	p, source := crashPipeline(t, lake, cfg, before)
+	stageOnly(t, ctx, p, source, files...)
+	lake.armed.Store(true)
+	if _, err := p.MergeTable(ctx, "shop.t"); err != nil {
+		t.Fatal(err)
+	}
+	return commits
+}
+
+func isTableCommit(name string) bool {
+	return strings.HasPrefix(name, "shop/t") && strings.Contains(name, "/_delta_log/") && strings.HasSuffix(name, ".json")
+}
+
+// crashPipeline is a pipeline copying every file to the history (no
+// minimum size) on lake, with the batches before merged.
+func crashPipeline(t *testing.T, lake *crashingStore, cfg config.Config, before [][]dssim.File) (*Pipeline, objstore.Store) {
+	t.Helper()
+	ctx := context.Background()
+	source := objstore.NewMemory()
+	local, err := coord.NewLocal(lake.Store, coord.LocalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Pipeline{Lake: lake, Sources: oneSource{source}, Coordination: Coordinate(local), Config: cfg, Holder: "crashy", historyCopyEvents: 1}
+	for _, files := range before {
+		stageOnly(t, ctx, p, source, files...)
+		if _, err := p.MergeTable(ctx, "shop.t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p, source
+}
+
+// crashAndRestart merges the batches before, then stages files and merges
+// them with a crash at the crashAt-th table commit, and again on a
+// restarted pipeline, whose merge result it returns.
+func crashAndRestart(t *testing.T, ctx context.Context, cfg config.Config, before [][]dssim.File, files []dssim.File, crashAt int) (*Pipeline, MergeResult) {
+	t.Helper()
+	commits := 0
+	lake := &crashingStore{Store: objstore.NewMemory(), match: func(n string) bool {
+		if isTableCommit(n) {
+			commits++
+			return commits == crashAt
+		}
+		return false
+	}}
+	p, source := crashPipeline(t, lake, cfg, before)
+	stageOnly(t, ctx, p, source, files...)
+	lake.armed.Store(true)
+	if _, err := p.MergeTable(ctx, "shop.t"); err == nil {
+		t.Fatal("the crash did not happen")
+	}
+	lake.armed.Store(false)
+	p2 := &Pipeline{Lake: lake.Store, Sources: oneSource{source}, Coordination: p.Coordination, Config: cfg, Holder: "restarted", historyCopyEvents: 1}
+	mr, err := p2.MergeTable(ctx, "shop.t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p2, mr
+}
+
+// TestAStepThatFindsACopiedEventInTheHistoryWritesTheFile: a batch in key
+// ranges of two files, one of which carries an event an earlier batch
+// merged, whose key a middle step takes. That step breaks the file's copy:
+// it writes the file's rows of its own keys and of the steps before it,
+// the steps after it write the file's rows, and the last step copies the
+// other file. With a crash at any commit and a restart, the history holds
+// each event once, as a merge without copies writes it.
+func TestAStepThatFindsACopiedEventInTheHistoryWritesTheFile(t *testing.T) {
+	ctx := context.Background()
+	first, _ := bulkLoad(21, 2, 40, 150)
+	fresh, _ := bulkLoad(22, 2, 60, 400)
+	mixed := jsonlFile("mixed", 10_000, payloadsOf(t, fresh[0])...)
+	other := jsonlFile("other", 20_000, payloadsOf(t, fresh[1])...)
+	// The event of the first batch with the median key, delivered again.
+	lines := strings.Split(strings.TrimSpace(string(first[1].Data)), "\n")
+	slices.SortFunc(lines, func(a, b string) int { return strings.Compare(lineID(t, a), lineID(t, b)) })
+	mixed.Data = append(mixed.Data, lines[len(lines)/2]+"\n"...)
+	cfg := config.Config{BatchMaxEvents: 50}
+	before := [][]dssim.File{first}
+	files := []dssim.File{mixed, other}
+
+	copying, writing, results := mergeBoth(t, ctx, cfg, first, files)
+	if n := results[1].Result.HistoryRowsCopied; n != 60 {
+		t.Fatalf("%d history rows copied in the second batch, want the 60 of the file without the event merged before", n)
+	}
+	if results[1].Result.Redelivered != 1 {
+		t.Fatalf("%d events found re-delivered, want 1", results[1].Result.Redelivered)
+	}
+	sameHistory(t, ctx, copying, writing, 200)
+	want, _ := historyTable(t, ctx, writing)
+
+	commits := countCommits(t, ctx, cfg, before, files)
+	for crashAt := 1; crashAt <= commits; crashAt++ {
+		t.Run(fmt.Sprintf("crash at commit %d of %d", crashAt, commits), func(t *testing.T) {
+			p2, _ := crashAndRestart(t, ctx, cfg, before, files, crashAt)
+			got, _ := historyTable(t, ctx, p2)
+			if !slices.Equal(got, want) {
+				t.Fatalf("the history holds %d events, want the %d a merge without copies writes", len(got), len(want))
 			}
-			for id, n := range want {
-				if got, w := state[fmt.Sprintf(`{"id":%q}`, id)], fmt.Sprintf(`{"id":%q,"n":%d}`, id, n); got != w {
-					t.Fatalf("row of %s = %s, want %s", id, got, w)
-				}
+			_, gotState := stateRows(t, ctx, p2, "shop.t", "id")
+			_, wantState := stateRows(t, ctx, writing, "shop.t", "id")
+			if !maps.Equal(gotState, wantState) {
+				t.Fatalf("the state differs from a merge without copies")
 			}
 		})
 	}
+}
+
+// lineID is the id of a JSONL line's payload.
+func lineID(t *testing.T, line string) string {
+	t.Helper()
+	var ev struct {
+		Payload struct {
+			ID string `json:"id"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal([]byte(line), &ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev.Payload.ID
 }
 
 // TestACopyPlanStopsAnEarlierRelease: a plan whose first step copies files
@@ -362,8 +464,24 @@ func TestACopyPlanStopsAnEarlierRelease(t *testing.T) {
 		t.Fatalf("the release before copies reads the plan's steps %s", prev.Steps)
 	}
 	var back stepPlan
-	if err := json.Unmarshal(body, &back); err != nil || !slices.Equal(back.Copied, plan.Copied) || len(back.Bounds) != 2 {
+	if err := json.Unmarshal(body, &back); err != nil || !slices.Equal(back.Copied, plan.Copied) || len(back.Bounds) != 2 || back.CopyFirst {
 		t.Fatalf("the plan reads back as %+v, %v", back, err)
+	}
+	// The release that copied in the first step reads a string as its
+	// steps: it must not read this plan, whose first step leaves the
+	// copies to the last.
+	if prev.Steps[0] == '"' {
+		t.Fatalf("a release that copies in the first step reads the plan's steps %s", prev.Steps)
+	}
+	// A plan of that release is still followed as it was made.
+	plan.CopyFirst = true
+	old, err := json.Marshal(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back = stepPlan{}
+	if err := json.Unmarshal(old, &back); err != nil || !back.CopyFirst || !slices.Equal(back.Copied, plan.Copied) {
+		t.Fatalf("a plan that copies in the first step reads back as %+v, %v", back, err)
 	}
 	// Without copies, a plan by key is written as before.
 	plain, err := json.Marshal(stepPlan{Seq: 3, Files: []string{"a"}, KeyCode: cdc.RangeCodeVersion, Bounds: [][]byte{{1}}})

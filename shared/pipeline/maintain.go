@@ -285,7 +285,8 @@ func (p *Pipeline) dropMergedStaged(ctx context.Context, tableID string, res *Ma
 // stagedFileID returns the registry id of the file a staged object belongs
 // to: its manifest is <id>.json, its parts <id>-<attempt>-<n>.snappy.parquet
 // (in a partition folder when dated) with their key hashes beside them.
-// Step plans (_steps/<seq>.json) belong to no file.
+// Step plans (_steps/<seq>.json) and the records beside them
+// (_steps/<seq>-broken-<step>.json) belong to no file.
 func stagedFileID(name string) (string, bool) {
 	base := path.Base(name)
 	id, rest, _ := strings.Cut(base, "-")
@@ -298,9 +299,9 @@ func stagedFileID(name string) (string, bool) {
 	return id, true
 }
 
-// dropStalePlans deletes the step plans of completed batches that a merge
-// did not delete itself (it died between completing the batch and deleting
-// the plan). A batch's plan is stale once the table has no open batch of
+// dropStalePlans deletes the step plans of completed batches, and their
+// records of broken history copies, that a merge did not delete itself (it
+// died between completing the batch and deleting them). A batch's plan is stale once the table has no open batch of
 // that number or a lower one.
 func (p *Pipeline) dropStalePlans(ctx context.Context, tableID string, res *MaintainResult) error {
 	st, err := p.Status.Status(ctx, tableID)
@@ -313,7 +314,12 @@ func (p *Pipeline) dropStalePlans(ctx context.Context, tableID string, res *Main
 	prefix := stagingDir(tableID) + "/_steps/"
 	var stale []string
 	err = p.Lake.List(ctx, prefix, "", func(info objstore.Info) error {
-		seq, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(info.Name, prefix), ".json"), 10, 64)
+		// <seq>.json, or <seq>-broken-<step>.json (brokenCopies).
+		name := strings.TrimSuffix(strings.TrimPrefix(info.Name, prefix), ".json")
+		if n, _, ok := strings.Cut(name, "-broken-"); ok {
+			name = n
+		}
+		seq, err := strconv.ParseInt(name, 10, 64)
 		if err != nil {
 			return nil // not a plan of ours
 		}

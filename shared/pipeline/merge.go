@@ -177,7 +177,7 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.TableSet, start
 			return false, leaseErr(workCtx, fmt.Errorf("merge %s batch %d: complete: %w", tabs.ID, b.Seq, err))
 		}
 		if counts.steps > 1 || b.Resumed { // only then can there be a plan
-			p.dropStepPlan(ctx, tabs.ID, b.Seq)
+			p.dropStepPlan(ctx, tabs.ID, b.Seq, counts.brokenRecords)
 		}
 		res.Batches++
 		res.Steps += counts.steps
@@ -256,6 +256,15 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 	if err != nil {
 		return none, counts, err
 	}
+	ids := make([]string, len(b.Files))
+	for i, f := range b.Files {
+		ids[i] = f.ID
+	}
+	broken, err := p.loadBrokenCopies(ctx, tabs.ID, batchIDs{b.Seq, ids}, b.Resumed && len(steps[0].candidates) > 0)
+	if err != nil {
+		return none, counts, err
+	}
+	counts.brokenRecords = broken.records // the map, which the steps add to
 	total := none
 	bad := map[*batchFile]bool{} // quarantined while applying a step
 	carry := map[string]*partCarry{}
@@ -271,11 +280,16 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 		if k == 0 {
 			rowsBefore = rows
 		}
-		sr := p.readStep(ctx, tabs, st, current, bad, carry, arrays)
+		idx, live := liveCandidates(st, broken, k)
+		sr := p.readStep(ctx, tabs, st, current, bad, carry, arrays, idx)
 		for _, r := range sr.read {
 			counts.stagedRows += r.rowsRead
 		}
-		r, err := p.applyStep(ctx, tabs, b, step, st, sr, bad, arrays)
+		copies := stepCopies{live: live}
+		if len(steps) > 1 { // the last step needs no record: no step follows it
+			copies.onBroken = func(ctx context.Context, ids []string) error { return p.recordBroken(ctx, broken, k, ids) }
+		}
+		r, err := p.applyStep(ctx, tabs, b, step, st, sr, bad, arrays, copies)
 		if err != nil {
 			counts.quarantined, counts.steps = quarantined+len(bad), k
 			return total, counts, err
@@ -335,6 +349,16 @@ type batchCounts struct {
 	quarantined int   // files quarantined
 	steps       int   // commit sets
 	stagedRows  int64 // rows of staged parts decoded
+	// brokenRecords name the records of broken history copies the batch
+	// has beside its plan (brokenCopies), by step.
+	brokenRecords map[int]string
+}
+
+// stepCopies are a step's live history copy candidates (liveCandidates),
+// and what records the ones it breaks.
+type stepCopies struct {
+	live     []*batchFile
+	onBroken func(ctx context.Context, ids []string) error
 }
 
 // batchFiles reads the manifests of the batch's files that are not
@@ -441,7 +465,9 @@ type stepRead struct {
 //
 // carry holds, per staged part, what the previous step of the batch decoded
 // past its span (see partCarry); readStep replaces it with this step's.
-func (p *Pipeline) readStep(ctx context.Context, tabs cdc.TableSet, st batchStep, current value.StructType, bad map[*batchFile]bool, carry map[string]*partCarry, arrays *stepArrays) stepRead {
+//
+// candidate numbers the step's live history copy candidates (from 1).
+func (p *Pipeline) readStep(ctx context.Context, tabs cdc.TableSet, st batchStep, current value.StructType, bad map[*batchFile]bool, carry map[string]*partCarry, arrays *stepArrays, candidate map[*batchFile]int32) stepRead {
 	r := p.stepSchema(ctx, tabs, st.parts, current)
 	if r.err != nil {
 		return r
@@ -459,7 +485,9 @@ func (p *Pipeline) readStep(ctx context.Context, tabs cdc.TableSet, st batchStep
 		}
 		in := carry[bp.staged().Add.Path]
 		g.Go(func() error {
-			r.read[i] = p.readPart(ctx, bp, r.source, r.key, r.keyIdx, overwrite, st.span, prune, st.copied[bp.file], in, arrays)
+			// A candidate a step broke is read as any file.
+			hist := histMark{inHistory: st.copied[bp.file] && (st.candidates == nil || candidate[bp.file] > 0), candidate: candidate[bp.file]}
+			r.read[i] = p.readPart(ctx, bp, r.source, r.key, r.keyIdx, overwrite, st.span, prune, hist, in, arrays)
 			return nil
 		})
 	}
@@ -575,7 +603,7 @@ func (p *Pipeline) stepSchema(ctx context.Context, tabs cdc.TableSet, parts []ba
 //
 // The changes are gathered in arrays.step; the parts' arrays go back to
 // arrays, emptied.
-func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Batch, step cdc.Step, st batchStep, sr stepRead, bad map[*batchFile]bool, arrays *stepArrays) (cdc.Result, error) {
+func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Batch, step cdc.Step, st batchStep, sr stepRead, bad map[*batchFile]bool, arrays *stepArrays, copies stepCopies) (cdc.Result, error) {
 	parts := st.parts
 	none := cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
 	if sr.err != nil {
@@ -587,6 +615,12 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 	batch := cdc.Batch{Source: sr.source, Key: sr.key}
 	for i, bp := range parts {
 		if r := read[i]; r.convErr != nil && !bad[bp.file] {
+			if slices.Contains(copies.live, bp.file) {
+				// Planned as a copy, its schema is the step's: nothing
+				// to convert. Quarantining it would lose the rows of
+				// the steps before from the history.
+				return none, fmt.Errorf("staged %s, planned as a history copy, does not fit the step's schema: %w", bp.staged().Add.Path, r.convErr)
+			}
 			// A value that does not fit the widened column: the file
 			// cannot join the table, the rest of the batch goes on. Its
 			// parts merged by earlier steps of the batch stay merged; its
@@ -625,7 +659,10 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 			batch.HistoryFiles = append(batch.HistoryFiles, cdc.HistoryFile{Store: p.Lake, Add: part.Add, Schema: cdc.HistorySchema(bp.source()), Rows: part.Events})
 		}
 	}
-	if len(batch.Changes) == 0 && len(batch.HistoryFiles) == 0 {
+	if len(copies.live) > 0 {
+		batch.Candidates, batch.OnBroken = copyCandidates(p, st, copies.live), copies.onBroken
+	}
+	if len(batch.Changes) == 0 && len(batch.HistoryFiles) == 0 && (!step.Last || len(batch.Candidates) == 0) {
 		return none, nil // every part left out: nothing to commit
 	}
 	dvMin := tc.DVMinFileBytes
@@ -635,6 +672,13 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 	return cdc.ApplyStep(ctx, tabs, step, batch, cdc.Options{TargetFileBytes: tc.TargetFileBytes, Now: p.now, Logger: p.log(),
 		StatePartitionColumns: tc.PartitionColumns, Overwrite: overwrite, Mode: cdc.Mode(tc.Mode),
 		DeletionVectors: tc.DeletionVectors == config.On, DVMinFileBytes: dvMin})
+}
+
+// histMark is how a part's changes are marked for the history: InHistory,
+// and the number of the copy candidate they are of (0: none).
+type histMark struct {
+	inHistory bool
+	candidate int32
 }
 
 // partChanges is what reading one staged part gave.
@@ -650,11 +694,11 @@ type partChanges struct {
 // schema: those whose key lies in span, when set. Of a key-sorted part only
 // the row groups whose first key column's bounds overlap the span are read,
 // when prune says its bounds are of the kind the step's keys are.
-// inHistory marks the changes as those of a file the batch copies to the
+// hist marks the changes as those of a file the batch copies to the
 // history. in, when set, is what the step before this one left of the
 // part (see partCarry): its rows are taken first, and the read starts past
 // them.
-func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.StructType, key []string, keyIdx []int, overwrite bool, span *cdc.KeySpan, prune, inHistory bool, in *partCarry, arrays *stepArrays) partChanges {
+func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.StructType, key []string, keyIdx []int, overwrite bool, span *cdc.KeySpan, prune bool, hist histMark, in *partCarry, arrays *stepArrays) partChanges {
 	var out partChanges
 	part := bp.staged()
 	hs := cdc.HistorySchema(source)
@@ -666,7 +710,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 	ro := delta.ReadOptions{KeepRows: true}
 	// A part the history takes as a file is read for the state alone:
 	// only the columns a change is made of (cdc.StateChange).
-	stateOnly := inHistory && same && len(key) > 0
+	stateOnly := hist.inHistory && same && len(key) > 0
 	if stateOnly {
 		ro.Columns = cdc.StateChangeColumns(source)
 	}
@@ -706,7 +750,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 		if err != nil {
 			return err
 		}
-		c.InHistory = inHistory
+		c.InHistory, c.Candidate = hist.inHistory, hist.candidate
 		out.changes = append(out.changes, c)
 		return nil
 	}
@@ -720,7 +764,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 	// again.
 	var next *partCarry
 	if ro.RowGroupFilter != nil && same && share >= orConst(int64(p.stagedGroupRows), stagedRowGroupRows)/2 {
-		next = &partCarry{source: source, inHistory: inHistory}
+		next = &partCarry{source: source, inHistory: hist.inHistory}
 		if in != nil {
 			next.file = in.file
 		}
@@ -733,7 +777,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 			next.file = f
 		}
 		ro.Opened = next.file
-		if in != nil && in.inHistory == inHistory && value.Equal(in.source, source) {
+		if in != nil && in.inHistory == hist.inHistory && value.Equal(in.source, source) {
 			for i, row := range in.rows {
 				switch c := in.codes.code(int32(i)); {
 				case span.Contains(c):
@@ -777,7 +821,7 @@ func (p *Pipeline) readPart(ctx context.Context, bp batchPart, source value.Stru
 			}
 		}
 		if len(key) == 0 {
-			out.changes = append(out.changes, cdc.Change{History: h, InHistory: inHistory})
+			out.changes = append(out.changes, cdc.Change{History: h, InHistory: hist.inHistory, Candidate: hist.candidate})
 			return nil
 		}
 		if hKey != nil {

@@ -33,10 +33,16 @@ type stepPlan struct {
 	// KeyCode is the cdc.RangeCodeVersion the bounds were coded with.
 	KeyCode int
 	Bounds  [][]byte
-	// Copied are the files whose staged parts the first step commits to
-	// the history as files (historyCopies); no step writes their rows to
-	// the history. Only a plan by key copies files.
+	// Copied are the files whose staged parts the last step commits to
+	// the history as files (historyCopies), but those a step breaks
+	// (cdc.CopyCandidate, brokenCopies); no step writes their rows to the
+	// history until one breaks them. Only a plan by key copies files.
 	Copied []string
+	// CopyFirst marks a plan of an earlier release, whose first step
+	// commits the copies, the history's keys having told that every event
+	// of them was new to it: an attempt that resumes such a batch finishes
+	// it so.
+	CopyFirst bool
 }
 
 // stepPlanJSON is a plan as kept in the lake. A plan by key writes
@@ -45,10 +51,12 @@ type stepPlan struct {
 // table's merge, instead of reading no step and completing a batch it did
 // not apply (a roll back during a batch).
 //
-// A plan by key that copies files to the history writes copiedPlanSteps,
-// a string: a release from before copies reads a plan by key from an
-// object, and would write the copied files' rows to the history again in
-// the steps after the first; it fails to parse the plan instead.
+// A plan by key that copies files to the history writes lastCopyPlanSteps,
+// a list holding a string, which every earlier release fails to parse as
+// its steps: a release from before copies would write the copied files'
+// rows to the history in every step, and one that copies them in the
+// first step (copiedPlanSteps, a string, which this release still
+// follows) would copy them after the steps before it left their rows out.
 type stepPlanJSON struct {
 	Seq     int64           `json:"seq"`
 	Files   []string        `json:"files"`
@@ -59,14 +67,18 @@ type stepPlanJSON struct {
 }
 
 const (
-	keyPlanSteps    = `{"by":"key range","see":"bounds"}`
-	copiedPlanSteps = `"by key range (see bounds); the first step copies the parts of the copied files to the history"`
+	keyPlanSteps      = `{"by":"key range","see":"bounds"}`
+	copiedPlanSteps   = `"by key range (see bounds); the first step copies the parts of the copied files to the history"`
+	lastCopyPlanSteps = `[["by key range (see bounds); the last step copies the parts of the copied files to the history, but those a step broke: see the seq-broken-step records beside it"]]`
 )
 
 func (plan stepPlan) MarshalJSON() ([]byte, error) {
 	j := stepPlanJSON{Seq: plan.Seq, Files: plan.Files, KeyCode: plan.KeyCode, Bounds: plan.Bounds, Steps: json.RawMessage(keyPlanSteps)}
 	if plan.Bounds != nil && len(plan.Copied) > 0 {
-		j.Steps, j.Copied = json.RawMessage(copiedPlanSteps), plan.Copied
+		j.Steps, j.Copied = json.RawMessage(lastCopyPlanSteps), plan.Copied
+		if plan.CopyFirst {
+			j.Steps = json.RawMessage(copiedPlanSteps)
+		}
 	}
 	if plan.Bounds == nil {
 		var err error
@@ -83,15 +95,16 @@ func (plan *stepPlan) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*plan = stepPlan{Seq: j.Seq, Files: j.Files, KeyCode: j.KeyCode, Bounds: j.Bounds}
-	if len(j.Steps) > 0 && (j.Steps[0] == '{' || j.Steps[0] == '"') { // keyPlanSteps, copiedPlanSteps
+	last := bytes.Equal(j.Steps, []byte(lastCopyPlanSteps))
+	if len(j.Steps) > 0 && (j.Steps[0] == '{' || j.Steps[0] == '"') || last { // keyPlanSteps, copiedPlanSteps, lastCopyPlanSteps
 		if j.Bounds == nil {
 			return errors.New("a plan by key ranges without bounds")
 		}
-		if j.Steps[0] == '"' {
+		if j.Steps[0] == '"' || last {
 			if len(j.Copied) == 0 {
 				return errors.New("a plan that copies files to the history without naming them")
 			}
-			plan.Copied = j.Copied
+			plan.Copied, plan.CopyFirst = j.Copied, !last
 		}
 		return nil
 	}
@@ -107,10 +120,15 @@ type batchStep struct {
 	parts []batchPart
 	span  *cdc.KeySpan
 	// copied are the files whose parts the history takes as files
-	// (historyCopies): the step leaves their rows out of its history,
-	// and copies commits those parts.
-	copied map[*batchFile]bool
-	copies []batchPart
+	// (historyCopies): the step leaves their rows out of its history. Of
+	// a plan of an earlier release (CopyFirst), copies are the parts the
+	// step commits; else candidates are the copied files in plan order,
+	// which the last step commits but for those a step broke.
+	copied     map[*batchFile]bool
+	copies     []batchPart
+	candidates []*batchFile
+	// through are the keys of the steps up to this one (nil: all).
+	through *cdc.KeySpan
 }
 
 // stepRangeShare is the share of a step's bound that a key range is cut
@@ -299,16 +317,28 @@ func (plan stepPlan) resolve(byID map[string]*batchFile) ([]batchStep, error) {
 		return steps, err
 	}
 	copied := map[*batchFile]bool{}
+	var candidates []*batchFile
 	for _, id := range plan.Copied {
+		if _, ok := byID[id]; !ok && !plan.CopyFirst {
+			// Its rows of the steps applied so far are in no history
+			// commit yet, and a quarantined file's parts are not read.
+			return nil, fmt.Errorf("the step plan of batch %d copies file %s to the history in its last step, and the file was quarantined since: replay it (dsdelta replay) once the batch is rolled back, or restore its record", plan.Seq, id)
+		}
 		if f, ok := byID[id]; ok {
 			copied[f] = true
-			for i := range f.m.Parts {
-				steps[0].copies = append(steps[0].copies, batchPart{file: f, part: i})
+			candidates = append(candidates, f)
+			if plan.CopyFirst {
+				for i := range f.m.Parts {
+					steps[0].copies = append(steps[0].copies, batchPart{file: f, part: i})
+				}
 			}
 		}
 	}
 	for k := range steps {
 		steps[k].copied = copied
+		if !plan.CopyFirst {
+			steps[k].candidates = candidates
+		}
 	}
 	return steps, nil
 }
@@ -336,6 +366,7 @@ func (plan stepPlan) resolveParts(byID map[string]*batchFile) ([]batchStep, erro
 					hi = plan.Bounds[k]
 				}
 				out[k].span = cdc.NewKeySpan(lo, hi)
+				out[k].through = cdc.NewKeySpan(nil, hi)
 			}
 		}
 		return out, nil
@@ -463,9 +494,15 @@ func sameKeyKinds(part, step value.StructType, key []string) bool {
 	return true
 }
 
-// dropStepPlan deletes a completed batch's plan, if it had one.
-func (p *Pipeline) dropStepPlan(ctx context.Context, tableID string, seq int64) {
+// dropStepPlan deletes a completed batch's plan, if it had one, and the
+// records of the history copies its steps broke (by step).
+func (p *Pipeline) dropStepPlan(ctx context.Context, tableID string, seq int64, broken map[int]string) {
 	if err := p.Lake.Delete(ctx, stepPlanPath(tableID, seq)); err != nil && !errors.Is(err, objstore.ErrNotExist) {
 		p.log().Warn("could not delete a completed batch's step plan", "table", tableID, "batch", seq, "error", err)
+	}
+	for _, name := range broken {
+		if err := p.Lake.Delete(ctx, name); err != nil && !errors.Is(err, objstore.ErrNotExist) {
+			p.log().Warn("could not delete a completed batch's record of broken history copies", "table", tableID, "batch", seq, "record", name, "error", err)
+		}
 	}
 }
