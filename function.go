@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 
@@ -13,11 +14,22 @@ import (
 	"github.com/dsdelta/dsdelta/shared/gcp"
 )
 
+// entryPoints are the functions the package registers.
+var entryPoints = []string{"OnFile", "Merge", "Compact"}
+
 func init() {
-	// One lazily built set of clients per instance, shared by whichever
-	// entry point the instance serves.
+	// One set of clients per instance, shared by whichever entry point
+	// the instance serves. An instance started to serve one of them (the
+	// platform names it in FUNCTION_TARGET) builds them and opens their
+	// connections as it starts, while its first request is on the way;
+	// otherwise (a test, a program that only links the package) the first
+	// request builds them.
 	host, _ := os.Hostname()
-	svc := gcp.Lazy(fmt.Sprintf("%s-%s-%d", os.Getenv("K_SERVICE"), host, os.Getpid()))
+	in := gcp.NewInstance(fmt.Sprintf("%s-%s-%d", os.Getenv("K_SERVICE"), host, os.Getpid()))
+	if slices.Contains(entryPoints, os.Getenv("FUNCTION_TARGET")) {
+		in.Start()
+	}
+	svc := in.Services
 	// Each handler asks for the interface it uses, which *gcp.Services
 	// provides; a handler reads the services only when err is nil.
 	functions.CloudEvent("OnFile", onfile.Handler{Services: func(ctx context.Context) (onfile.Services, error) { return svc(ctx) }}.Handle)

@@ -33,7 +33,16 @@ type LatencyResult struct {
 	// trickle starts and not counted in the percentiles: the first
 	// requests of the freshly started functions and emulators.
 	ColdStart time.Duration
+	// FirstFile is the median latency of the first file of a new table on
+	// the warm stack: after the warm-up, the first file of each of
+	// NewTables tables, uploaded one at a time, each once the one before
+	// is merged. Not counted in the percentiles either.
+	FirstFile time.Duration
 }
+
+// NewTables is how many new tables the latency measurement starts, one
+// after another, for LatencyResult.FirstFile.
+const NewTables = 3
 
 // MeasureLatency writes small Datastream files at a steady trickle across
 // many tables and measures, per file, the time from its upload (the object
@@ -64,7 +73,15 @@ func MeasureLatency(ctx context.Context, s *Stack, o LatencyOptions, log io.Writ
 	// requests (connections, the emulators' JIT) would otherwise land on
 	// the first files of the trickle, whatever the pipeline does.
 	warm := dssim.TableSpec{Source: dssim.MySQL, Database: "lat", Table: "warmup", Format: dssim.JSONL, InitialRows: 0, Changes: 3}
-	sim, err := dssim.Run(dssim.Options{Seed: 3, Tables: append(slices.Clone(specs), warm), EventsPerFile: 3, Prefix: s.Options().SourcePrefix})
+	// Tables of their own, started on the warm stack, time what a new
+	// table's first file costs beyond a known table's: its claim, the
+	// creation of its three Delta tables.
+	var fresh []dssim.TableSpec
+	for i := range NewTables {
+		fresh = append(fresh, dssim.TableSpec{Source: dssim.MySQL, Database: "lat", Table: fmt.Sprintf("new%d", i), Format: dssim.JSONL, InitialRows: 0, Changes: 3})
+	}
+	all := append(append(slices.Clone(specs), warm), fresh...)
+	sim, err := dssim.Run(dssim.Options{Seed: 3, Tables: all, EventsPerFile: 3, Prefix: s.Options().SourcePrefix})
 	if err != nil {
 		return LatencyResult{}, err
 	}
@@ -111,6 +128,27 @@ func MeasureLatency(ctx context.Context, s *Stack, o LatencyOptions, log io.Writ
 			return LatencyResult{}, fmt.Errorf("warm-up: %w", err)
 		}
 		fmt.Fprintf(log, "latency: warm-up file merged %v after its upload\n", res.ColdStart)
+	}
+	var firsts []time.Duration
+	for _, spec := range fresh {
+		wf := byTable[spec.ID()]
+		if len(wf) == 0 {
+			continue
+		}
+		w, err := upload(wf[0])
+		if err != nil {
+			return LatencyResult{}, err
+		}
+		d, err := merged(w, time.Now().Add(2*time.Minute))
+		if err != nil {
+			return LatencyResult{}, fmt.Errorf("first file of table %s: %w", spec.ID(), err)
+		}
+		fmt.Fprintf(log, "latency: first file of the new table %s merged %v after its upload\n", spec.ID(), d)
+		firsts = append(firsts, d)
+	}
+	if len(firsts) > 0 {
+		slices.Sort(firsts)
+		res.FirstFile = firsts[len(firsts)/2]
 	}
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()

@@ -3,12 +3,13 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSummaryMarksUnmeasuredFiguresNA(t *testing.T) {
 	r := &report{decodeRatio: 1.5, peakMiB: 300}
 	got := r.summary()
-	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA random_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA latency_p99_ms=NA backfill_vs_duckdb=NA backfill_events_per_s=NA backfill_peak_mib=NA backfill_10M_over_1M=NA backfill_10M_peak_mib=NA scd2_vs_current=NA merge_us_per_changed_row_100k=NA merge_us_per_changed_row_1M=NA merge_us_per_changed_row_10M=NA"
+	want := "SUMMARY decode_json_vs_duckdb=1.50 merge_vs_duckdb=NA scaling_10M_over_100k=NA random_10M_over_100k=NA peak_mib=300 latency_p50_ms=NA latency_p99_ms=NA backfill_vs_duckdb=NA backfill_events_per_s=NA backfill_peak_mib=NA backfill_10M_over_1M=NA backfill_10M_peak_mib=NA scd2_vs_current=NA merge_us_per_changed_row_100k=NA merge_us_per_changed_row_1M=NA merge_us_per_changed_row_10M=NA latency_cold_ms=NA latency_first_ms=NA"
 	if got != want {
 		t.Errorf("summary = %q, want %q", got, want)
 	}
@@ -32,6 +33,55 @@ func TestSummaryAndTargetsCarryTheLatencyP99(t *testing.T) {
 	if md := r.markdown(); !strings.Contains(md, "| latency p99 ≤ 2 s | 3060.40 ms | **not met** |") {
 		t.Errorf("targets lack the p99 row:\n%s", md)
 	}
+}
+
+// TestLatencyLineOfEveryEmulatorVersionIsRead: the LATENCY line of an
+// emulator before cold_ms, before first_ms, and of this one are all read;
+// the figures a line lacks are NA, and the first file of a new table is
+// held to its goal.
+func TestLatencyLineOfEveryEmulatorVersionIsRead(t *testing.T) {
+	for _, tc := range []struct {
+		name, line   string
+		cold, first  float64
+		summary, row string
+	}{
+		{"a line without cold_ms has neither figure", "LATENCY p50_ms=210 p99_ms=900 max_ms=950 files=80 tables=20",
+			0, 0, " latency_cold_ms=NA latency_first_ms=NA", "| 210 ms | 900 ms | 950 ms | NA | NA |"},
+		{"a line with cold_ms only has the cold start", "LATENCY p50_ms=210 p99_ms=900 max_ms=950 files=80 tables=20 cold_ms=3100",
+			3100, 0, " latency_cold_ms=3100 latency_first_ms=NA", "| 210 ms | 900 ms | 950 ms | 3100 ms | NA |"},
+		{"a line with both has both", "LATENCY p50_ms=210 p99_ms=900 max_ms=950 files=80 tables=20 cold_ms=3100 first_ms=640",
+			3100, 640, " latency_cold_ms=3100 latency_first_ms=640", "| 210 ms | 900 ms | 950 ms | 3100 ms | 640 ms |"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := latencyLine.FindStringSubmatch("go: downloading\n" + tc.line + "\nstopping...\n")
+			if m == nil {
+				t.Fatalf("%q not read", tc.line)
+			}
+			r := &report{}
+			latencyReport(r, m, 20*time.Second)
+			if r.latencyP50 != 210 || r.latencyP99 != 900 || r.latencyColdMs != tc.cold || r.latencyFirstMs != tc.first {
+				t.Errorf("read p50 %v, p99 %v, cold %v, first %v", r.latencyP50, r.latencyP99, r.latencyColdMs, r.latencyFirstMs)
+			}
+			if got := r.summary(); !strings.HasSuffix(got, tc.summary) {
+				t.Errorf("summary = %q, want it to end with %q", got, tc.summary)
+			}
+			if md := r.markdown(); !strings.Contains(md, tc.row) {
+				t.Errorf("the latency table lacks %q:\n%s", tc.row, md)
+			}
+		})
+	}
+	t.Run("the first file of a new table is held to 1000 ms", func(t *testing.T) {
+		for _, tc := range []struct {
+			first, verdict string
+		}{{"640", "**met**"}, {"1400", "**not met**"}} {
+			r := &report{}
+			latencyReport(r, latencyLine.FindStringSubmatch("LATENCY p50_ms=210 p99_ms=900 max_ms=950 files=80 tables=20 cold_ms=3100 first_ms="+tc.first), 20*time.Second)
+			want := "| first file of a new table ≤ 1000 ms on a warm stack | " + tc.first + " ms | " + tc.verdict + " |"
+			if md := r.markdown(); !strings.Contains(md, want) {
+				t.Errorf("targets lack %q:\n%s", want, md)
+			}
+		}
+	})
 }
 
 func TestHumanRows(t *testing.T) {
@@ -135,8 +185,8 @@ func TestSummaryAndTargetsCarryTheSCD2Ratio(t *testing.T) {
 
 func TestSummaryAndHistoryCarryTheCostPerChangedRow(t *testing.T) {
 	r := &report{mergeUsPerChangedRow: [3]float64{9.5, 16.71, 0}}
-	if got, want := r.summary(), " merge_us_per_changed_row_100k=9.50 merge_us_per_changed_row_1M=16.71 merge_us_per_changed_row_10M=NA"; !strings.HasSuffix(got, want) {
-		t.Errorf("summary = %q, want it to end with %q", got, want)
+	if got, want := r.summary(), " merge_us_per_changed_row_100k=9.50 merge_us_per_changed_row_1M=16.71 merge_us_per_changed_row_10M=NA "; !strings.Contains(got, want) {
+		t.Errorf("summary = %q, want it to contain %q", got, want)
 	}
 	if md := r.historyMarkdown("x"); !strings.Contains(md, "| 9.50 / 16.71 / NA |\n") {
 		t.Errorf("history lacks this run's cost per changed row:\n%s", md)

@@ -87,15 +87,31 @@ func openState(ctx context.Context, t TableSet, step Step, b Batch, source value
 	if err := createWithStats(&co, need); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	st.stateSnap, err = openOrCreate(ctx, t.State, t.ID, roleState, co)
-	if err != nil {
-		return nil, fmt.Errorf("state: %w", err)
+	// The two tables are opened (a new table's, created) at once: each is
+	// a read of its log and, the first time, the write of its version 0,
+	// which a new table's first file otherwise waited for in turn. Of a
+	// state table built in another mode, refused below, the tombstones
+	// may thus be opened, or created empty, for nothing.
+	var g errgroup.Group
+	g.Go(func() error {
+		var err error
+		if st.stateSnap, err = openOrCreate(ctx, t.State, t.ID, roleState, co); err != nil {
+			return fmt.Errorf("state: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		var err error
+		if st.tombSnap, err = openTombstones(ctx, t, st.tombSchema, b.Key); err != nil {
+			return fmt.Errorf("tombstones: %w", err)
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	if err := CheckMode(st.stateSnap, t.ID, opts.Mode); err != nil {
 		return nil, err
-	}
-	if st.tombSnap, err = openTombstones(ctx, t, st.tombSchema, b.Key); err != nil {
-		return nil, fmt.Errorf("tombstones: %w", err)
 	}
 	st.stateMD, st.stateSource, _, st.stateWidened, err = evolve(st.stateSnap, source, order, st.schema, b.Key, opts.Overwrite)
 	if err == nil {

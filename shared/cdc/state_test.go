@@ -1,11 +1,19 @@
 package cdc
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"reflect"
+	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/dsdelta/dsdelta/shared/objstore"
 )
 
 // TestPlanStateDecidesEachKeyFromWhatTheLookupFound checks the pure step of
@@ -64,4 +72,57 @@ func TestPlanStateDecidesEachKeyFromWhatTheLookupFound(t *testing.T) {
 	if len(p.dropKeys) != 2 || !p.dropKeys[keyOf(2)] || !p.dropKeys[keyOf(4)] || !reflect.DeepEqual(p.dropFirsts, []any{int64(2), int64(4)}) {
 		t.Fatalf("drop keys %v, firsts %v", p.dropKeys, p.dropFirsts)
 	}
+}
+
+// TestNewTableCreatesStateAndTombstonesAtOnce: a new table's first batch
+// creates its state and tombstone tables at once, not one after the
+// other: the store holds back each version 0 of the two until the other
+// is being written too, which a serial open would never do.
+func TestNewTableCreatesStateAndTombstonesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	gate := &createGate{Store: objstore.NewMemory(), waiting: map[string]bool{}, both: make(chan struct{}),
+		names: []string{"db/t/" + firstCommit, "db/t_tombstones/" + firstCommit}}
+	tabs := TableSet{ID: "db.t", State: objstore.Sub(gate, "db/t"), History: objstore.Sub(gate, "db/t_log"), Tombstones: objstore.Sub(gate, "db/t_tombstones")}
+	b := Batch{Source: testSource, Key: []string{"id", "region"}, Changes: []Change{toChange(t, genEvent(1, 1, "eu", false, 100))}}
+	r, err := Apply(ctx, tabs, 1, b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Inserted != 1 {
+		t.Fatalf("inserted %d, want 1", r.Inserted)
+	}
+	if gate.serial.Load() {
+		t.Fatal("the state and tombstone tables were created one after the other")
+	}
+}
+
+// firstCommit is a Delta table's version 0, which creates it.
+const firstCommit = "_delta_log/00000000000000000000.json"
+
+// createGate holds back the write of each of names until all of them are
+// being written, or a second has passed (then serial is set).
+type createGate struct {
+	objstore.Store
+	names   []string
+	mu      sync.Mutex
+	waiting map[string]bool
+	both    chan struct{}
+	serial  atomic.Bool
+}
+
+func (g *createGate) Write(ctx context.Context, name string, r io.Reader, o objstore.WriteOptions) (objstore.Info, error) {
+	if slices.Contains(g.names, name) {
+		g.mu.Lock()
+		g.waiting[name] = true
+		if len(g.waiting) == len(g.names) {
+			close(g.both)
+		}
+		g.mu.Unlock()
+		select {
+		case <-g.both:
+		case <-time.After(time.Second):
+			g.serial.Store(true)
+		}
+	}
+	return g.Store.Write(ctx, name, r, o)
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord/firestorecoord"
-	"github.com/dsdelta/dsdelta/shared/memlimit"
 	"github.com/dsdelta/dsdelta/shared/objstore/gcsstore"
 	"github.com/dsdelta/dsdelta/shared/opcount"
 	"github.com/dsdelta/dsdelta/shared/pipeline"
@@ -244,34 +242,6 @@ func New(ctx context.Context, env Env, holder string) (*Services, error) {
 		fs.Close()
 		closeStorage()
 	}}, nil
-}
-
-// Lazy returns a getter that builds the services once, on first use, so a
-// function instance pays for its clients on its first event only. A failed
-// build is retried on the next event.
-func Lazy(holder string) func(context.Context) (*Services, error) {
-	var mu sync.Mutex
-	var svc *Services
-	return func(ctx context.Context) (*Services, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if svc != nil {
-			return svc, nil
-		}
-		env, err := EnvFromOS()
-		if err != nil {
-			return nil, fmt.Errorf("configuration: %w", err)
-		}
-		if m := memlimit.Apply(); m.Limit > 0 {
-			Logger(env.LogLevel).Info("memory limit", "event", "memory_limit", "limit_mib", m.Limit>>20, "from", m.From, "paced_by_limit", m.PacedByLimit)
-		}
-		s, err := New(context.WithoutCancel(ctx), env, holder)
-		if err != nil {
-			return nil, err
-		}
-		svc = s
-		return svc, nil
-	}
 }
 
 // WakeMessage is the body of a merge wake-up.

@@ -45,8 +45,8 @@ const historyCopyMinEvents = 4096
 
 // historyCopies returns the ids of the batch's files whose parts the
 // history takes as files (none for a table in schema mode overwrite,
-// whose rows a batch casts).
-func (p *Pipeline) historyCopies(ctx context.Context, tabs cdc.TableSet, files []*batchFile) (map[string]bool, error) {
+// whose rows a batch casts). current is the state table's source schema.
+func (p *Pipeline) historyCopies(ctx context.Context, tabs cdc.TableSet, files []*batchFile, current value.StructType) (map[string]bool, error) {
 	if len(files) == 0 || p.Config.Table(tabs.ID).SchemaMode == config.SchemaOverwrite || p.noHistoryCopies {
 		return nil, nil
 	}
@@ -55,13 +55,10 @@ func (p *Pipeline) historyCopies(ctx context.Context, tabs cdc.TableSet, files [
 	if !slices.ContainsFunc(files, func(f *batchFile) bool { return f.m.Events >= minEvents }) {
 		return nil, nil
 	}
-	current, err := p.tableSource(ctx, tabs)
-	if err != nil {
-		return nil, err
-	}
 	// The schema the batch's history commit writes in: the state's and
 	// every part's (stepSchema), which must be the history's as it is.
 	want := current
+	var err error
 	for _, f := range files {
 		for i, part := range f.m.Parts {
 			if want, _, err = cdc.MergeSchemas(want, withoutUntyped(f.srcs[i], part.Untyped)); err != nil {

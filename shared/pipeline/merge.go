@@ -247,12 +247,19 @@ func (bp batchPart) source() value.StructType { return bp.file.srcs[bp.part] }
 func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Batch) (cdc.Result, batchCounts, error) {
 	none := cdc.Result{HistoryVersion: -1, StateVersion: -1, TombstoneVersion: -1}
 	var counts batchCounts
-	files, quarantined, err := p.batchFiles(ctx, tabs, b)
+	// The state table as the first step finds it: its schema checks the
+	// batch's files, and its log is read once for both (a new table's
+	// first batch, which finds no log, waited for two reads of none).
+	current, rowsBefore, err := p.tableState(ctx, tabs)
+	if err != nil {
+		return none, counts, err
+	}
+	files, quarantined, err := p.batchFiles(ctx, tabs, b, current)
 	counts.quarantined = quarantined
 	if err != nil || len(files) == 0 {
 		return none, counts, err
 	}
-	steps, err := p.planSteps(ctx, tabs, b, files)
+	steps, err := p.planSteps(ctx, tabs, b, files, current)
 	if err != nil {
 		return none, counts, err
 	}
@@ -269,16 +276,13 @@ func (p *Pipeline) applyBatch(ctx context.Context, tabs cdc.TableSet, b coord.Ba
 	bad := map[*batchFile]bool{} // quarantined while applying a step
 	carry := map[string]*partCarry{}
 	arrays := &stepArrays{}
-	var rowsBefore int64 // the state table's, for RecommendDV
 	for k, st := range steps {
 		step := cdc.Step{Seq: b.Seq, Chunk: k, Last: k == len(steps)-1}
-		current, rows, err := p.tableState(ctx, tabs)
-		if err != nil {
-			counts.quarantined, counts.steps = quarantined+len(bad), k
-			return total, counts, err
-		}
-		if k == 0 {
-			rowsBefore = rows
+		if k > 0 { // the step before changed the table
+			if current, _, err = p.tableState(ctx, tabs); err != nil {
+				counts.quarantined, counts.steps = quarantined+len(bad), k
+				return total, counts, err
+			}
 		}
 		idx, live := liveCandidates(st, broken, k)
 		sr := p.readStep(ctx, tabs, st, current, bad, carry, arrays, idx)
@@ -363,12 +367,9 @@ type stepCopies struct {
 
 // batchFiles reads the manifests of the batch's files that are not
 // quarantined and, in schema mode merge, quarantines the files with a part
-// whose schema conflicts with the table's and the batch's earlier files'.
-func (p *Pipeline) batchFiles(ctx context.Context, tabs cdc.TableSet, b coord.Batch) ([]*batchFile, int, error) {
-	source, err := p.tableSource(ctx, tabs)
-	if err != nil {
-		return nil, 0, err
-	}
+// whose schema conflicts with the table's (its source schema source) and
+// the batch's earlier files'.
+func (p *Pipeline) batchFiles(ctx context.Context, tabs cdc.TableSet, b coord.Batch, source value.StructType) ([]*batchFile, int, error) {
 	overwrite := p.Config.Table(tabs.ID).SchemaMode == config.SchemaOverwrite
 	var files []*batchFile
 	quarantined := 0
@@ -410,15 +411,9 @@ next:
 	return files, quarantined, nil
 }
 
-// tableSource is the current-state table's source schema (empty before the
-// table exists), once its mode is checked against the configuration's.
-func (p *Pipeline) tableSource(ctx context.Context, tabs cdc.TableSet) (value.StructType, error) {
-	source, _, err := p.tableState(ctx, tabs)
-	return source, err
-}
-
-// tableState is tableSource and the table's number of rows (0 before it
-// exists, or when its adds do not say).
+// tableState is the current-state table's source schema (empty before the
+// table exists), once its mode is checked against the configuration's, and
+// its number of rows (0 before it exists, or when its adds do not say).
 func (p *Pipeline) tableState(ctx context.Context, tabs cdc.TableSet) (value.StructType, int64, error) {
 	snap, err := delta.Open(tabs.State).Snapshot(ctx)
 	if errors.Is(err, delta.ErrNotATable) {

@@ -194,3 +194,55 @@ func TestStagedFileIDs(t *testing.T) {
 		}
 	}
 }
+
+// listSpy counts the listings of a store whose prefix holds a substring.
+type listSpy struct {
+	objstore.Store
+	substr string
+	mu     sync.Mutex
+	lists  int
+}
+
+func (s *listSpy) List(ctx context.Context, prefix, startAt string, fn func(objstore.Info) error) error {
+	if strings.Contains(prefix, s.substr) {
+		s.mu.Lock()
+		s.lists++
+		s.mu.Unlock()
+	}
+	return s.Store.List(ctx, prefix, startAt, fn)
+}
+
+// TestABatchOfOneStepListsTheStateLogTwice: a batch of one step lists the
+// current-state table's log twice, once to check its files against the
+// table's schema and mode and plan the step, once when the step opens the
+// table to commit. It listed it three times before (four when the
+// history takes a staged part as a file), on the way of a new table's
+// first file.
+func TestABatchOfOneStepListsTheStateLogTwice(t *testing.T) {
+	ctx := context.Background()
+	sim, err := dssim.Run(dssim.Options{Seed: 33, EventsPerFile: 40, Tables: []dssim.TableSpec{
+		{Source: dssim.MySQL, Database: "shop", Table: "customers", InitialRows: 10, Changes: 0},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := objstore.NewMemory()
+	p := newPipeline(t, source, config.Config{})
+	for _, n := range write(t, ctx, source, sim.Files[:1]) {
+		if _, err := p.Stage(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spy := &listSpy{Store: p.Lake, substr: "shop/customers/_delta_log/"}
+	p.Lake = spy
+	res, err := p.MergeTable(ctx, "shop.customers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Batches != 1 || res.Steps != 1 {
+		t.Fatalf("%d batches in %d steps, want one of one", res.Batches, res.Steps)
+	}
+	if spy.lists != 2 {
+		t.Errorf("the new table's first batch listed its state log %d times, want 2", spy.lists)
+	}
+}

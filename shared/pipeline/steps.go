@@ -167,7 +167,8 @@ func stepPlanPath(tableID string, seq int64) string {
 // part larger than a bound is a step of its own). A split into several
 // steps is written to the lake before the first step commits, and an
 // attempt at a resumed batch that finds a plan for it follows it.
-func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Batch, files []*batchFile) ([]batchStep, error) {
+// current is the state table's source schema as the batch found it.
+func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Batch, files []*batchFile, current value.StructType) ([]batchStep, error) {
 	ids := make([]string, len(b.Files))
 	for i, f := range b.Files {
 		ids[i] = f.ID
@@ -236,7 +237,7 @@ func (p *Pipeline) planSteps(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 		plan.KeyCode, plan.Bounds, plan.Steps = 0, nil, nil
 	}
 	if nsteps == 1 || plan.Bounds != nil {
-		copied, err := p.historyCopies(ctx, tabs, files)
+		copied, err := p.historyCopies(ctx, tabs, files, current)
 		if err != nil {
 			return nil, err
 		}
