@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/dsdelta/dsdelta/shared/delta"
@@ -670,12 +671,16 @@ func addHistoryFiles(ctx context.Context, store objstore.Store, snap *delta.Snap
 	}
 	// Copies are object reads and writes: several at once.
 	copies := make([]delta.Add, len(toCopy))
+	ids := make([]string, len(toCopy)) // drawn in turn: see CopyDataFileAs
+	for i := range ids {
+		ids[i] = uuid.NewString()
+	}
 	cg, cctx := errgroup.WithContext(ctx)
 	cg.SetLimit(8)
 	for i, hf := range toCopy {
 		cg.Go(func() error {
 			var err error
-			copies[i], err = delta.CopyDataFile(cctx, hf.Store, hf.Add, store, []string{ColSourceDate})
+			copies[i], err = delta.CopyDataFileAs(cctx, hf.Store, hf.Add, store, []string{ColSourceDate}, ids[i])
 			return err
 		})
 	}

@@ -23,6 +23,14 @@ import (
 // mapping); PROTOCOL.md "Add File and Remove File" asks nothing of a data
 // file's history.
 func CopyDataFile(ctx context.Context, from objstore.Store, add Add, store objstore.Store, partitionColumns []string) (Add, error) {
+	return CopyDataFileAs(ctx, from, add, store, partitionColumns, uuid.NewString())
+}
+
+// CopyDataFileAs is CopyDataFile with the id the copy's name holds
+// (part-00000-<id>-c000...). Copies made at once take ids drawn in turn
+// beforehand, so that their names sort in the order the caller gives them
+// whichever copy is made first: a table's files are visited in path order.
+func CopyDataFileAs(ctx context.Context, from objstore.Store, add Add, store objstore.Store, partitionColumns []string, id string) (Add, error) {
 	src, err := add.ObjectName()
 	if err != nil {
 		return Add{}, err
@@ -41,7 +49,7 @@ func CopyDataFile(ctx context.Context, from objstore.Store, add Add, store objst
 			suffix = codec + ".parquet" // the codec, as FileWriter names its files
 		}
 	}
-	name := "part-00000-" + uuid.NewString() + "-c000" + suffix
+	name := "part-00000-" + id + "-c000" + suffix
 	if len(partitionColumns) > 0 {
 		name = partitionDir(partitionColumns, add.PartitionValues) + "/" + name
 	}
