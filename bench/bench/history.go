@@ -49,6 +49,7 @@ var pastRuns = []pastRun{
 	{"c89e941", "a staged part's rows converted 256 at a time, column after column; the backfill's merge starts with what staging left resident, as in `dsdelta run` (the bench no longer returns it to the system between the phases)", "0.86", "0.51", "2.14", "108", "280", "1.42", "259306", "422", "3.44", "677", "1.33", "NA"},
 	{"ef6e34d", "a sparse read (the merge's key lookups) tests a page's keys and takes the matched rows' values where the page stores them, not from every value made into a parquet.Value; page headers read without reflection; JSON columns already of their unified type not converted again; wide decimals' Parquet bounds valid (no effect on these scenarios)", "0.88", "0.42", "2.23", "114", "210", "1.49", "280419", "422", "2.58", "490", "1.35", "NA"},
 	{"dba45c5", "the arrays a staged part's rows are converted into taken again from part to part and file to file (delta.ValueArrays), not made anew and faulted in under the memory limit each time; a staged part's key codes given their room once", "0.90", "0.46", "2.11", "112", "204", "1.55", "254234", "421", "2.74", "393", "1.64", "NA"},
+	{"ef69321", "JSON payloads inferred and unified with their rows, kinds, converted values and decimal types cut from slabs (0.27 allocations an event staged instead of 6.3); a file's table checked by its id, not its text; every ratio with a target now divides the medians of at least 5 runs a side, run in turn (the runs above compared the best of 1 to 9), and the merge's cost per changed row is reported", "0.81", "0.47", "2.13", "108", "207", "1.44", "273416", "422", "3.22", "367", "1.56", "NA"},
 }
 
 // historyMarkdown renders the earlier runs and this one as one table.
@@ -88,4 +89,4 @@ func (r *report) historyMarkdown(change string) string {
 // thisChange names what the code measured by this run changed since the
 // last entry of pastRuns; move it there with the run's figures when
 // RESULTS.md is committed.
-const thisChange = "JSON payloads inferred and unified with their rows, kinds, converted values and decimal types cut from slabs (0.27 allocations an event staged instead of 6.3); a file's table checked by its id, not its text; every ratio with a target now divides the medians of at least 5 runs a side, run in turn (the runs above compared the best of 1 to 9), and the merge's cost per changed row is reported"
+const thisChange = "since ef69321: the history's duplicate check asks the state side first; history copies decided by each step's own lookup and committed in the last step; the Parquet reader and writer in parquetfile, parquet-go v0.32.1; exact bounds on rewrite; statistics columns where pruning needs them; clients built as an instance starts, a new table's state and tombstones created at once"
