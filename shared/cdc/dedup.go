@@ -110,19 +110,15 @@ func (k knownOrders) classify(c Change, buf *[]byte) seen {
 	}
 	var o []byte
 	if len(k.orders) > 0 || len(k.unknowable) > 0 {
-		text := c.KeyText
-		if text == "" {
-			*buf = AppendKeyText((*buf)[:0], c.Key)
-			if k.unknowable[string(*buf)] {
-				return seenMaybe
-			}
-			o = k.orders[string(*buf)]
+		if c.KeyText != "" {
+			*buf = append((*buf)[:0], c.KeyText...)
 		} else {
-			if k.unknowable[text] {
-				return seenMaybe
-			}
-			o = k.orders[text]
+			*buf = AppendKeyText((*buf)[:0], c.Key)
 		}
+		if k.unknowable[string(*buf)] {
+			return seenMaybe
+		}
+		o = k.orders[string(*buf)]
 	}
 	if o != nil {
 		switch cmp := bytes.Compare(c.Order, o); {

@@ -163,16 +163,20 @@ func liveCandidates(st batchStep, bc *brokenCopies, step int) (map[*batchFile]in
 
 // copyCandidates are the step's live candidates as cdc takes them: every
 // part of each, and the keys of the steps up to this one.
-func copyCandidates(p *Pipeline, st batchStep, live []*batchFile) []cdc.CopyCandidate {
+func (p *Pipeline) copyCandidates(st batchStep, live []*batchFile) []cdc.CopyCandidate {
 	out := make([]cdc.CopyCandidate, len(live))
 	for i, f := range live {
 		c := cdc.CopyCandidate{ID: f.rec.ID, Through: st.through}
 		for j := range f.m.Parts {
-			bp := batchPart{file: f, part: j}
-			part := bp.staged()
-			c.Parts = append(c.Parts, cdc.HistoryFile{Store: p.Lake, Add: part.Add, Schema: cdc.HistorySchema(bp.source()), Rows: part.Events})
+			c.Parts = append(c.Parts, p.historyFile(batchPart{file: f, part: j}))
 		}
 		out[i] = c
 	}
 	return out
+}
+
+// historyFile is a staged part as the history may take it as a file.
+func (p *Pipeline) historyFile(bp batchPart) cdc.HistoryFile {
+	part := bp.staged()
+	return cdc.HistoryFile{Store: p.Lake, Add: part.Add, Schema: cdc.HistorySchema(bp.source()), Rows: part.Events}
 }

@@ -69,7 +69,7 @@ func (p *Pipeline) historyCopies(ctx context.Context, tabs cdc.TableSet, files [
 	snap, err := delta.Open(tabs.History).Snapshot(ctx)
 	switch {
 	case errors.Is(err, delta.ErrNotATable):
-		snap = nil // the batch creates it
+		// The batch creates it, in the history's schema.
 	case err != nil:
 		return nil, err
 	default:

@@ -650,12 +650,11 @@ func (p *Pipeline) applyStep(ctx context.Context, tabs cdc.TableSet, b coord.Bat
 	}()
 	for _, bp := range st.copies {
 		if !bad[bp.file] {
-			part := bp.staged()
-			batch.HistoryFiles = append(batch.HistoryFiles, cdc.HistoryFile{Store: p.Lake, Add: part.Add, Schema: cdc.HistorySchema(bp.source()), Rows: part.Events})
+			batch.HistoryFiles = append(batch.HistoryFiles, p.historyFile(bp))
 		}
 	}
 	if len(copies.live) > 0 {
-		batch.Candidates, batch.OnBroken = copyCandidates(p, st, copies.live), copies.onBroken
+		batch.Candidates, batch.OnBroken = p.copyCandidates(st, copies.live), copies.onBroken
 	}
 	if len(batch.Changes) == 0 && len(batch.HistoryFiles) == 0 && (!step.Last || len(batch.Candidates) == 0) {
 		return none, nil // every part left out: nothing to commit
