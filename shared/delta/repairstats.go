@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/parquetfile"
@@ -203,7 +202,7 @@ func (s *Snapshot) checkFileStats(ctx context.Context, f Add, cols []suspectColu
 	}
 	pf := ra.Parquet()
 	fmd := pf.Metadata()
-	if c.ours = strings.HasPrefix(fmd.CreatedBy, dsdeltaCreatedBy); !c.ours {
+	if c.ours = parquetfile.WrittenByDsdelta(fmd.CreatedBy); !c.ours {
 		return c, nil
 	}
 	root, _, err := parquetfile.Tree(fmd.Schema)

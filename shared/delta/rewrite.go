@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/dsdelta/dsdelta/shared/objstore"
@@ -90,11 +89,6 @@ type RewriteResult struct {
 	// RowGroupsDecoded counts them too.
 	RowGroupsNotCopied int
 }
-
-// dsdeltaCreatedBy prefixes the created_by of the Parquet files FileWriter
-// writes. Only such files are copied verbatim: their footers are known to
-// carry exact null counts and untruncated chunk bounds.
-const dsdeltaCreatedBy = parquetfile.CreatedByDsdelta
 
 // RewriteFile copies the rows of one data file of the table described by md
 // into new data files, leaving out the rows whose key values opts.Drop
@@ -262,7 +256,9 @@ func openRowGroupSource(ctx context.Context, store objstore.Store, name string, 
 		return nil, false, err
 	}
 	f := ra.Parquet()
-	if !strings.HasPrefix(f.Metadata().CreatedBy, dsdeltaCreatedBy) {
+	// Only dsdelta's files are copied verbatim: their footers carry exact
+	// null counts and untruncated chunk bounds.
+	if !parquetfile.WrittenByDsdelta(f.Metadata().CreatedBy) {
 		return nil, false, nil
 	}
 	root, nleaves, err := parquetfile.Tree(f.Metadata().Schema)

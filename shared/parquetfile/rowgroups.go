@@ -117,6 +117,10 @@ type RowGroupBounds struct {
 // untruncated chunk bounds.
 const CreatedByDsdelta = "dsdelta"
 
+// WrittenByDsdelta reports whether a file's created_by (its footer's) is
+// dsdelta's (CreatedByDsdelta).
+func WrittenByDsdelta(createdBy string) bool { return strings.HasPrefix(createdBy, CreatedByDsdelta) }
+
 // NewRowGroupBounds returns how to read the bounds of field fld in f (its
 // node in f's schema tree root found by naming), or nil when they cannot
 // be trusted for value.Compare's order.
@@ -148,7 +152,7 @@ func NewRowGroupBounds(f *parquet.File, root *TreeNode, fld value.Field, naming 
 		// Other writers may truncate byte-array statistics (or, in old
 		// files, order them signed); parquet-go as dsdelta uses it keeps
 		// the exact page bounds, and verbatim row-group copies clone them.
-		if phys != format.ByteArray || !strings.HasPrefix(f.Metadata().CreatedBy, CreatedByDsdelta) {
+		if phys != format.ByteArray || !WrittenByDsdelta(f.Metadata().CreatedBy) {
 			return nil
 		}
 	default:
