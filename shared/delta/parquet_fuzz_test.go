@@ -546,6 +546,32 @@ func TestACorruptPageIndexIsNotCopiedByTheRewrite(t *testing.T) {
 				oi.PageLocations[len(oi.PageLocations)-1].FirstRowIndex = fzGroupRows
 			})
 		}, "first row 20"},
+		{"an offset index page of another size than its page's is rejected", func(t *testing.T, b []byte) []byte {
+			return ckEditIndex(t, b, 1, 2, func(_ *format.ColumnIndex, oi *format.OffsetIndex) {
+				oi.PageLocations[0].CompressedPageSize += 10 // the fuzzer's overlap of two pages
+			})
+		}, "offset index: page 0 of"},
+		{"an offset index page starting inside another page is rejected", func(t *testing.T, b []byte) []byte {
+			return ckEditIndex(t, b, 1, 2, func(_ *format.ColumnIndex, oi *format.OffsetIndex) {
+				oi.PageLocations[1].Offset--
+				oi.PageLocations[1].CompressedPageSize++
+			})
+		}, "offset index: page 1 of"},
+		{"an offset index missing a page is rejected", func(t *testing.T, b []byte) []byte {
+			return ckEditIndex(t, b, 1, 2, func(ci *format.ColumnIndex, oi *format.OffsetIndex) {
+				oi.PageLocations = oi.PageLocations[:len(oi.PageLocations)-1]
+				n := len(oi.PageLocations)
+				ci.NullPages, ci.MinValues, ci.MaxValues = ci.NullPages[:n], ci.MinValues[:n], ci.MaxValues[:n]
+				if len(ci.NullCounts) > n {
+					ci.NullCounts = ci.NullCounts[:n]
+				}
+			})
+		}, "the column chunk has more data pages"},
+		{"an offset index page starting at a row its pages do not start at is rejected", func(t *testing.T, b []byte) []byte {
+			return ckEditIndex(t, b, 1, 2, func(_ *format.ColumnIndex, oi *format.OffsetIndex) {
+				oi.PageLocations[1].FirstRowIndex++
+			})
+		}, "the pages before it hold"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			store, add := fzStore(t, tt.corrupt(t, seed))

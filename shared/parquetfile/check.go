@@ -244,6 +244,9 @@ type pageChecker struct {
 	codecs []format.CompressionCodec
 	// kinds holds the physical kind of each leaf column.
 	kinds []parquet.Kind
+	// repeated tells, for each leaf column, that it has a repetition
+	// level: a v1 data page's value count is not its row count.
+	repeated []bool
 	codecState
 }
 
@@ -261,6 +264,10 @@ func newPageChecker(f *parquet.File, footerStart int64) *pageChecker {
 			if codec := c.Compression(); codec != nil {
 				pc.codecs[i] = codec.CompressionCodec()
 			}
+			for len(pc.repeated) <= i {
+				pc.repeated = append(pc.repeated, false)
+			}
+			pc.repeated[i] = c.MaxRepetitionLevel() > 0
 			return
 		}
 		for _, ch := range c.Columns() {
@@ -279,16 +286,25 @@ func newPageChecker(f *parquet.File, footerStart int64) *pageChecker {
 // uncompressed size that the compressed bytes really decode to (see
 // checkCompressed), and no more values than the chunk declares.
 func (pc *pageChecker) check(g, c int, chunk func(start, end int64) ([]byte, error)) error {
-	rg := &pc.f.Metadata().RowGroups[g]
-	start, end, err := columnChunkRange(rg, c, pc.footerStart)
+	start, b, err := pc.chunkBytes(g, c, chunk)
 	if err != nil {
 		return err
 	}
+	return pc.checkRun(g, c, start, b)
+}
+
+// chunkBytes returns the bytes of column chunk c of row group g, which
+// chunk returns, and the offset they start at.
+func (pc *pageChecker) chunkBytes(g, c int, chunk func(start, end int64) ([]byte, error)) (int64, []byte, error) {
+	start, end, err := columnChunkRange(&pc.f.Metadata().RowGroups[g], c, pc.footerStart)
+	if err != nil {
+		return 0, nil, err
+	}
 	b, err := chunk(start, end)
 	if err != nil {
-		return fmt.Errorf("column chunk %d: %w", c, err)
+		return 0, nil, fmt.Errorf("column chunk %d: %w", c, err)
 	}
-	return pc.checkRun(g, c, start, b)
+	return start, b, nil
 }
 
 // checkRun checks the pages of b, a run of whole pages of leaf column c of
@@ -395,8 +411,75 @@ func (pc *pageChecker) checkRun(g, c int, start int64, b []byte) error {
 // the chunk's data pages, starting at increasing rows of the row group:
 // readers that filter pages by the index seek to these offsets.
 func (pc *pageChecker) checkPageIndex(g, c int, index func(start, end int64) ([]byte, error)) error {
-	_, _, err := pc.pageIndex(g, c, index, true)
-	return err
+	_, oi, err := pc.pageIndex(g, c, index, true)
+	if err != nil || oi == nil {
+		return err
+	}
+	return pc.checkLocations(g, c, oi, index)
+}
+
+// checkLocations checks that oi, the offset index of column chunk c of row
+// group g, locates the chunk's data pages, whose bytes chunk returns: one
+// location a data page, in order, at the offset of its header and of its
+// size header included, starting at the row the pages before it end (for
+// a repeated column, whose v1 pages do not say their rows, at row 0 for
+// the first page). The Parquet format's PageIndex.md defines them so: a
+// reader filtering pages seeks to a location and skips rows by it, and a
+// verbatim copy carries the index into its output as it is.
+func (pc *pageChecker) checkLocations(g, c int, oi *format.OffsetIndex, chunk func(start, end int64) ([]byte, error)) error {
+	start, b, err := pc.chunkBytes(g, c, chunk)
+	if err != nil {
+		return err
+	}
+	where := func(msg string, args ...any) error {
+		return Corruptf("column chunk %d: offset index: %s", c, fmt.Sprintf(msg, args...))
+	}
+	repeated := c < len(pc.repeated) && pc.repeated[c]
+	var proto thrift.CompactProtocol
+	rd := proto.NewReaderFromBytes(nil)
+	dec := thrift.NewDecoder(rd)
+	page, row, rowKnown := 0, int64(0), true
+	for pos := 0; pos < len(b); {
+		at := start + int64(pos)
+		var h format.PageHeader
+		rd.ResetBytes(b[pos:])
+		if err := dec.Decode(&h); err != nil {
+			return where("page header at offset %d: %v", at, err)
+		}
+		size := int64(rd.BytesRead()) + int64(h.CompressedPageSize)
+		if h.CompressedPageSize < 0 || size > int64(len(b)-pos) {
+			return where("the page at offset %d does not fit in the column chunk", at)
+		}
+		pos += int(size)
+		rows := int64(-1)
+		switch h.Type {
+		case format.DataPage:
+			if !repeated {
+				rows = int64(h.DataPageHeader.V.NumValues)
+			}
+		case format.DataPageV2:
+			rows = int64(h.DataPageHeaderV2.V.NumRows)
+		default:
+			continue // not a data page: the index does not locate it
+		}
+		if page >= len(oi.PageLocations) {
+			return where("%d pages, the column chunk has more data pages", len(oi.PageLocations))
+		}
+		loc := oi.PageLocations[page]
+		switch {
+		case loc.Offset != at || int64(loc.CompressedPageSize) != size:
+			return where("page %d of %d bytes at offset %d, the column chunk's is of %d bytes at offset %d", page, loc.CompressedPageSize, loc.Offset, size, at)
+		case rowKnown && loc.FirstRowIndex != row:
+			return where("page %d has first row %d, the pages before it hold %d rows", page, loc.FirstRowIndex, row)
+		}
+		page++
+		row += rows
+		rowKnown = rowKnown && rows >= 0
+	}
+	if page != len(oi.PageLocations) {
+		return where("%d pages, the column chunk %d data pages", len(oi.PageLocations), page)
+	}
+	return nil
 }
 
 // pageIndex is checkPageIndex returning the indexes it checked: nil where
