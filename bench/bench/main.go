@@ -89,10 +89,15 @@ type report struct {
 	// rows its batch changes, in µs, into the tables of mergeSizes (100k,
 	// 1M, 10M rows); 0 = not measured.
 	mergeUsPerChangedRow [3]float64
+	// The sustained scenario: the highest rate whose lag stayed bounded,
+	// in events/s, the p50 and p99 lag at it (ms), the cores the loop
+	// kept busy at it, and the highest peak RSS of its steps; 0 = not
+	// measured.
+	sustainedEventsPerS, sustainedP50, sustainedP99, sustainedCores, sustainedPeakMiB float64
 }
 
 // scenarios are the scenario names --only accepts, in the order they run.
-var scenarios = []string{"decode", "merge", "latency", "backfill", "backfill_scale", "scd2", "reconcile"}
+var scenarios = []string{"decode", "merge", "latency", "backfill", "backfill_scale", "scd2", "reconcile", "sustained"}
 
 // selectScenarios parses --only; empty selects every scenario.
 func selectScenarios(only string) (map[string]bool, error) {
@@ -144,7 +149,7 @@ func run(ctx context.Context, quick bool, outPath string, keep bool, selected ma
 	rep.notes = append(rep.notes, "The bench module resolves a few shared dependencies newer than the main module does, because duckdb-go requires them (minimal version selection): klauspost/compress v1.18.3 (main: v1.18.2; it provides the snappy encoder), pierrec/lz4 v4.1.25, andybalholm/brotli v1.2.0. dsdelta's code is the same; the compression library differs by a patch release.")
 	rep.notes = append(rep.notes, fmt.Sprintf("DuckDB runs in-process with its default %d threads; dsdelta's decode and merge as the functions run them (GOMAXPROCS=%d).", threads, runtime.GOMAXPROCS(0)))
 
-	if selected["merge"] || selected["backfill"] || selected["backfill_scale"] || selected["scd2"] {
+	if selected["merge"] || selected["backfill"] || selected["backfill_scale"] || selected["scd2"] || selected["sustained"] {
 		var childNote string
 		rep.child, childNote = prepareChild(ctx, tmp)
 		if rep.child.exe == "" {
@@ -183,6 +188,11 @@ func run(ctx context.Context, quick bool, outPath string, keep bool, selected ma
 	}
 	if selected["reconcile"] {
 		if err := reconcileScenario(ctx, rep, quick); err != nil {
+			return err
+		}
+	}
+	if selected["sustained"] {
+		if err := sustainedScenario(ctx, rep, tmp, quick); err != nil {
 			return err
 		}
 	}
@@ -292,6 +302,7 @@ func (r *report) markdown() string {
 	row(fmt.Sprintf("backfill 10M / 1M per event ≤ %.1f×", backfillScaleMaxRatio), r.backfillScaleRatio, "%.2f×", func(v float64) bool { return v <= backfillScaleMaxRatio })
 	row(fmt.Sprintf("backfill 10M peak RSS ≤ %d MiB", backfillMaxPeakMiB), r.backfillScalePeakMiB, "%.0f MiB", func(v float64) bool { return v <= backfillMaxPeakMiB })
 	row(fmt.Sprintf("scd2 merge ≤ %.0f× current", scd2MaxRatio), r.scd2Ratio, "%.2f×", func(v float64) bool { return v <= scd2MaxRatio })
+	row(fmt.Sprintf("sustained ≥ %dk events/s, lag p99 ≤ %s", sustainedMinEventsPerS/1000, lagBound), r.sustainedEventsPerS, "%.0f events/s", func(v float64) bool { return v >= sustainedMinEventsPerS })
 	b.WriteString("\n")
 	for _, l := range r.lines {
 		b.WriteString(l + "\n")
@@ -328,11 +339,12 @@ func (r *report) summary() string {
 		}
 		return fmt.Sprintf(format, v)
 	}
-	return fmt.Sprintf("SUMMARY decode_json_vs_duckdb=%s merge_vs_duckdb=%s scaling_10M_over_100k=%s random_10M_over_100k=%s peak_mib=%s latency_p50_ms=%s latency_p99_ms=%s backfill_vs_duckdb=%s backfill_events_per_s=%s backfill_peak_mib=%s backfill_10M_over_1M=%s backfill_10M_peak_mib=%s scd2_vs_current=%s merge_us_per_changed_row_100k=%s merge_us_per_changed_row_1M=%s merge_us_per_changed_row_10M=%s latency_cold_ms=%s latency_first_ms=%s",
+	return fmt.Sprintf("SUMMARY decode_json_vs_duckdb=%s merge_vs_duckdb=%s scaling_10M_over_100k=%s random_10M_over_100k=%s peak_mib=%s latency_p50_ms=%s latency_p99_ms=%s backfill_vs_duckdb=%s backfill_events_per_s=%s backfill_peak_mib=%s backfill_10M_over_1M=%s backfill_10M_peak_mib=%s scd2_vs_current=%s merge_us_per_changed_row_100k=%s merge_us_per_changed_row_1M=%s merge_us_per_changed_row_10M=%s latency_cold_ms=%s latency_first_ms=%s sustained_events_per_s=%s sustained_p50_ms=%s sustained_p99_ms=%s sustained_cores=%s sustained_peak_mib=%s",
 		f(r.decodeRatio, "%.2f"), f(r.mergeRatio, "%.2f"), f(r.scalingRatio, "%.2f"), f(r.randomDVRatio, "%.2f"), f(r.peakMiB, "%.0f"), f(r.latencyP50, "%.0f"), f(r.latencyP99, "%.0f"),
 		f(r.backfillRatio, "%.2f"), f(r.backfillEventsPerS, "%.0f"), f(r.backfillPeakMiB, "%.0f"), f(r.backfillScaleRatio, "%.2f"), f(r.backfillScalePeakMiB, "%.0f"), f(r.scd2Ratio, "%.2f"),
 		f(r.mergeUsPerChangedRow[0], "%.2f"), f(r.mergeUsPerChangedRow[1], "%.2f"), f(r.mergeUsPerChangedRow[2], "%.2f"),
-		f(r.latencyColdMs, "%.0f"), f(r.latencyFirstMs, "%.0f"))
+		f(r.latencyColdMs, "%.0f"), f(r.latencyFirstMs, "%.0f"),
+		f(r.sustainedEventsPerS, "%.0f"), f(r.sustainedP50, "%.0f"), f(r.sustainedP99, "%.0f"), f(r.sustainedCores, "%.2f"), f(r.sustainedPeakMiB, "%.0f"))
 }
 
 func met(ok bool) string {

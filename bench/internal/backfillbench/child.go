@@ -78,11 +78,11 @@ type ChildOptions struct {
 	InOrder bool
 }
 
-// singleSource serves every bucket from the source folder, as the embedded
+// SingleSource serves every bucket from the source folder, as the embedded
 // run (`dsdelta run`) does.
-type singleSource struct{ store objstore.Store }
+type SingleSource struct{ Store objstore.Store }
 
-func (s singleSource) Bucket(context.Context, string) (objstore.Store, error) { return s.store, nil }
+func (s SingleSource) Bucket(context.Context, string) (objstore.Store, error) { return s.Store, nil }
 
 // RunChild runs dsdelta's embedded pipeline as `dsdelta run` wires it —
 // local object stores for the source and the lake, local coordination in
@@ -117,7 +117,7 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 	if o.DeletionVectors {
 		cfg.Defaults.DeletionVectors = config.On
 	}
-	p := &pipeline.Pipeline{Lake: lake, Sources: singleSource{source}, Coordination: pipeline.Coordinate(c), Config: cfg,
+	p := &pipeline.Pipeline{Lake: lake, Sources: SingleSource{source}, Coordination: pipeline.Coordinate(c), Config: cfg,
 		Holder: fmt.Sprintf("bench-%d", os.Getpid()), Logger: slog.Default()}
 	r.Parallel = runtime.NumCPU()
 

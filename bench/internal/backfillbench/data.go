@@ -79,10 +79,10 @@ func mix(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// appendKey appends the primary key of the event first read at index j: a
+// AppendKey appends the primary key of the event first read at index j: a
 // version-4-shaped UUID whose first 64 bits are a bijection of j, so keys
 // are distinct, and random in value and in read order.
-func appendKey(b []byte, j int) []byte {
+func AppendKey(b []byte, j int) []byte {
 	hi, lo := mix(uint64(j)), mix(uint64(j)^0x5bd1e9955bd1e995)
 	hi = hi&^0xf000 | 0x4000
 	lo = lo&^(3<<62) | 2<<62
@@ -121,16 +121,15 @@ func quoted(xs []string) [][]byte {
 // evenly over the files in read order.
 func Generate(dir string, spec Spec) (Data, error) {
 	d := Data{Dir: dir, Events: spec.Events}
-	sum := sha1.Sum([]byte(TableID + "id:string,email:string,name:string,balance:decimal,created_at:timestamp,is_active:long,notes:string"))
-	schemaKey := hex.EncodeToString(sum[:])
-	folder := filepath.Join(dir, Object, streamStart.Format("2006/01/02/15/04"))
+	schemaKey := SchemaKey()
+	folder := filepath.Join(dir, Folder(streamStart))
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return d, fmt.Errorf("create %s: %w", folder, err)
 	}
-	g := generator{schemaKey: schemaKey, first: quoted(firstNames), last: quoted(lastNames), notes: quoted(notes), reread: map[int]bool{}, oneTimestamp: spec.OneTimestamp}
+	g := generator{schemaKey: schemaKey, payloads: newPayloads(), reread: map[int]bool{}, oneTimestamp: spec.OneTimestamp}
 	for f := range spec.Files {
 		lo, hi := f*spec.Events/spec.Files, (f+1)*spec.Events/spec.Files
-		name := fmt.Sprintf("%s_%s_%d_%d_%d.jsonl", schemaKey, ReadMethod, int32(mix(uint64(f))), f%8, f)
+		name := FileName(ReadMethod, f)
 		path := filepath.Join(folder, name)
 		n, err := g.writeFile(path, lo, hi)
 		if err != nil {
@@ -149,11 +148,41 @@ func Generate(dir string, spec Spec) (Data, error) {
 	return d, nil
 }
 
+// SchemaKey is the schema_key of the table's events (and the first part
+// of its file names): a hash of the table and its columns.
+func SchemaKey() string {
+	sum := sha1.Sum([]byte(TableID + "id:string,email:string,name:string,balance:decimal,created_at:timestamp,is_active:long,notes:string"))
+	return hex.EncodeToString(sum[:])
+}
+
+// Folder is the table's folder for files Datastream opened at t: one per
+// minute, below the object's.
+func Folder(t time.Time) string { return filepath.Join(Object, t.UTC().Format("2006/01/02/15/04")) }
+
+// FileName is the name of the table's n-th file of a read method:
+// <schema_key>_<read_method>_<n>_<n>_<n>.jsonl, as Datastream names them.
+func FileName(readMethod string, n int) string {
+	return fmt.Sprintf("%s_%s_%d_%d_%d.jsonl", SchemaKey(), readMethod, int32(mix(uint64(n))), n%8, n)
+}
+
+// IsKey reports whether the backfill's event j is a first read, so that
+// its key (AppendKey) is one of the table's: the other events re-read a
+// key read before.
+func IsKey(j int) bool { return !isReread(j) }
+
 type generator struct {
-	schemaKey          string
-	first, last, notes [][]byte
-	reread             map[int]bool // first-read indexes already read again
-	oneTimestamp       bool
+	schemaKey string
+	payloads
+	reread       map[int]bool // first-read indexes already read again
+	oneTimestamp bool
+}
+
+// payloads renders the payload of a row from its key and a hash of its
+// version, with the JSON forms of the string pools encoded once.
+type payloads struct{ first, last, notes [][]byte }
+
+func newPayloads() payloads {
+	return payloads{first: quoted(firstNames), last: quoted(lastNames), notes: quoted(notes)}
 }
 
 // sourceTime is the source timestamp of event i, a re-read or not.
@@ -223,8 +252,16 @@ func (g *generator) appendEvent(b []byte, i, seq int) []byte {
 	h := mix(uint64(j)*1_000_003 + version)
 	src := g.sourceTime(i, j != i)
 	read := src.Add(time.Duration(h%1000) * time.Millisecond)
-	k := g.schemaKey
-	b = appendGroups(append(b, `{"uuid":"`...), k)
+	b = appendHead(b, g.schemaKey, ReadMethod, seq, read, src)
+	b = append(b, `,"",0],"source_metadata":{"table":"`+Table+`","database":"`+Database+`","primary_keys":["id"],"log_file":"","log_position":0,"change_type":"INSERT","is_deleted":false},`...)
+	return g.appendPayload(b, j, h)
+}
+
+// appendHead appends an event's fields up to its first sort key, the
+// source timestamp in milliseconds: `{"uuid":...,"sort_keys":[<ms>`. The
+// event is the seq-th of its file, read at read.
+func appendHead(b []byte, schemaKey, readMethod string, seq int, read, src time.Time) []byte {
+	b = appendGroups(append(b, `{"uuid":"`...), schemaKey)
 	// Datastream's per-file counter: the low byte in binary digits.
 	for bit := 7; bit >= 0; bit-- {
 		b = append(b, byte('0'+seq>>bit&1))
@@ -233,12 +270,19 @@ func (g *generator) appendEvent(b []byte, i, seq int) []byte {
 	b = read.AppendFormat(b, "2006-01-02T15:04:05.000Z")
 	b = append(b, `","source_timestamp":"`...)
 	b = src.AppendFormat(b, "2006-01-02T15:04:05.000Z")
-	b = append(b, `","object":"`+Object+`","read_method":"`+ReadMethod+`","stream_name":"`+streamName+`","schema_key":"`...)
-	b = append(b, k...)
+	b = append(b, `","object":"`+Object+`","read_method":"`...)
+	b = append(b, readMethod...)
+	b = append(b, `","stream_name":"`+streamName+`","schema_key":"`...)
+	b = append(b, schemaKey...)
 	b = append(b, `","sort_keys":[`...)
-	b = strconv.AppendInt(b, src.UnixMilli(), 10)
-	b = append(b, `,"",0],"source_metadata":{"table":"`+Table+`","database":"`+Database+`","primary_keys":["id"],"log_file":"","log_position":0,"change_type":"INSERT","is_deleted":false},"payload":{"id":"`...)
-	b = appendKey(b, j)
+	return strconv.AppendInt(b, src.UnixMilli(), 10)
+}
+
+// appendPayload appends `"payload":{...}}` and the line's end: the row of
+// key j whose values the hash h of its version gives.
+func (g payloads) appendPayload(b []byte, j int, h uint64) []byte {
+	b = append(b, `"payload":{"id":"`...)
+	b = AppendKey(b, j)
 	b = append(b, `","email":"user`...)
 	b = strconv.AppendInt(b, int64(j), 10)
 	b = append(b, '+')
