@@ -24,9 +24,18 @@ fuzz_once() {
   timeout 180 go test -run '^$' -fuzz "^${2}\$" -fuzztime "$fuzztime" -fuzzminimizetime 100x "$1" >/tmp/dsdelta-fuzz.log 2>&1
 }
 # execs prints how many inputs the run in /tmp/dsdelta-fuzz.log executed,
-# from go's last "fuzz: elapsed: ..., execs: N (...)" line.
+# from go's last "fuzz: elapsed: ..., execs: N (...)" line; or, when the
+# run's time went by while go ran the inputs cached by earlier fuzzing
+# (its "gathering baseline coverage: N/M" lines: a large cache takes
+# longer than $fuzztime on a loaded machine), how many of those it ran.
+# It prints nothing when the log has neither.
 execs() {
-  grep -oE '^fuzz: elapsed: [0-9]+s, execs: [0-9]+' /tmp/dsdelta-fuzz.log | tail -n 1 | sed -E 's/.*execs: //'
+  local n
+  n=$(grep -oE '^fuzz: elapsed: [0-9]+s, execs: [0-9]+' /tmp/dsdelta-fuzz.log | tail -n 1 | sed -E 's/.*execs: //' || true)
+  if [[ -z "$n" ]]; then
+    n=$(grep -oE 'gathering baseline coverage: [0-9]+/' /tmp/dsdelta-fuzz.log | tail -n 1 | sed -E 's/.*: ([0-9]+)\//\1/' || true)
+  fi
+  echo "$n"
 }
 while IFS= read -r file; do
   pkg="./$(dirname "$file")"
