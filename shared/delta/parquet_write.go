@@ -285,28 +285,18 @@ func (w *FileWriter) checkRow(row []any, n int64) error {
 		return fmt.Errorf("write %s row %d: %d values for %d columns", w.name, n, len(row), len(w.opts.Schema.Fields))
 	}
 	for k, i := range w.partIdx {
-		if err := w.checkPartition(k, row[i], n); err != nil {
-			return err
+		if w.partSeen[k] != nil && partValueSame(row[i], w.partSeen[k]) {
+			continue // the value this file's rows were checked to hold
 		}
+		ser, err := FormatPartitionValue(w.partType[k], row[i])
+		if err != nil {
+			return fmt.Errorf("write %s row %d: column %q: %w", w.name, n, w.opts.Schema.Fields[i].Name, err)
+		}
+		if !equalSer(ser, w.partSer[k]) {
+			return fmt.Errorf("write %s row %d: column %q: %w", w.name, n, w.opts.Schema.Fields[i].Name, ErrPartitionValue)
+		}
+		w.partSeen[k] = row[i]
 	}
-	return nil
-}
-
-// checkPartition checks that v, row n's value of the k-th partition
-// column, is the file's partition value.
-func (w *FileWriter) checkPartition(k int, v any, n int64) error {
-	if w.partSeen[k] != nil && partValueSame(v, w.partSeen[k]) {
-		return nil // the value this file's rows were checked to hold
-	}
-	i := w.partIdx[k]
-	ser, err := FormatPartitionValue(w.partType[k], v)
-	if err != nil {
-		return fmt.Errorf("write %s row %d: column %q: %w", w.name, n, w.opts.Schema.Fields[i].Name, err)
-	}
-	if !equalSer(ser, w.partSer[k]) {
-		return fmt.Errorf("write %s row %d: column %q: %w", w.name, n, w.opts.Schema.Fields[i].Name, ErrPartitionValue)
-	}
-	w.partSeen[k] = v
 	return nil
 }
 
@@ -320,50 +310,6 @@ func (w *FileWriter) checkPartition(k int, v any, n int64) error {
 // aborted.
 func (w *FileWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, error)) error {
 	return w.rw.WriteInOrder(n, order, row)
-}
-
-// Column is a block of one column's values that Columns.Fill sets
-// (parquetfile.Column): typed setters for values a caller holds typed,
-// Set for values of package value.
-type Column = parquetfile.Column
-
-// Columns give the rows of a file column by column, for WriteColumns.
-type Columns struct {
-	// Fill sets the values of rows i0, i0+1, ... of schema field f (a
-	// field stored in the file: not a partition column).
-	Fill func(f, i0 int, c Column) error
-	// Value is row i's value of schema field f, as Write takes it. It
-	// is asked of every row, in index order, for the partition columns
-	// (whose values must be the file's) and for the columns whose
-	// statistics are taken row by row (floats, doubles, decimals of more
-	// than 18 digits, nested columns), not of the others.
-	Value func(f, i int) any
-}
-
-// WriteColumns writes n rows, the row at order[0] first (nil: as they
-// come), with the bytes and statistics WriteInOrder writes of the same
-// rows, but takes their values column by column, so that a caller holding
-// them typed needs not make rows of them. A file that cannot take them so
-// (parquetfile.RowWriter.CanWriteColumns) is written by WriteInOrder from
-// row. The partition values are checked first, then the values filled;
-// the error is the first such check's, or the first value's in row order
-// that does not convert. After an error the file can only be aborted.
-func (w *FileWriter) WriteColumns(n int, order []int32, cols Columns, row func(i int) ([]any, error)) error {
-	if !w.rw.CanWriteColumns(n) {
-		return w.WriteInOrder(n, order, row)
-	}
-	rows := w.rw.Rows()
-	for i := range n {
-		for k, f := range w.partIdx {
-			if err := w.checkPartition(k, cols.Value(f, i), rows+int64(i)); err != nil {
-				return w.rw.Fail(err)
-			}
-		}
-	}
-	w.stats.addValues(n, cols.Value)
-	return w.rw.WriteColumns(n, order, func(k, i0 int, c parquetfile.Column) error {
-		return cols.Fill(w.dataIdx[k], i0, c)
-	})
 }
 
 // ValueArrays lends FileWriter.WriteInOrder the arrays it converts a

@@ -123,17 +123,6 @@ func (c *statsCollector) add(row []any) {
 	}
 }
 
-// addValues adds n rows whose values value gives (row i's of the field at
-// index f), as add adds them one by one: only the perRow roots' are asked.
-func (c *statsCollector) addValues(n int, value func(f, i int) any) {
-	c.numRecords += int64(n)
-	for i := range n {
-		for _, r := range c.perRow {
-			r.add(value(r.index, i))
-		}
-	}
-}
-
 // leafSummary describes one leaf column over rows whose values are not seen
 // one by one (a row group copied verbatim from another file).
 type leafSummary struct {

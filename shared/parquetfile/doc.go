@@ -12,9 +12,7 @@
 // filters, row groups copied from other files), writes rows of package
 // value's values into it (RowWriter: their conversion to leaf values,
 // batched column by column, row groups ended at a size or row count,
-// WriteInOrder's column arrays lent by ValueArrays; WriteColumns takes
-// the values column by column instead, set typed through Column's
-// setters, so that a caller holding them typed boxes none), and row groups of
+// WriteInOrder's column arrays lent by ValueArrays, and row groups of
 // other files appended whole or without the rows a drop mask marks, with
 // the kept values' null counts and Extremes), rebuilds a file's schema
 // tree from its footer (Tree), and converts a leaf's stored values, in

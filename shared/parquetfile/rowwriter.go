@@ -292,7 +292,7 @@ var inOrderMaxBytes int64 = 64 << 20
 // and for other schemas, the rows are made and written one by one in
 // order. After an error the file can only be aborted.
 func (w *RowWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, error)) error {
-	if !w.CanWriteColumns(n) {
+	if !w.flat || int64(n)*int64(len(w.colBatch)+1)*int64(unsafe.Sizeof(parquet.Value{})) > inOrderMaxBytes {
 		for j := range n {
 			i := j
 			if order != nil {
@@ -308,56 +308,6 @@ func (w *RowWriter) WriteInOrder(n int, order []int32, row func(i int) ([]any, e
 		}
 		return nil
 	}
-	return w.writeArrays(n, order, func(cols [][]parquet.Value) error {
-		// The rows are taken a block at a time and converted a column
-		// at a time: the block's values stay in the caches across its
-		// columns, and each column's values are stored one after
-		// another rather than into all the arrays at once for every
-		// row.
-		nf := len(w.opts.Fields)
-		blk := make([]any, inOrderBlock*nf)
-		defer clear(blk)
-		for i0 := 0; i0 < n; i0 += inOrderBlock {
-			m := min(inOrderBlock, n-i0)
-			var rowErr error
-			for j := range m {
-				r, err := row(i0 + j)
-				if err == nil && w.opts.Check != nil {
-					err = w.opts.Check(r, int64(i0+j))
-				}
-				if err != nil {
-					m, rowErr = j, err // the rows before it are converted first
-					break
-				}
-				copy(blk[j*nf:(j+1)*nf], r) // row may reuse its array
-				if w.opts.Seen != nil {
-					w.opts.Seen(r)
-				}
-			}
-			if err := w.convertBlock(cols, blk[:m*nf], i0); err != nil {
-				return err
-			}
-			if rowErr != nil {
-				return rowErr
-			}
-		}
-		return nil
-	})
-}
-
-// CanWriteColumns reports whether WriteInOrder takes n rows column by
-// column, and WriteColumns takes them at all: the schema is flat, and its
-// arrays of n values per column, and one column more while they are
-// ordered, fit in inOrderMaxBytes.
-func (w *RowWriter) CanWriteColumns(n int) bool {
-	return w.flat && int64(n)*int64(len(w.colBatch)+1)*int64(unsafe.Sizeof(parquet.Value{})) <= inOrderMaxBytes
-}
-
-// writeArrays writes n rows whose values fill puts into cols, an array of
-// n values per leaf column in index order, levels and column index set;
-// it writes them in order (nil: as they are), a batch at a time. A fill
-// error fails the file.
-func (w *RowWriter) writeArrays(n int, order []int32, fill func(cols [][]parquet.Value) error) error {
 	if err := w.writable(); err != nil {
 		return err
 	}
@@ -376,10 +326,39 @@ func (w *RowWriter) writeArrays(n int, order []int32, fill func(cols [][]parquet
 		}
 		w.opts.ValueArrays.put(sorted) // cleared once ordering is done
 	}()
-	if err := fill(cols); err != nil {
-		w.err = err
-		return err
+	// The rows are taken a block at a time and converted a column at a
+	// time: the block's values stay in the caches across its columns, and
+	// each column's values are stored one after another rather than into
+	// all the arrays at once for every row.
+	nf := len(w.opts.Fields)
+	blk := make([]any, inOrderBlock*nf)
+	for i0 := 0; i0 < n; i0 += inOrderBlock {
+		m := min(inOrderBlock, n-i0)
+		var rowErr error
+		for j := range m {
+			r, err := row(i0 + j)
+			if err == nil && w.opts.Check != nil {
+				err = w.opts.Check(r, int64(i0+j))
+			}
+			if err != nil {
+				m, rowErr = j, err // the rows before it are converted first
+				break
+			}
+			copy(blk[j*nf:(j+1)*nf], r) // row may reuse its array
+			if w.opts.Seen != nil {
+				w.opts.Seen(r)
+			}
+		}
+		if err := w.convertBlock(cols, blk[:m*nf], i0); err != nil {
+			w.err = err
+			return err
+		}
+		if rowErr != nil {
+			w.err = rowErr
+			return rowErr
+		}
 	}
+	clear(blk)
 	if order != nil {
 		// Each column is put in order whole, one after the other: the
 		// jumps stay within one column's array, which the caches hold,

@@ -37,8 +37,6 @@ type Node struct {
 	DefLevel int
 	// Convert converts a leaf's value to its Parquet value.
 	Convert func(any) (parquet.Value, error)
-	// parquetKind is a leaf's physical type (Kind).
-	parquetKind parquet.Kind
 }
 
 // NodeKind is what a Node is.
@@ -146,7 +144,6 @@ func (b *schemaBuilder) build(t value.Type, nullable bool, field value.Field, re
 		n.Leaf = b.leaves
 		b.leaves++
 		n.Convert = conv
-		n.parquetKind = leaf.Type().Kind()
 		if nullable {
 			n.DefLevel = 1
 		}

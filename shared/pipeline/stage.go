@@ -805,65 +805,18 @@ func (r *partRows) codeKeys(key []string) (*keyCodes, error) {
 // in the order the events were decoded, which is the order their values
 // lie in memory, and written in key order (delta.FileWriter.WriteInOrder).
 func (r *partRows) write(ctx context.Context, w *delta.FileWriter, order []int32) (delta.Add, error) {
-	n := r.events.Len()
-	row := func(i int) ([]any, error) {
+	err := w.WriteInOrder(r.events.Len(), order, func(i int) ([]any, error) {
 		row, err := r.row(i)
 		// The row holds what the writer still needs of the event, and
 		// only until it is converted: let the rest go.
 		*r.events.At(i) = datastream.Event{}
 		return row, err
-	}
-	var err error
-	if r.oneSchema() {
-		err = w.WriteColumns(n, order, r.columns(), row)
-	} else {
-		err = w.WriteInOrder(n, order, row)
-	}
+	})
 	if err != nil {
 		w.Abort()
 		return delta.Add{}, err
 	}
 	return w.Close(ctx)
-}
-
-// oneSchema reports whether every row is of the part's schema, as it is
-// unless the source's schema changed within the part, or the table
-// ignores some columns: such rows are conformed row by row.
-func (r *partRows) oneSchema() bool {
-	for _, same := range r.same {
-		if !same {
-			return false
-		}
-	}
-	return true
-}
-
-// columns are the rows as columns, for a part of one schema: each event's
-// metadata and values are set as they are typed, with no row made
-// (cdc.HistoryColumns). The events of a block of rows are let go once the
-// writer has taken every column of the block, as row lets each go.
-func (r *partRows) columns() delta.Columns {
-	hc := &cdc.HistoryColumns{At: r.events.At}
-	cleared := 0 // the events before it are let go
-	first := -1  // the first field of the file's columns
-	return delta.Columns{
-		Fill: func(f, i0 int, c delta.Column) error {
-			if first < 0 {
-				first = f
-			}
-			if f == first {
-				// Every column of the rows before i0 is taken.
-				for ; cleared < i0; cleared++ {
-					*r.events.At(cleared) = datastream.Event{}
-				}
-			}
-			if err := hc.Fill(f, i0, c); err != nil {
-				return fmt.Errorf("write a staged part of %s: %w", r.file, err)
-			}
-			return nil
-		},
-		Value: func(f, i int) any { return hc.Value(f, r.events.At(i)) },
-	}
 }
 
 // sampleKeys sets the part's key sample from its rows' codes in the
