@@ -2,6 +2,7 @@ package parquetfile
 
 import (
 	"errors"
+	"math/big"
 	"slices"
 	"strings"
 	"testing"
@@ -62,5 +63,50 @@ func TestNewSchemaNamesAndNumbersTheLeavesAndShredsValues(t *testing.T) {
 	}
 	if err := s.Columns[2].Shred(leaves, "no list", 0, 0); !errors.Is(err, ErrValueType) {
 		t.Errorf("a string for a list: %v, want ErrValueType", err)
+	}
+}
+
+// TestDecimalsConvertUpToTheirPrecision converts decimals of every
+// precision stored as INT32 or INT64 at the edges of their range, of the
+// column's scale (the path that needs no big.Int arithmetic) and of
+// another (rescaled): ±(10^p − 1) is stored as itself, ±10^p overflows,
+// and a value of a smaller scale is stored scaled up.
+func TestDecimalsConvertUpToTheirPrecision(t *testing.T) {
+	for p := 1; p <= 18; p++ {
+		dt := value.DecimalType{Precision: p, Scale: p / 2}
+		_, conv, err := leafNode(dt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim := DecimalLimit(p)
+		top := new(big.Int).Sub(lim, big.NewInt(1))
+		for _, u := range []*big.Int{top, new(big.Int).Neg(top), big.NewInt(0), big.NewInt(-7)} {
+			pv, err := conv(value.Decimal{Unscaled: u, Scale: dt.Scale})
+			if err != nil {
+				t.Fatalf("%v: %v: %v", dt, u, err)
+			}
+			if got := pv.Int64(); p <= 9 {
+				if got := int64(pv.Int32()); got != u.Int64() {
+					t.Fatalf("%v: %v stored as %d", dt, u, got)
+				}
+			} else if got != u.Int64() {
+				t.Fatalf("%v: %v stored as %d", dt, u, got)
+			}
+		}
+		for _, u := range []*big.Int{lim, new(big.Int).Neg(lim), new(big.Int).Mul(lim, big.NewInt(3))} {
+			if _, err := conv(value.Decimal{Unscaled: u, Scale: dt.Scale}); !errors.Is(err, ErrValueType) {
+				t.Fatalf("%v: %v converted (%v), want an overflow", dt, u, err)
+			}
+		}
+		if dt.Scale > 0 {
+			pv, err := conv(value.Decimal{Unscaled: big.NewInt(-3), Scale: dt.Scale - 1})
+			want := int64(-30)
+			if err != nil || (p <= 9 && int64(pv.Int32()) != want) || (p > 9 && pv.Int64() != want) {
+				t.Fatalf("%v: -3 of scale %d = %v, %v; want %d", dt, dt.Scale-1, pv, err, want)
+			}
+			if _, err := conv(value.Decimal{Unscaled: top, Scale: dt.Scale - 1}); !errors.Is(err, ErrValueType) {
+				t.Fatalf("%v: %v of scale %d converted (%v), want an overflow", dt, top, dt.Scale-1, err)
+			}
+		}
 	}
 }
