@@ -348,6 +348,10 @@ func (s *sustained) runStep(step int, rate float64) (sustainedStep, error) {
 	logf("sustained: step %d: %.0f events/s for %s", step+1, rate, s.spec.step)
 	interval := time.Duration(float64(time.Second) * eventsPerFile / rate)
 	batches := s.tracker.completedBatches()
+	// What the generation, the bulk load and the steps before left to
+	// the collector goes back to the system first: the peak is the
+	// step's own.
+	debug.FreeOSMemory()
 	mergebench.ResetPeakRSS()
 	cpu, prodCPU := backfillbench.CPUTime(), threadCPU()
 	phaseCPU, phaseWall := s.phases.totals()
