@@ -174,6 +174,10 @@ func duckDecode(ctx context.Context, db *sql.DB, path string) (time.Duration, in
 // of percent.
 const decodeRuns = 9
 
+// decodeMaxRatio is the JSON decode's target: dsdelta's time over
+// DuckDB's (issue 31 item 2; 1.0 before it).
+const decodeMaxRatio = 0.7
+
 func decodeScenario(ctx context.Context, rep *report, db *sql.DB, tmp string, quick bool) error {
 	want := int64(50 << 20)
 	if quick {
@@ -240,12 +244,12 @@ func decodeScenario(ctx context.Context, rep *report, db *sql.DB, tmp string, qu
 	rep.add("%d events of a simulated MySQL table (dssim seed 7): one %.1f MB JSONL file, and the same events as %d Avro files (%.1f MB). %d runs of each, in turn (dsdelta JSONL, DuckDB, dsdelta Avro, dsdelta JSONL dropping events), then %d of DuckDB on one thread: times are min – median – max, rates are of the median, ratios divide the medians.\n", d.Events, jsonMB, len(d.AvroPaths), avroMB, decodeRuns, decodeRuns)
 	rep.add("| input | dsdelta | DuckDB | dsdelta / DuckDB | target |")
 	rep.add("|---|---|---|---|---|")
-	rep.add("| JSONL → typed rows | %s ms (%.0f MB/s) | %s ms (%.0f MB/s) | %s | ≤ 1.0× %s |", spread("%.0f", dsJSON), rate(jsonMB, dsJSON), spread("%.0f", duck), rate(jsonMB, duck), ratioCell(dsJSON, duck), met(rep.decodeRatio <= 1.0))
+	rep.add("| JSONL → typed rows | %s ms (%.0f MB/s) | %s ms (%.0f MB/s) | %s | ≤ %.1f× %s |", spread("%.0f", dsJSON), rate(jsonMB, dsJSON), spread("%.0f", duck), rate(jsonMB, duck), ratioCell(dsJSON, duck), decodeMaxRatio, met(rep.decodeRatio <= decodeMaxRatio))
 	rep.add("| JSONL → typed rows, DuckDB limited to 1 thread (information) | %s ms | %s ms | %.2f× | — |", spread("%.0f", dsJSON), spread("%.0f", duck1), medianRatio(dsJSON, duck1))
 	rep.add("| JSONL → typed rows, dsdelta dropping each event once decoded (information: decoding without keeping) | %s ms | %s ms | %s | — |", spread("%.0f", dropped), spread("%.0f", duck), ratioCell(dropped, duck))
 	rep.add("| Avro → typed rows | %s ms (%.0f MB/s, %.2f× the JSONL time) | n/a | n/a | — |\n", spread("%.0f", dsAvro), rate(avroMB, dsAvro), medianRatio(dsAvro, dsJSON))
 	rep.add("How it is made fair: both sides parse every field of every event and keep all rows in memory. dsdelta decodes with the table's known schema (as the pipeline does once a table exists) into `datastream.Events` through `Reader.AppendTo`, exactly as the pipeline's staging keeps a file's events, so every `Event` (typed payload, metadata, ordering key) stays in memory; DuckDB runs `CREATE TABLE ev AS SELECT * FROM read_json(file, format='newline_delimited', columns={...})` with every column typed explicitly (timestamps as TIMESTAMPTZ, balance as DECIMAL(12,2), source_metadata and payload as STRUCTs), so there is no sampling pass. The file is in the page cache for both. %s\n", avroNote)
-	if rep.decodeRatio > 1.0 {
+	if rep.decodeRatio > decodeMaxRatio {
 		prof := filepath.Join(tmp, "decode.cpu.pprof")
 		if err := profileInProcess(prof, func() error {
 			// Repeat so the profile has enough samples to rank functions.
