@@ -68,10 +68,17 @@ func TestNewSchemaNamesAndNumbersTheLeavesAndShredsValues(t *testing.T) {
 
 // TestDecimalsConvertUpToTheirPrecision converts decimals of every
 // precision stored as INT32 or INT64 at the edges of their range, of the
-// column's scale (the path that needs no big.Int arithmetic) and of
-// another (rescaled): ±(10^p − 1) is stored as itself, ±10^p overflows,
-// and a value of a smaller scale is stored scaled up.
+// column's scale and of another (rescaled): ±(10^p − 1) is stored as
+// itself, ±10^p overflows, and a value of a smaller scale is stored scaled
+// up unless that overflows.
 func TestDecimalsConvertUpToTheirPrecision(t *testing.T) {
+	// stored is the unscaled value a converted decimal of precision p holds.
+	stored := func(pv parquet.Value, p int) int64 {
+		if p <= 9 {
+			return int64(pv.Int32())
+		}
+		return pv.Int64()
+	}
 	for p := 1; p <= 18; p++ {
 		dt := value.DecimalType{Precision: p, Scale: p / 2}
 		_, conv, err := leafNode(dt)
@@ -82,15 +89,8 @@ func TestDecimalsConvertUpToTheirPrecision(t *testing.T) {
 		top := new(big.Int).Sub(lim, big.NewInt(1))
 		for _, u := range []*big.Int{top, new(big.Int).Neg(top), big.NewInt(0), big.NewInt(-7)} {
 			pv, err := conv(value.Decimal{Unscaled: u, Scale: dt.Scale})
-			if err != nil {
-				t.Fatalf("%v: %v: %v", dt, u, err)
-			}
-			if got := pv.Int64(); p <= 9 {
-				if got := int64(pv.Int32()); got != u.Int64() {
-					t.Fatalf("%v: %v stored as %d", dt, u, got)
-				}
-			} else if got != u.Int64() {
-				t.Fatalf("%v: %v stored as %d", dt, u, got)
+			if err != nil || stored(pv, p) != u.Int64() {
+				t.Fatalf("%v: %v stored as %v (%v)", dt, u, pv, err)
 			}
 		}
 		for _, u := range []*big.Int{lim, new(big.Int).Neg(lim), new(big.Int).Mul(lim, big.NewInt(3))} {
@@ -99,10 +99,8 @@ func TestDecimalsConvertUpToTheirPrecision(t *testing.T) {
 			}
 		}
 		if dt.Scale > 0 {
-			pv, err := conv(value.Decimal{Unscaled: big.NewInt(-3), Scale: dt.Scale - 1})
-			want := int64(-30)
-			if err != nil || (p <= 9 && int64(pv.Int32()) != want) || (p > 9 && pv.Int64() != want) {
-				t.Fatalf("%v: -3 of scale %d = %v, %v; want %d", dt, dt.Scale-1, pv, err, want)
+			if pv, err := conv(value.Decimal{Unscaled: big.NewInt(-3), Scale: dt.Scale - 1}); err != nil || stored(pv, p) != -30 {
+				t.Fatalf("%v: -3 of scale %d stored as %v (%v), want -30", dt, dt.Scale-1, pv, err)
 			}
 			if _, err := conv(value.Decimal{Unscaled: top, Scale: dt.Scale - 1}); !errors.Is(err, ErrValueType) {
 				t.Fatalf("%v: %v of scale %d converted (%v), want an overflow", dt, top, dt.Scale-1, err)
