@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"sync/atomic"
 	"time"
 
 	"github.com/dsdelta/dsdelta/bench/internal/backfillbench"
@@ -26,7 +25,7 @@ import (
 // with its lag bounded, on 2 cores.
 const sustainedMinEventsPerS = 100_000
 
-// sustainedInterval is the pause between two passes of the loop: `dsdelta
+// sustainedInterval is how often the loop's staging lists the folder: `dsdelta
 // run --watch --interval 1s` (the flag's default, 5 s, would add up to 5 s
 // of waiting to every file's lag; the cloud's merge is woken per file).
 const sustainedInterval = time.Second
@@ -82,14 +81,13 @@ type sustained struct {
 	tracker *lagTracker
 	loopErr chan error // the loop's end
 	stop    chan struct{}
-	passes  atomic.Int64 // the loop's passes ended
 	phases  loopPhases
 }
 
 // sustainedScenario measures one table's sustained capacity: a table of
 // spec.rows keys is bulk-loaded with deletion vectors on, then the loop of
-// `dsdelta run --watch` (pipeline.RunOnce: stage the new files, merge,
-// maintain the table merged) runs in this process over a folder into which
+// `dsdelta run --watch` (pipeline.Watch: stage the new files, and beside
+// it merge and maintain the table) runs in this process over a folder into which
 // files of 5,000 change events (70% updates of live keys, 20% inserts, 10%
 // deletes) are put at a fixed rate, step after step of rising rates.
 func sustainedScenario(ctx context.Context, rep *report, tmp string, quick bool) error {
@@ -193,25 +191,38 @@ func (s *sustained) pipeline(source, lake string) (*pipeline.Pipeline, objstore.
 	return p, src, func() { src.Close(); lk.Close() }, nil
 }
 
-// loop is `dsdelta run --watch`'s: a pass (stage every new file, merge each
-// table with pending work, maintain each table merged: compaction,
-// checkpoints, vacuum), a pause, again, until stop.
+// loop is `dsdelta run --watch`'s (pipeline.Watch: staging the new files
+// every interval, and beside it merging each table with pending work and
+// maintaining it: compaction, checkpoints, vacuum), until stop.
 func (s *sustained) loop(ctx context.Context, p *pipeline.Pipeline, src objstore.Store) error {
-	for {
-		s.phases.enter(phaseStage)
-		if _, err := p.RunOnce(ctx, pipeline.RunOptions{Source: src, Parallel: runtime.NumCPU()}); err != nil {
-			return fmt.Errorf("sustained: pass: %w", err)
-		}
-		s.phases.enter(phaseIdle)
-		s.passes.Add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
 		select {
 		case <-s.stop:
-			return nil
+			cancel()
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(sustainedInterval):
 		}
+	}()
+	err := p.Watch(ctx, pipeline.WatchOptions{
+		RunOptions: pipeline.RunOptions{Source: src, Parallel: runtime.NumCPU()},
+		Interval:   sustainedInterval,
+		Report: func(res pipeline.RunResult) {
+			if len(res.Merged) > 0 {
+				// A merging pass has ended: its merge and maintenance.
+				s.phases.enter(phaseIdle)
+			}
+		},
+	})
+	select {
+	case <-s.stop:
+		return nil
+	default:
 	}
+	if err != nil {
+		return fmt.Errorf("sustained: watch: %w", err)
+	}
+	return nil
 }
 
 // loopFailed returns the loop's error when it has ended early.
@@ -288,12 +299,11 @@ func (s *sustained) waitMerged(limit time.Duration) error {
 	return nil
 }
 
-// waitIdle waits for the loop's pass under way to end: the one that
+// waitIdle waits for merging's pass under way to end: the one that
 // merged the files last put in place ends with the table's maintenance,
 // which the next step should not inherit.
 func (s *sustained) waitIdle() error {
-	n := s.passes.Load()
-	for s.passes.Load() == n {
+	for s.phases.current() != phaseIdle {
 		if err := s.loopFailed(); err != nil {
 			return err
 		}
@@ -475,11 +485,11 @@ func bestStep(steps []sustainedStep) int {
 // SUMMARY.
 func reportSustained(rep *report, spec sustainedSpec, loaded backfillRun, probe float64, steps []sustainedStep, rows int64, live int, drained bool) {
 	rep.add("## Sustained capacity\n")
-	rep.add("One table of %s rows (`%s`, the backfill scenario's UUID-keyed table), bulk-loaded through the backfill path (its files and child, `deletion_vectors: on`, %.0f s), then `dsdelta run --watch --interval %s`'s loop run in this process over a local folder, into which files of %d change events arrive at a fixed rate: %d%% updates of live keys drawn at random over the whole table, %d%% inserts of new keys, %d%% deletes of live keys, with increasing binlog positions and source timestamps of their time. Each pass of the loop (`pipeline.RunOnce`) stages the new files %d at a time, merges the table (default configuration, deletion vectors on: batches of at most %s) and maintains it (compaction, checkpoints, vacuum), as `run --watch` does after each pass that merged; the next pass starts %s after. A file is written aside and renamed into its minute's folder, so no pass sees part of one; merged files are deleted from the folder (a full run writes tens of GB).\n",
-		humanRows(int64(spec.rows)), backfillbench.TableID, loaded.TotalMillis/1000, sustainedInterval, eventsPerFile, updateShare*10, insertShare*10, 100-(updateShare+insertShare)*10, runtime.NumCPU(), batchLimits(), sustainedInterval)
-	rep.add("Lag of a file: from its rename into place to the moment the batch that merged it committed, as the merge stamps the batch when its last commit, the current-state table's, has landed (`coord.BatchStats.CommittedAt`, seen through the pipeline's `Batches`, without polling). First, %d files are put in place at once (the probe: %.0f events/s from the first in place to the last commit, a ceiling, as a backlog is merged in large batches); then steps of %s at %s of that rate, each started once every file before it is merged and the loop's pass has ended, stopping at the first whose lag is unbounded — a file not merged %s after the step's last one, p99 over %s, or the lag growing (the median of the step's last third of files over %d× that of its first third and %s above it) — or, when the first step is unbounded, taking %g of its rate up to %d times until a step is bounded. Loop cores: the process's CPU time over the step, less the producer's thread's, over the step's wall time; split by the phase the loop was in — staging (from a pass's start to the merge's lease, the listing included), merge (under the lease), maintenance (from the lease's release to the pass's end) — each the process's CPU time while in it, the producer's included, and beside it the share of the step's wall time each phase took. Peak RSS: this process's high-water mark over the step, reset at its start (the bench links DuckDB, idle here; the runtime's defaults, GOGC=100 and no memory limit, where a function runs with GOMEMLIMIT at four fifths of its memory). The machine's two cores are shared with the producer and any other work: the figures are noisy.\n",
+	rep.add("One table of %s rows (`%s`, the backfill scenario's UUID-keyed table), bulk-loaded through the backfill path (its files and child, `deletion_vectors: on`, %.0f s), then `dsdelta run --watch --interval %s`'s loop run in this process over a local folder, into which files of %d change events arrive at a fixed rate: %d%% updates of live keys drawn at random over the whole table, %d%% inserts of new keys, %d%% deletes of live keys, with increasing binlog positions and source timestamps of their time. The loop (`pipeline.Watch`) stages the new files %d at a time, and beside it merges the table (default configuration, deletion vectors on: batches of at most %s) as soon as files are staged, and again at once while files are pending, then maintains it (compaction, checkpoints, vacuum) unless files are pending again and it was maintained less than %s ago; staging lists the folder every %s. A file is written aside and renamed into its minute's folder, so no pass sees part of one; merged files are deleted from the folder (a full run writes tens of GB).\n",
+		humanRows(int64(spec.rows)), backfillbench.TableID, loaded.TotalMillis/1000, sustainedInterval, eventsPerFile, updateShare*10, insertShare*10, 100-(updateShare+insertShare)*10, runtime.NumCPU(), batchLimits(), pipeline.WatchMaintainEvery, sustainedInterval)
+	rep.add("Lag of a file: from its rename into place to the moment the batch that merged it committed, as the merge stamps the batch when its last commit, the current-state table's, has landed (`coord.BatchStats.CommittedAt`, seen through the pipeline's `Batches`, without polling). First, %d files are put in place at once (the probe: %.0f events/s from the first in place to the last commit, a ceiling, as a backlog is merged in large batches); then steps of %s at %s of that rate, each started once every file before it is merged and merging's pass has ended, stopping at the first whose lag is unbounded — a file not merged %s after the step's last one, p99 over %s, or the lag growing (the median of the step's last third of files over %d× that of its first third and %s above it) — or, when the first step is unbounded, taking %g of its rate up to %d times until a step is bounded. Loop cores: the process's CPU time over the step, less the producer's thread's, over the step's wall time; split by the phase merging was in — merge (under the lease), maintenance (from the lease's release to the pass's end), waiting — each the process's CPU time while in it, staging's beside it and the producer's included, and beside it the share of the step's wall time each phase took. Peak RSS: this process's high-water mark over the step, reset at its start (the bench links DuckDB, idle here; the runtime's defaults, GOGC=100 and no memory limit, where a function runs with GOMEMLIMIT at four fifths of its memory). The machine's two cores are shared with the producer and any other work: the figures are noisy.\n",
 		spec.probeFiles, probe, spec.step, shares(), lagBound, lagBound, growthFactor, growthFloor, downShare, downSteps)
-	rep.add("| events/s asked | put in place | files | batches | p50 | p99 | max | median first / last third | loop cores (staging / merge / maintenance) | loop's time: staging / merge / maintenance / between passes | producer cores | peak RSS | bounded |")
+	rep.add("| events/s asked | put in place | files | batches | p50 | p99 | max | median first / last third | loop cores (while merging / maintaining / waiting; staging beside) | merging's time: merge / maintenance / waiting | producer cores | peak RSS | bounded |")
 	rep.add("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	var peak int64
 	for _, st := range steps {
@@ -492,9 +502,9 @@ func reportSustained(rep *report, spec sustainedSpec, loaded backfillRun, probe 
 			bounded += " (the producer fell behind the rate)"
 		}
 		c, w := st.phaseCPU, st.phaseWall
-		rep.add("| %.0f | %.0f | %d | %d | %.0f ms | %.0f ms | %.0f ms | %.0f / %.0f ms | %.2f (%.2f / %.2f / %.2f) | %.0f%% / %.0f%% / %.0f%% / %.0f%% | %.2f | %.0f MiB | %s |", st.rate, st.achieved, st.files, st.batches,
-			ms(v.p50), ms(v.p99), ms(v.max), ms(v.firstThird), ms(v.lastThird), st.loopCores, c[phaseStage], c[phaseMerge], c[phaseMaintain],
-			100*w[phaseStage], 100*w[phaseMerge], 100*w[phaseMaintain], 100*w[phaseIdle], st.prodCores, float64(st.peakKiB)/1024, bounded)
+		rep.add("| %.0f | %.0f | %d | %d | %.0f ms | %.0f ms | %.0f ms | %.0f / %.0f ms | %.2f (%.2f / %.2f / %.2f) | %.0f%% / %.0f%% / %.0f%% | %.2f | %.0f MiB | %s |", st.rate, st.achieved, st.files, st.batches,
+			ms(v.p50), ms(v.p99), ms(v.max), ms(v.firstThird), ms(v.lastThird), st.loopCores, c[phaseMerge], c[phaseMaintain], c[phaseIdle],
+			100*w[phaseMerge], 100*w[phaseMaintain], 100*w[phaseIdle], st.prodCores, float64(st.peakKiB)/1024, bounded)
 		peak = max(peak, st.peakKiB)
 	}
 	rep.add("")
@@ -515,8 +525,8 @@ func reportSustained(rep *report, spec sustainedSpec, loaded backfillRun, probe 
 	rep.add("| target | figure | status |\n|---|---|---|\n| ≥ %dk events/s with p99 ≤ %s on %d cores | %.0f events/s%s: p50 %.0f ms, p99 %.0f ms | %s |\n",
 		sustainedMinEventsPerS/1000, lagBound, runtime.NumCPU(), st.figure(), atLeast, rep.sustainedP50, rep.sustainedP99, met(st.figure() >= sustainedMinEventsPerS))
 	c := st.phaseCPU
-	rep.add("At that rate the loop kept %.2f cores busy, %.0f events/s per core: staging %.2f cores (%.0f events/s per core), merging %.2f (%.0f per core), maintenance %.2f (%.0f per core). docs/capacity.md scales these to a function's vCPU. Peak RSS over the steps: %.0f MiB.",
-		st.loopCores, st.figure()/st.loopCores, c[phaseStage], st.figure()/c[phaseStage], c[phaseMerge], st.figure()/c[phaseMerge], c[phaseMaintain], st.figure()/c[phaseMaintain], rep.sustainedPeakMiB)
+	rep.add("At that rate the loop kept %.2f cores busy, %.0f events/s per core: %.2f cores while merging (%.0f events/s per core), %.2f while maintaining, %.2f while merging waited (staging's CPU counts in whichever phase merging was in). docs/capacity.md scales these to a function's vCPU. Peak RSS over the steps: %.0f MiB.",
+		st.loopCores, st.figure()/st.loopCores, c[phaseMerge], st.figure()/c[phaseMerge], c[phaseMaintain], c[phaseIdle], rep.sustainedPeakMiB)
 	if drained {
 		rep.add("After the last step every file was merged, and the current state held %d rows, the keys the events left live.\n", rows)
 	} else {

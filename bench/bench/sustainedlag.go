@@ -213,23 +213,21 @@ func (t *lagTracker) unknownFiles() int {
 	return t.unknown
 }
 
-// The phases of the loop: between passes, then a pass's staging (from its
-// start to the merge's lease, the listing included), its merge (under the
-// lease) and the table's maintenance (from the lease's release to the
-// pass's end).
+// The phases of the loop's merging: waiting for files, a merge (under the
+// table's lease) and the table's maintenance (from the lease's release to
+// the end of the merging pass). Staging runs beside them.
 const (
 	phaseIdle = iota
-	phaseStage
 	phaseMerge
 	phaseMaintain
 	phases
 )
 
 // loopPhases splits the wall time and the process's CPU time between the
-// loop's phases, as the loop and its lease tell it which one it is in.
-// The CPU time of the whole process is counted (the producer's thread's
-// too, a few hundredths of a core), so a phase's is the process's while
-// the loop is in it.
+// phases of the loop's merging, as the loop and its lease tell it which
+// one it is in. The CPU time of the whole process is counted (staging's,
+// beside merging, and the producer's thread's, a few hundredths of a
+// core), so a phase's is the process's while merging is in it.
 type loopPhases struct {
 	mu        sync.Mutex
 	cpu, wall [phases]time.Duration
@@ -248,6 +246,13 @@ func (l *loopPhases) enter(phase int) {
 		l.cpu[l.phase] += cpu - l.sinceCPU
 	}
 	l.phase, l.since, l.sinceCPU = phase, now, cpu
+}
+
+// current is the phase under way.
+func (l *loopPhases) current() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.phase
 }
 
 // totals are the CPU and wall times of each phase so far, the phase under

@@ -115,28 +115,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		tables: map[string]*tableSummary{}, held: map[string]string{}, poll: time.Second, ops: ops}
 	switch {
 	case *watch:
-		r.busy = fmt.Sprintf("trying again in %s", *interval) // the next pass waits
+		r.busy = fmt.Sprintf("trying again within %s", *interval) // the next merging pass tries again
+		err := p.Watch(ctx, pipeline.WatchOptions{RunOptions: r.options(), Interval: *interval, Report: r.add})
+		if ctx.Err() == nil {
+			return err
+		}
+		fmt.Fprintln(stderr, "stopping")
+		return r.finish(context.WithoutCancel(ctx), stdout)
 	case *noWait:
 		r.busy = "not waiting (--no-wait)"
 	default:
 		r.wait, r.busy = true, "waiting"
 	}
-	for {
-		if err := r.pass(ctx); err != nil {
-			return err
-		}
-		if !*watch {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(stderr, "stopping")
-			return r.finish(context.WithoutCancel(ctx), stdout)
-		case <-time.After(*interval):
-		}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if err := r.pass(ctx); err != nil {
+		return err
 	}
 	return r.finish(ctx, stdout)
 }
@@ -182,22 +174,33 @@ func (r *runner) table(tableID string) *tableSummary {
 // pending work and maintains the tables it touched (pipeline.RunOnce), and
 // adds what it did to the summary.
 func (r *runner) pass(ctx context.Context) error {
-	res, err := r.p.RunOnce(ctx, pipeline.RunOptions{
-		Source: r.source, Parallel: r.parallel,
-		Progress: r.progress, Busy: r.announce, Wait: r.wait, Poll: r.poll,
-	})
+	res, err := r.p.RunOnce(ctx, r.options())
 	if err != nil {
 		return err
 	}
+	r.add(res)
+	return nil
+}
+
+func (r *runner) options() pipeline.RunOptions {
+	return pipeline.RunOptions{
+		Source: r.source, Parallel: r.parallel,
+		Progress: r.progress, Busy: r.announce, Wait: r.wait, Poll: r.poll,
+	}
+}
+
+// add adds what a pass did to the summary.
+func (r *runner) add(res pipeline.RunResult) {
 	r.skipped += res.Skipped
-	r.ignored = res.Ignored
+	if res.Listed {
+		r.ignored = res.Ignored
+	}
 	for _, id := range res.Merged {
 		delete(r.held, id)
 	}
 	for id, tr := range res.Tables {
 		r.table(id).Add(*tr)
 	}
-	return nil
 }
 
 // progress says on stderr how far a large staging is, every 50 files.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -299,5 +300,77 @@ func TestRunTakesOverTheLeaseOfAKilledRun(t *testing.T) {
 	}
 	if row := summaryRow(t, out.String(), "shop.customers"); row["pending"] != "0" || row["merged files"] == "0" {
 		t.Fatalf("row = %v, want everything merged", row)
+	}
+}
+
+// TestRunWatchPicksUpFilesAsTheyArrive runs `run --watch` over a folder,
+// adds a file while it runs, and stops it as a signal would: the summary
+// counts every file staged and merged, and the late file's change is in
+// the table.
+func TestRunWatchPicksUpFilesAsTheyArrive(t *testing.T) {
+	src, lake := simulated(t)
+	store, err := objstore.NewLocal(lake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := coord.NewLocal(store, coord.LocalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- realMain(ctx, []string{"run", "--source", src, "--lake", lake, "--watch", "--interval", "20ms"}, &out, &errOut)
+	}()
+	// merged waits until every file of shop.customers the registry knows
+	// is merged, and returns how many there are.
+	merged := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			files, err := c.ListFiles(context.Background(), "shop.customers", "")
+			n := 0
+			for _, f := range files {
+				if f.State == coord.StateMerged {
+					n++
+				}
+			}
+			if err == nil && n >= want && len(files) == n {
+				return
+			}
+			select {
+			case code := <-done:
+				t.Fatalf("run --watch ended (%d) by itself\n%s\n%s", code, out.String(), errOut.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d files of shop.customers merged after 30s (%v)", n, len(files), err)
+			}
+		}
+	}
+	merged(1)
+	first, err := c.ListFiles(context.Background(), "shop.customers", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := `{"uuid":"late","read_timestamp":"2026-01-06T23:59:00Z","source_timestamp":"2026-01-06T23:59:00Z","object":"shop_customers","read_method":"mysql-cdc-binlog","source_metadata":{"table":"customers","database":"shop","primary_keys":["id"],"log_file":"mysql-bin.999999999","log_position":4,"change_type":"INSERT","is_deleted":false},"payload":{"id":424242}}` + "\n"
+	writeSource(t, src, "shop_customers/2026/01/06/23/59/late_mysql-cdc-binlog_1_0_0.jsonl", line)
+	merged(len(first) + 1)
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("run --watch stopped = %d, want 0\n%s\n%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "stopping") {
+		t.Errorf("run --watch does not say it stops:\n%s", errOut.String())
+	}
+	want := strconv.Itoa(len(first) + 1)
+	if row := summaryRow(t, out.String(), "shop.customers"); row["staged files"] != want || row["merged files"] != want || row["pending"] != "0" {
+		t.Fatalf("row = %v, want %s files staged and merged, none pending", row, want)
+	}
+	show, _, code := cli(t, "show", filepath.Join(lake, "shop", "customers"), "--format", "jsonl")
+	if code != 0 || !strings.Contains(show, `"id":424242`) {
+		t.Fatalf("show of the late row = %d %q", code, show)
 	}
 }

@@ -3,7 +3,8 @@
 // compact and clean up, and for the functions MergeWakeUp (a merge asked
 // for by a wake-up that can be delivered again) and MaintainAll (the
 // scheduled round over every table), and for the CLI RunOnce (one pass of
-// an embedded run: stage, merge, maintain), Unmerged and Replay (stage
+// an embedded run: stage, merge, maintain), Watch (run --watch: staging
+// and merging side by side until stopped), Unmerged and Replay (stage
 // again after a fix, and merge), and Describe (what a Delta table's
 // snapshot says of it) — over the object-store and
 // coordination interfaces, so the cloud functions, the CLI's embedded run

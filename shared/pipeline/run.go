@@ -61,6 +61,9 @@ type RunResult struct {
 	// or of an excluded table. Ignored counts the source's objects that
 	// are no data files (by name), which are never staged.
 	Skipped, Ignored int
+	// Listed is set when the pass listed the source, so Ignored counts
+	// what the listing found (a merging pass of Watch lists nothing).
+	Listed bool
 	// Tables has an entry for every table the pass staged or merged and
 	// every table the registry knows.
 	Tables map[string]*TableRun
@@ -106,9 +109,20 @@ func (p *Pipeline) RunOnce(ctx context.Context, o RunOptions) (RunResult, error)
 	if err := p.stageAll(ctx, o, &res); err != nil {
 		return res, err
 	}
+	if err := p.mergePending(ctx, o, &res, nil); err != nil {
+		return res, err
+	}
+	return res, p.readVersions(ctx, &res)
+}
+
+// mergePending merges and maintains every table with pending work, in
+// table order, and (o.Wait) waits for those whose lease another process
+// holds; res.Busy are those still busy. A table merged is maintained
+// unless defer says to leave it for later (nil: never).
+func (p *Pipeline) mergePending(ctx context.Context, o RunOptions, res *RunResult, deferMaintain func(context.Context, string) (bool, error)) error {
 	statuses, err := p.Status.Statuses(ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
 	sort.Slice(statuses, func(i, j int) bool { return statuses[i].Table < statuses[j].Table })
 	var busy []string
@@ -116,21 +130,24 @@ func (p *Pipeline) RunOnce(ctx context.Context, o RunOptions) (RunResult, error)
 		if st.Pending == 0 && st.OpenBatchSeq == 0 {
 			continue
 		}
-		merged, err := p.runMerge(ctx, st.Table, &res)
+		merged, err := p.runMerge(ctx, st.Table, res, deferMaintain)
 		if err != nil {
-			return res, err
+			return err
 		}
 		if !merged {
 			busy = append(busy, st.Table)
 		}
 	}
-	if res.Busy, err = p.waitFor(ctx, o, busy, &res); err != nil {
-		return res, err
-	}
-	// Versions as the tables hold them now (maintenance commits too).
-	statuses, err = p.Status.Statuses(ctx)
+	res.Busy, err = p.waitFor(ctx, o, busy, res)
+	return err
+}
+
+// readVersions sets the versions every known table's Delta tables have
+// now (maintenance commits too).
+func (p *Pipeline) readVersions(ctx context.Context, res *RunResult) error {
+	statuses, err := p.Status.Statuses(ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
 	for _, st := range statuses {
 		t := res.table(st.Table)
@@ -145,7 +162,7 @@ func (p *Pipeline) RunOnce(ctx context.Context, o RunOptions) (RunResult, error)
 			t.HistoryVersion = s.Version()
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // stageAll stages the source's files the registry does not know yet,
@@ -168,7 +185,7 @@ func (p *Pipeline) stageAll(ctx context.Context, o RunOptions, res *RunResult) e
 		if err != nil {
 			return fmt.Errorf("list %s: %w", o.Source.URL(), err)
 		}
-		res.Ignored = rr.Ignored
+		res.Ignored, res.Listed = rr.Ignored, true
 		if len(found) == 0 {
 			return nil
 		}
@@ -215,7 +232,7 @@ func (p *Pipeline) stageFound(ctx context.Context, o RunOptions, files []datastr
 // runMerge merges a table's pending files and maintains it. It reports
 // false when another process holds the table's lease, so nothing was
 // merged.
-func (p *Pipeline) runMerge(ctx context.Context, tableID string, res *RunResult) (bool, error) {
+func (p *Pipeline) runMerge(ctx context.Context, tableID string, res *RunResult, deferMaintain func(context.Context, string) (bool, error)) (bool, error) {
 	mr, err := p.MergeTable(ctx, tableID)
 	if err != nil {
 		return false, err
@@ -232,6 +249,12 @@ func (p *Pipeline) runMerge(ctx context.Context, tableID string, res *RunResult)
 		return false, nil
 	}
 	res.Merged = append(res.Merged, tableID)
+	if deferMaintain != nil {
+		later, err := deferMaintain(ctx, tableID)
+		if err != nil || later {
+			return err == nil, err
+		}
+	}
 	if _, err := p.Maintain(ctx, tableID); err != nil {
 		return false, err
 	}
@@ -268,7 +291,7 @@ func (p *Pipeline) waitFor(ctx context.Context, o RunOptions, busy []string, res
 		}
 		var still []string
 		for _, table := range busy {
-			merged, err := p.runMerge(ctx, table, res)
+			merged, err := p.runMerge(ctx, table, res, nil)
 			if err != nil {
 				return busy, err
 			}
