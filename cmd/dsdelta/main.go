@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/dsdelta/dsdelta/shared/memlimit"
@@ -42,8 +43,13 @@ func commands() map[string]command {
 	}
 }
 
-// errUsage marks an error already explained by a usage message.
+// errUsage marks a command line a command refuses: exit code 2, its
+// reason on stderr.
 var errUsage = errors.New("usage")
+
+// errFlags is errUsage for flags the flag package refused, which has
+// printed why and the command's usage already.
+var errFlags = fmt.Errorf("%w: flags", errUsage)
 
 // configError marks a bad argument or configuration that is not explained
 // by a usage message: it is printed and exits 2, like a usage error.
@@ -96,7 +102,10 @@ func exitCode(stderr io.Writer, name string, err error) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, errFlags):
+		return 2
 	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "dsdelta %s: %s\n", name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 		return 2
 	}
 	fmt.Fprintf(stderr, "dsdelta %s: %v\n", name, err)
@@ -138,7 +147,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
+			return nil, fmt.Errorf("%w: %v", errFlags, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -35,3 +35,25 @@ func TestHelpVerbPrintsTheVerbsFlags(t *testing.T) {
 		}
 	})
 }
+
+// TestUsageErrorsSayWhy: a command line a verb refuses exits 2 and says
+// why on stderr, once; a flag the flag package refuses is explained by it.
+func TestUsageErrorsSayWhy(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		why  string
+	}{
+		{[]string{"run"}, "dsdelta run: --source and --lake are required"},
+		{[]string{"show", "--format", "xml", dir}, "dsdelta show: --format must be table or jsonl"},
+		{[]string{"optimize", "--max-deleted-share", "0", dir}, "dsdelta optimize: --max-deleted-share must be above 0 and at most 1"},
+		{[]string{"run", "--bogus"}, "flag provided but not defined: -bogus"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out, errOut, code := cli(t, tt.args...)
+			if code != 2 || strings.Count(errOut, tt.why) != 1 {
+				t.Fatalf("exit %d, want 2 and %q once on stderr\n%s\n%s", code, tt.why, out, errOut)
+			}
+		})
+	}
+}
