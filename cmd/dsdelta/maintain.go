@@ -111,6 +111,7 @@ func printCommitted(ctx context.Context, w io.Writer, store objstore.Store, v in
 func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("optimize", stderr)
 	target := fs.Int64("target-file-bytes", config.DefaultTargetFileBytes, "size of the files written; files under a quarter of it are compacted (give a dsdelta table its target_file_bytes)")
+	maxDeleted := fs.Float64("max-deleted-share", delta.DefaultMaxDeletedShare, "rewrite a file whose deletion vector marks more than this share of its rows (give a dsdelta table its deletion_vector_max_deleted_share; 1: never for its vector alone)")
 	dryRun := fs.Bool("dry-run", false, "print what would be rewritten, and write nothing")
 	verbUsage(fs, "Bin-packs the small files of the Delta table TABLE (and clusters a dsdelta\n"+
 		"current-state table by key), and folds deletion vectors, as scheduled\n"+
@@ -124,7 +125,10 @@ func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *target <= 0 {
 		return fmt.Errorf("%w: --target-file-bytes must be positive", errUsage)
 	}
-	return optimizeTable(ctx, store, url, pipeline.CompactOptions{TargetFileBytes: *target, DryRun: *dryRun}, stdout, retryLogger(stderr))
+	if !(*maxDeleted > 0 && *maxDeleted <= 1) {
+		return fmt.Errorf("%w: --max-deleted-share must be above 0 and at most 1", errUsage)
+	}
+	return optimizeTable(ctx, store, url, pipeline.CompactOptions{TargetFileBytes: *target, MaxDeletedShare: *maxDeleted, DryRun: *dryRun}, stdout, retryLogger(stderr))
 }
 
 // optimizeTable compacts the table in store as maintenance does

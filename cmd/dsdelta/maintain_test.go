@@ -228,6 +228,19 @@ func TestOptimizeOfSparkTables(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a deleted share outside (0, 1] is a usage error", func(t *testing.T) {
+		dir := copyDeltaFixture(t, "basic-dv-no-checkpoint")
+		v := mustSnapshotOf(t, dir).Version()
+		for _, share := range []string{"0", "1.5", "-1"} {
+			out, errOut, code := cli(t, "optimize", "--max-deleted-share", share, dir)
+			if code != 2 || !strings.Contains(errOut, "--max-deleted-share") {
+				t.Fatalf("--max-deleted-share %s: exit %d, want 2 naming the flag\n%s\n%s", share, code, out, errOut)
+			}
+		}
+		if got := mustSnapshotOf(t, dir).Version(); got != v {
+			t.Fatalf("a refused optimize committed version %d", got)
+		}
+	})
 	t.Run("a table with column mapping is refused, naming the feature", func(t *testing.T) {
 		dir := copyDeltaFixture(t, "table-with-dv-small")
 		v := mustSnapshotOf(t, dir).Version()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
 	"strings"
@@ -134,6 +135,11 @@ type TableConfig struct {
 	// it a rewrite costs about what a vector file and the extra reads of
 	// a vector do, and keeps the table free of tiny vectors).
 	DVMinFileBytes int64 `yaml:"deletion_vector_min_file_bytes" json:"deletion_vector_min_file_bytes"`
+	// DVMaxDeletedShare is the share of a file's rows its deletion vector
+	// may mark before compaction rewrites the file without them (default
+	// 0.2; 1: never for its vector alone). Higher, compaction rewrites
+	// less under random updates and readers skip more deleted rows.
+	DVMaxDeletedShare float64 `yaml:"deletion_vector_max_deleted_share" json:"deletion_vector_max_deleted_share"`
 }
 
 // Switch is an on/off setting; empty means the default.
@@ -305,6 +311,9 @@ func (t TableConfig) validate(where string) error {
 	if t.DVMinFileBytes < 0 {
 		return fmt.Errorf("%s.deletion_vector_min_file_bytes must not be negative", where)
 	}
+	if t.DVMaxDeletedShare < 0 || t.DVMaxDeletedShare > 1 || math.IsNaN(t.DVMaxDeletedShare) {
+		return fmt.Errorf("%s.deletion_vector_max_deleted_share must be between 0 and 1", where)
+	}
 	for _, k := range t.PrimaryKey {
 		if k == "" {
 			return fmt.Errorf("%s.primary_key has an empty column name", where)
@@ -360,6 +369,9 @@ func (c Config) Table(tableID string) TableConfig {
 		}
 		if o.DVMinFileBytes != 0 {
 			t.DVMinFileBytes = o.DVMinFileBytes
+		}
+		if o.DVMaxDeletedShare != 0 {
+			t.DVMaxDeletedShare = o.DVMaxDeletedShare
 		}
 	}
 	if t.DeletionVectors == "" {

@@ -71,6 +71,8 @@ tables:
 		{"defaults:\n  deletion_vectors: yes please\n", `defaults.deletion_vectors: "yes please" is not on or off`},
 		{"tables:\n  a.b:\n    deletion_vectors: true\n", `tables.a.b.deletion_vectors: "true" is not on or off`},
 		{"defaults:\n  deletion_vector_min_file_bytes: -1\n", "defaults.deletion_vector_min_file_bytes must not be negative"},
+		{"defaults:\n  deletion_vector_max_deleted_share: 1.5\n", "defaults.deletion_vector_max_deleted_share must be between 0 and 1"},
+		{"tables:\n  a.b:\n    deletion_vector_max_deleted_share: -0.1\n", "tables.a.b.deletion_vector_max_deleted_share must be between 0 and 1"},
 		{"defaults:\n  mode: history\n", `defaults.mode: "history" is not one of current, soft_delete, scd2`},
 		{"tables:\n  a.b:\n    mode: softdelete\n", `tables.a.b.mode: "softdelete" is not one of current, soft_delete, scd2`},
 	} {
@@ -107,6 +109,18 @@ func TestDeletionVectorsSetting(t *testing.T) {
 		}
 		if got, other := c.Table("a.b").DVMinFileBytes, c.Table("a.c").DVMinFileBytes; got != 1 || other != 4096 {
 			t.Errorf("a.b %d, a.c %d; want 1 and 4096", got, other)
+		}
+	})
+	t.Run("the deleted share compaction folds past is set in defaults and per table", func(t *testing.T) {
+		c, err := Parse([]byte("defaults:\n  deletion_vector_max_deleted_share: 0.4\ntables:\n  a.b:\n    deletion_vector_max_deleted_share: 1\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, other := c.Table("a.b").DVMaxDeletedShare, c.Table("a.c").DVMaxDeletedShare; got != 1 || other != 0.4 {
+			t.Errorf("a.b %g, a.c %g; want 1 and 0.4", got, other)
+		}
+		if none, err := Parse(nil); err != nil || none.Table("a.b").DVMaxDeletedShare != 0 {
+			t.Errorf("unset: %v %v, want 0 (compaction's default)", none.Table("a.b").DVMaxDeletedShare, err)
 		}
 	})
 	t.Run("a table may turn it on over the default", func(t *testing.T) {

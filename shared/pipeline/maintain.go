@@ -143,7 +143,7 @@ func (p *Pipeline) compactTables(ctx context.Context, tableID string, tabs cdc.T
 		var r delta.OptimizeResult
 		err := p.compactOptimistically(ctx, tableID, store, res, func(ctx context.Context) error {
 			var err error
-			r, err = Compact(ctx, store, CompactOptions{TargetFileBytes: target, Now: clock})
+			r, err = Compact(ctx, store, CompactOptions{TargetFileBytes: target, MaxDeletedShare: tc.DVMaxDeletedShare, Now: clock})
 			return err
 		})
 		if err != nil {
@@ -345,6 +345,10 @@ type CompactOptions struct {
 	// TargetFileBytes is the size of the files written (the table's
 	// target_file_bytes).
 	TargetFileBytes int64
+	// MaxDeletedShare is the share of a file's rows its deletion vector
+	// may mark before the file is rewritten without them (the table's
+	// deletion_vector_max_deleted_share; 0: delta.DefaultMaxDeletedShare).
+	MaxDeletedShare float64
 	// Now stamps the removes; nil means the table's clock.
 	Now func() time.Time
 	// DryRun reports what would be rewritten, writing nothing.
@@ -362,7 +366,7 @@ func Compact(ctx context.Context, store objstore.Store, opts CompactOptions) (de
 	if snap == nil {
 		return delta.OptimizeResult{}, err
 	}
-	o.TargetFileBytes, o.Now, o.DryRun = opts.TargetFileBytes, opts.Now, opts.DryRun
+	o.TargetFileBytes, o.MaxDeletedShare, o.Now, o.DryRun = opts.TargetFileBytes, opts.MaxDeletedShare, opts.Now, opts.DryRun
 	return snap.Optimize(ctx, o)
 }
 

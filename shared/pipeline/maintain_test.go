@@ -2,6 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -147,4 +151,75 @@ func TestMaintainFoldsDeletionVectors(t *testing.T) {
 		t.Errorf("files with deletion vectors: %d before maintenance, %d after", before, after)
 	}
 	checkTables(t, ctx, p, sim.Tables)
+}
+
+// TestMaintainFoldsAVectorPastTheTablesShare: a large state file whose
+// deletion vector marks 30% of its rows is rewritten by the default share
+// (0.2), and kept with its vector by a table whose
+// deletion_vector_max_deleted_share is 0.5; the rows read the same.
+func TestMaintainFoldsAVectorPastTheTablesShare(t *testing.T) {
+	ctx := context.Background()
+	const rows, updated = 6000, 1800
+	load := make([]string, rows)
+	for i := range load {
+		load[i] = fmt.Sprintf(`{"id":%d,"pad":"%x"}`, i, sha256.Sum256([]byte(strconv.Itoa(i))))
+	}
+	change := make([]string, updated)
+	want := map[string]string{}
+	for i := range rows {
+		want[fmt.Sprintf(`{"id":%d}`, i)] = fmt.Sprintf(`{"id":%d,"pad":"%x"}`, i, sha256.Sum256([]byte(strconv.Itoa(i))))
+	}
+	for i := range change {
+		change[i] = fmt.Sprintf(`{"id":%d,"pad":"changed %d"}`, i*3, i)
+		want[fmt.Sprintf(`{"id":%d}`, i*3)] = fmt.Sprintf(`{"id":%d,"pad":"changed %d"}`, i*3, i)
+	}
+	for _, c := range []struct {
+		name  string
+		share float64
+		folds bool
+	}{{"default share", 0, true}, {"share 0.5", 0.5, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			source := objstore.NewMemory()
+			p := newPipeline(t, source, config.Config{Defaults: config.TableConfig{DeletionVectors: config.On, TargetFileBytes: 1 << 20, DVMaxDeletedShare: c.share}})
+			p.dvMinFileBytes = -1
+			merge := func(f dssim.File) {
+				t.Helper()
+				for _, n := range write(t, ctx, source, []dssim.File{f}) {
+					if _, err := p.Stage(ctx, n); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := p.MergeTable(ctx, "shop.t"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			merge(jsonlFile("load", 0, load...))
+			_, snap := stateSnapshot(t, ctx, p, "shop.t")
+			if snap.NumFiles() != 1 || snap.Files()[0].Size < (1<<20)/4 {
+				t.Fatalf("the load wrote %d state files (first %d bytes); want one of at least a quarter of the target", snap.NumFiles(), snap.Files()[0].Size)
+			}
+			big := snap.Files()[0].Path
+			merge(jsonlFile("change", 100000, change...))
+			res, err := p.Maintain(ctx, "shop.t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, snap = stateSnapshot(t, ctx, p, "shop.t")
+			var kept *delta.Add
+			for _, f := range snap.Files() {
+				if f.Path == big {
+					kept = &f
+				}
+			}
+			switch {
+			case c.folds && (kept != nil || res.DeletionVectorsFolded == 0 || res.RowsPurged != updated):
+				t.Errorf("maintenance kept the file (%v) and folded %d vectors, %d rows; want the file rewritten without its %d deleted rows", kept != nil, res.DeletionVectorsFolded, res.RowsPurged, updated)
+			case !c.folds && (kept == nil || kept.DeletionVector == nil || res.DeletionVectorsFolded != 0):
+				t.Errorf("maintenance rewrote the file (kept %v) and folded %d vectors; want it kept with its vector", kept != nil, res.DeletionVectorsFolded)
+			}
+			if _, got := stateRows(t, ctx, p, "shop.t", "id"); !reflect.DeepEqual(got, want) {
+				t.Errorf("state holds %d rows, want %d, and the changed ones changed", len(got), len(want))
+			}
+		})
+	}
 }
