@@ -51,6 +51,7 @@ var pastRuns = []pastRun{
 	{"dba45c5", "the arrays a staged part's rows are converted into taken again from part to part and file to file (delta.ValueArrays), not made anew and faulted in under the memory limit each time; a staged part's key codes given their room once", "0.90", "0.46", "2.11", "112", "204", "1.55", "254234", "421", "2.74", "393", "1.64", "NA"},
 	{"ef69321", "JSON payloads inferred and unified with their rows, kinds, converted values and decimal types cut from slabs (0.27 allocations an event staged instead of 6.3); a file's table checked by its id, not its text; every ratio with a target now divides the medians of at least 5 runs a side, run in turn (the runs above compared the best of 1 to 9), and the merge's cost per changed row is reported", "0.81", "0.47", "2.13", "108", "207", "1.44", "273416", "422", "3.22", "367", "1.56", "NA"},
 	{"5751e59", "since ef69321: the history's duplicate check asks the state side first; history copies decided by each step's own lookup and committed in the last step; the Parquet reader and writer in parquetfile, parquet-go v0.32.1; exact bounds on rewrite; statistics columns where pruning needs them; clients built as an instance starts, a new table's state and tombstones created at once", "0.49", "0.59", "2.19", "119", "626", "0.87", "168054", "423", "1.79", "13966", "1.33", "22.48 / 45.08 / 49.19"},
+	{"707b835", "since 5751e59: no change to the code measured (staging's rows written column by column was tried and reverted: no CPU saved); the sustained scenario runs first, so its peak RSS is its loop's; the spread from the run above is the host's", "0.98", "0.51", "2.01", "119", "219", "1.22", "239709", "422", "2.35", "441", "1.42", "13.40 / 23.42 / 26.90"},
 }
 
 // historyMarkdown renders the earlier runs and this one as one table.
@@ -90,4 +91,4 @@ func (r *report) historyMarkdown(change string) string {
 // thisChange names what the code measured by this run changed since the
 // last entry of pastRuns; move it there with the run's figures when
 // RESULTS.md is committed.
-const thisChange = "since 5751e59: no change to the code measured (staging's rows written column by column was tried and reverted: no CPU saved); the sustained scenario runs first, so its peak RSS is its loop's; the spread from the run above is the host's"
+const thisChange = "since 707b835: `run --watch` stages beside merging and maintains once merging has caught up or every 10 s (pipeline.Watch), the loop the sustained scenario runs; no change to the code the other scenarios measure: their spread from the run above is the host's"
