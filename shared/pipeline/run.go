@@ -118,7 +118,7 @@ func (p *Pipeline) RunOnce(ctx context.Context, o RunOptions) (RunResult, error)
 // mergePending merges and maintains every table with pending work, in
 // table order, and (o.Wait) waits for those whose lease another process
 // holds; res.Busy are those still busy. A table merged is maintained
-// unless defer says to leave it for later (nil: never).
+// unless deferMaintain (nil: none) leaves it for later.
 func (p *Pipeline) mergePending(ctx context.Context, o RunOptions, res *RunResult, deferMaintain func(context.Context, string) (bool, error)) error {
 	statuses, err := p.Status.Statuses(ctx)
 	if err != nil {
@@ -229,9 +229,9 @@ func (p *Pipeline) stageFound(ctx context.Context, o RunOptions, files []datastr
 	return g.Wait()
 }
 
-// runMerge merges a table's pending files and maintains it. It reports
-// false when another process holds the table's lease, so nothing was
-// merged.
+// runMerge merges a table's pending files and maintains it, unless
+// deferMaintain (nil: none) leaves that for later. It reports false when
+// another process holds the table's lease, so nothing was merged.
 func (p *Pipeline) runMerge(ctx context.Context, tableID string, res *RunResult, deferMaintain func(context.Context, string) (bool, error)) (bool, error) {
 	mr, err := p.MergeTable(ctx, tableID)
 	if err != nil {
@@ -251,8 +251,11 @@ func (p *Pipeline) runMerge(ctx context.Context, tableID string, res *RunResult,
 	res.Merged = append(res.Merged, tableID)
 	if deferMaintain != nil {
 		later, err := deferMaintain(ctx, tableID)
-		if err != nil || later {
-			return err == nil, err
+		if err != nil {
+			return false, err
+		}
+		if later {
+			return true, nil
 		}
 	}
 	if _, err := p.Maintain(ctx, tableID); err != nil {

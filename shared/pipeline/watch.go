@@ -88,7 +88,7 @@ func (p *Pipeline) Watch(ctx context.Context, o WatchOptions) error {
 	staged := make(chan struct{}, 1)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.watchStaging(gctx, o.RunOptions, interval, staged, report) })
-	g.Go(func() error { return p.watchMerging(gctx, o, interval, staged, report) })
+	g.Go(func() error { return p.watchMerging(gctx, o.RunOptions, interval, staged, report) })
 	err := g.Wait()
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -125,7 +125,7 @@ func (p *Pipeline) watchStaging(ctx context.Context, o RunOptions, interval time
 // staged during it. A table merged is maintained when nothing is pending
 // for it any more, or when it was last maintained WatchMaintainEvery ago;
 // one left for later is maintained at the latest when merging waits.
-func (p *Pipeline) watchMerging(ctx context.Context, o WatchOptions, interval time.Duration, staged <-chan struct{}, report func(RunResult)) error {
+func (p *Pipeline) watchMerging(ctx context.Context, o RunOptions, interval time.Duration, staged <-chan struct{}, report func(RunResult)) error {
 	policy := maintainPolicy{last: map[string]time.Time{}, deferred: map[string]bool{}, now: time.Now}
 	deferMaintain := func(ctx context.Context, tableID string) (bool, error) {
 		st, err := p.Status.Status(ctx, tableID)
@@ -136,15 +136,16 @@ func (p *Pipeline) watchMerging(ctx context.Context, o WatchOptions, interval ti
 	}
 	for {
 		res := RunResult{Tables: map[string]*TableRun{}}
-		if err := p.mergePending(ctx, o.RunOptions, &res, deferMaintain); err != nil {
+		if err := p.mergePending(ctx, o, &res, deferMaintain); err != nil {
 			report(res) // what it merged before
 			return err
 		}
 		if len(res.Merged) > 0 || len(res.Busy) > 0 {
-			if err := p.readVersions(ctx, &res); err != nil {
+			err := p.readVersions(ctx, &res)
+			report(res)
+			if err != nil {
 				return err
 			}
-			report(res)
 		}
 		if len(res.Merged) > 0 {
 			continue
