@@ -324,8 +324,9 @@ func TestRunWatchPicksUpFilesAsTheyArrive(t *testing.T) {
 	go func() {
 		done <- realMain(ctx, []string{"run", "--source", src, "--lake", lake, "--watch", "--interval", "20ms"}, &out, &errOut)
 	}()
-	// merged waits until every file of shop.customers the registry knows
-	// is merged, and returns how many there are.
+	// merged waits until at least want files of shop.customers are merged,
+	// every file the registry knows of it, and its batch closed (a batch
+	// marks its files merged before it closes).
 	merged := func(want int) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
@@ -337,7 +338,8 @@ func TestRunWatchPicksUpFilesAsTheyArrive(t *testing.T) {
 					n++
 				}
 			}
-			if err == nil && n >= want && len(files) == n {
+			st, serr := c.Status(context.Background(), "shop.customers")
+			if err == nil && serr == nil && n >= want && len(files) == n && st.OpenBatchSeq == 0 {
 				return
 			}
 			select {

@@ -42,6 +42,10 @@ type MergeResult struct {
 	Ops opcount.Counts
 }
 
+// completeTimeout bounds completing a batch whose commits have landed,
+// which the merge's own context no longer cuts short.
+const completeTimeout = 30 * time.Second
+
 // MergeTable takes the table's lease and merges batches of staged files
 // until none is pending or the budget runs out. The lease is renewed while
 // work runs; losing it cancels the work before its next commit. After
@@ -168,10 +172,16 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.TableSet, start
 			abandon()
 			return false, leaseErr(workCtx, fmt.Errorf("merge %s batch %d: %w", tabs.ID, b.Seq, err))
 		}
-		err = p.Batches.CompleteBatch(batchCtx, held(), b, coord.BatchStats{
+		// The batch's commits have landed: completing it is a few writes
+		// that a stop must not cut short, or the batch would be resumed
+		// and its merge left uncounted. A holder that lost the lease is
+		// still refused by its fencing token, checked in those writes.
+		doneCtx, doneCancel := context.WithTimeout(context.WithoutCancel(batchCtx), completeTimeout)
+		err = p.Batches.CompleteBatch(doneCtx, held(), b, coord.BatchStats{
 			StateVersion: r.StateVersion, HistoryVersion: r.HistoryVersion, CommittedAt: p.now(),
 			Events: r.Events, Inserted: r.Inserted, Updated: r.Updated, Deleted: r.Deleted + r.Buried, Stale: r.Stale,
 		})
+		doneCancel()
 		if err != nil {
 			abandon()
 			return false, leaseErr(workCtx, fmt.Errorf("merge %s batch %d: complete: %w", tabs.ID, b.Seq, err))

@@ -234,10 +234,9 @@ func (p *Pipeline) stageFound(ctx context.Context, o RunOptions, files []datastr
 // another process holds the table's lease, so nothing was merged.
 func (p *Pipeline) runMerge(ctx context.Context, tableID string, res *RunResult, deferMaintain func(context.Context, string) (bool, error)) (bool, error) {
 	mr, err := p.MergeTable(ctx, tableID)
-	if err != nil {
-		return false, err
-	}
-	// A busy result may follow batches merged before the lease was lost.
+	// A busy result may follow batches merged before the lease was lost,
+	// and an error batches merged before it (a stop that cuts the lease's
+	// release short): both count.
 	t := res.table(tableID)
 	t.MergedFiles += int64(mr.Files)
 	t.MergedEvents += mr.Result.Events
@@ -245,6 +244,9 @@ func (p *Pipeline) runMerge(ctx context.Context, tableID string, res *RunResult,
 	t.Updated += mr.Result.Updated
 	t.Deleted += mr.Result.Deleted + mr.Result.Buried
 	t.Stale += mr.Result.Stale
+	if err != nil {
+		return false, err
+	}
 	if mr.Busy {
 		return false, nil
 	}
