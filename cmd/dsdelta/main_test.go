@@ -46,7 +46,9 @@ func TestUsageErrorsSayWhy(t *testing.T) {
 	}{
 		{[]string{"run"}, "dsdelta run: --source and --lake are required"},
 		{[]string{"show", "--format", "xml", dir}, "dsdelta show: --format must be table or jsonl"},
-		{[]string{"optimize", "--max-deleted-share", "0", dir}, "dsdelta optimize: --max-deleted-share must be above 0 and at most 1"},
+		// A refused flag is told before the table is read: here there is none.
+		{[]string{"optimize", "--max-deleted-share", "0", dir + "/missing"}, "dsdelta optimize: --max-deleted-share must be above 0 and at most 1"},
+		{[]string{"vacuum", "--retain", "soon", dir + "/missing"}, `dsdelta vacuum: --retain "soon": want a positive duration`},
 		{[]string{"run", "--bogus"}, "flag provided but not defined: -bogus"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

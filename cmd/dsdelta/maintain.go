@@ -31,9 +31,10 @@ func verbUsage(fs *flag.FlagSet, text string) {
 	}
 }
 
-// verbTable parses a maintenance verb's arguments and opens its TABLE; the
-// caller closes the store.
-func verbTable(ctx context.Context, fs *flag.FlagSet, args []string) (string, objstore.Store, error) {
+// verbTable parses a maintenance verb's arguments, checks its flags'
+// values (check; nil: none) and opens its TABLE; the caller closes the
+// store. A refused flag is told before the table is read.
+func verbTable(ctx context.Context, fs *flag.FlagSet, args []string, check func() error) (string, objstore.Store, error) {
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return "", nil, err
@@ -41,6 +42,11 @@ func verbTable(ctx context.Context, fs *flag.FlagSet, args []string) (string, ob
 	url, err := tableArg(fs, pos, strings.TrimPrefix(fs.Name(), "dsdelta "))
 	if err != nil {
 		return "", nil, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return "", nil, err
+		}
 	}
 	_, store, err := openTable(ctx, url)
 	if err != nil {
@@ -117,17 +123,19 @@ func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		"current-state table by key), and folds deletion vectors, as scheduled\n"+
 		"compaction does. Committed optimistically: a merge that commits meanwhile\n"+
 		"wins, and the optimize tries once more from a fresh snapshot.")
-	url, store, err := verbTable(ctx, fs, args)
+	url, store, err := verbTable(ctx, fs, args, func() error {
+		if *target <= 0 {
+			return fmt.Errorf("%w: --target-file-bytes must be positive", errUsage)
+		}
+		if !(*maxDeleted > 0 && *maxDeleted <= 1) {
+			return fmt.Errorf("%w: --max-deleted-share must be above 0 and at most 1", errUsage)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if *target <= 0 {
-		return fmt.Errorf("%w: --target-file-bytes must be positive", errUsage)
-	}
-	if !(*maxDeleted > 0 && *maxDeleted <= 1) {
-		return fmt.Errorf("%w: --max-deleted-share must be above 0 and at most 1", errUsage)
-	}
 	return optimizeTable(ctx, store, url, pipeline.CompactOptions{TargetFileBytes: *target, MaxDeletedShare: *maxDeleted, DryRun: *dryRun}, stdout, retryLogger(stderr))
 }
 
@@ -171,19 +179,23 @@ func cmdVacuum(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"retention references, as scheduled maintenance and Spark's VACUUM do. Files\n"+
 		"written within the retention are kept, so a merge writing meanwhile loses\n"+
 		"nothing. A --retain below the table's retention is refused unless --force.")
-	url, store, err := verbTable(ctx, fs, args)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	opts := delta.VacuumOptions{Force: *force, DryRun: *dryRun}
-	if *retain != "" {
+	var opts delta.VacuumOptions
+	url, store, err := verbTable(ctx, fs, args, func() error {
+		if *retain == "" {
+			return nil
+		}
 		d, err := config.ParseDuration(*retain)
 		if err != nil || d <= 0 {
 			return fmt.Errorf("%w: --retain %q: want a positive duration such as 168h or 7d", errUsage, *retain)
 		}
 		opts.Retention = d
+		return nil
+	})
+	if err != nil {
+		return err
 	}
+	defer store.Close()
+	opts.Force, opts.DryRun = *force, *dryRun
 	return vacuumTable(ctx, store, url, opts, stdout)
 }
 
@@ -222,7 +234,7 @@ func cmdCheckpoint(ctx context.Context, args []string, stdout, stderr io.Writer)
 	verbUsage(fs, "Writes a checkpoint of the Delta table TABLE at its latest version, so\n"+
 		"that readers replay no commit before it. A checkpoint describes a version\n"+
 		"already committed: a merge committing meanwhile is unaffected.")
-	url, store, err := verbTable(ctx, fs, args)
+	url, store, err := verbTable(ctx, fs, args, nil)
 	if err != nil {
 		return err
 	}
@@ -381,7 +393,7 @@ func cmdRepairStats(ctx context.Context, args []string, stdout, stderr io.Writer
 		"that dropped rows) is added again with the bounds of its rows, its data\n"+
 		"untouched. Files of other writers are left alone; a clean table gets no\n"+
 		"commit. Committed optimistically, as optimize is.")
-	url, store, err := verbTable(ctx, fs, args)
+	url, store, err := verbTable(ctx, fs, args, nil)
 	if err != nil {
 		return err
 	}
