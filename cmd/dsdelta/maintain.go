@@ -118,6 +118,7 @@ func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := newFlags("optimize", stderr)
 	target := fs.Int64("target-file-bytes", config.DefaultTargetFileBytes, "size of the files written; files under a quarter of it are compacted (give a dsdelta table its target_file_bytes)")
 	maxDeleted := fs.Float64("max-deleted-share", delta.DefaultMaxDeletedShare, "rewrite a file whose deletion vector marks more than this share of its rows (give a dsdelta table its deletion_vector_max_deleted_share; 1: never for its vector alone)")
+	maxBytes := fs.Int64("max-bytes", 0, "rewrite at most this many bytes of files, small files first, then the most-deleted ones, and leave the rest for another run (give a dsdelta table its compaction_max_bytes); 0: no cap")
 	dryRun := fs.Bool("dry-run", false, "print what would be rewritten, and write nothing")
 	verbUsage(fs, "Bin-packs the small files of the Delta table TABLE (and clusters a dsdelta\n"+
 		"current-state table by key), and folds deletion vectors, as scheduled\n"+
@@ -130,13 +131,16 @@ func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if !(*maxDeleted > 0 && *maxDeleted <= 1) {
 			return fmt.Errorf("%w: --max-deleted-share must be above 0 and at most 1", errUsage)
 		}
+		if *maxBytes < 0 {
+			return fmt.Errorf("%w: --max-bytes must not be negative (0: no cap)", errUsage)
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	return optimizeTable(ctx, store, url, pipeline.CompactOptions{TargetFileBytes: *target, MaxDeletedShare: *maxDeleted, DryRun: *dryRun}, stdout, retryLogger(stderr))
+	return optimizeTable(ctx, store, url, pipeline.CompactOptions{TargetFileBytes: *target, MaxDeletedShare: *maxDeleted, MaxBytes: *maxBytes, DryRun: *dryRun}, stdout, retryLogger(stderr))
 }
 
 // optimizeTable compacts the table in store as maintenance does
@@ -155,6 +159,9 @@ func optimizeTable(ctx context.Context, store objstore.Store, url string, opts p
 	folded := ""
 	if r.DeletionVectorsPurged > 0 {
 		folded = fmt.Sprintf(", folding %d deletion vectors (%d rows purged)", r.DeletionVectorsPurged, r.RowsPurged)
+	}
+	if r.FilesLeft > 0 {
+		folded += fmt.Sprintf("; %d files (%d bytes) left for another run by --max-bytes", r.FilesLeft, r.BytesLeft)
 	}
 	switch {
 	case r.FilesRemoved == 0:

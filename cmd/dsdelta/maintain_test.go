@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -210,6 +211,41 @@ func TestOptimizeOfSparkTables(t *testing.T) {
 		}
 		if got := showLines(t, dir); !slices.Equal(got, rows) || len(rows) != 150 {
 			t.Errorf("rows after optimize: %d, want the %d before", len(got), len(rows))
+		}
+	})
+	t.Run("--max-bytes packs a bin a run and says what it left, until nothing is left", func(t *testing.T) {
+		dir := copyDeltaFixture(t, "basic-with-checkpoint")
+		rows := showLines(t, dir)
+		var largest int64
+		for _, f := range mustSnapshotOf(t, dir).Files() {
+			largest = max(largest, f.Size)
+		}
+		// Bins of about ten of the thirty files: several runs.
+		target := strconv.FormatInt(10*largest, 10)
+		runs := 0
+		for ; ; runs++ {
+			out, errOut, code := cli(t, "optimize", "--target-file-bytes", target, "--max-bytes", "1", dir)
+			if code != 0 {
+				t.Fatalf("optimize: exit %d\n%s\n%s", code, out, errOut)
+			}
+			if strings.Contains(out, "nothing to optimize") {
+				break
+			}
+			if left := strings.Contains(out, "left for another run by --max-bytes"); runs == 0 && !left {
+				t.Fatalf("the first run does not say it left files:\n%s", out)
+			}
+			if runs == 30 {
+				t.Fatalf("30 runs and still something to optimize: %d files", numFiles(t, dir))
+			}
+		}
+		if runs < 3 || numFiles(t, dir) > 4 {
+			t.Errorf("%d runs left %d files; want at least 3 runs (one bin each) and at most 4 files", runs, numFiles(t, dir))
+		}
+		if got := showLines(t, dir); !slices.Equal(got, rows) {
+			t.Errorf("rows after optimize differ")
+		}
+		if _, errOut, code := cli(t, "optimize", "--max-bytes", "-1", dir); code != 2 || !strings.Contains(errOut, "--max-bytes") {
+			t.Errorf("--max-bytes -1: exit %d, want 2 naming the flag\n%s", code, errOut)
 		}
 	})
 	t.Run("deletion vectors are folded", func(t *testing.T) {

@@ -140,6 +140,13 @@ type TableConfig struct {
 	// 0.2; 1: never for its vector alone). Higher, compaction rewrites
 	// less under random updates and readers skip more deleted rows.
 	DVMaxDeletedShare float64 `yaml:"deletion_vector_max_deleted_share" json:"deletion_vector_max_deleted_share"`
+	// CompactionMaxBytes caps the bytes of files one maintenance run
+	// rewrites in each of the table's Delta tables (default 1 GiB; -1: no
+	// cap). Small files are packed first, then the most-deleted files are
+	// folded; what is left waits for the next run. Without a cap, a table
+	// whose files all pass the deleted share together is rewritten whole
+	// in one run, which may not fit a function's timeout.
+	CompactionMaxBytes int64 `yaml:"compaction_max_bytes" json:"compaction_max_bytes"`
 }
 
 // Switch is an on/off setting; empty means the default.
@@ -188,6 +195,10 @@ func ParseDuration(s string) (time.Duration, error) {
 const (
 	DefaultTombstoneRetention = 7 * 24 * time.Hour
 	DefaultTargetFileBytes    = 128 << 20
+	// DefaultCompactionMaxBytes is about a minute of rewriting for a
+	// function of one vCPU, so a maintenance run of several tables fits
+	// the compact function's 540 s.
+	DefaultCompactionMaxBytes = 1 << 30
 	DefaultBatchMaxFiles      = 500
 	DefaultBatchMaxBytes      = 256 << 20 // staged Parquet bytes
 	DefaultBatchMaxEvents     = 100_000
@@ -314,6 +325,9 @@ func (t TableConfig) validate(where string) error {
 	if t.DVMaxDeletedShare < 0 || t.DVMaxDeletedShare > 1 || math.IsNaN(t.DVMaxDeletedShare) {
 		return fmt.Errorf("%s.deletion_vector_max_deleted_share must be between 0 and 1", where)
 	}
+	if t.CompactionMaxBytes < -1 {
+		return fmt.Errorf("%s.compaction_max_bytes must be positive, or -1 for no cap", where)
+	}
 	for _, k := range t.PrimaryKey {
 		if k == "" {
 			return fmt.Errorf("%s.primary_key has an empty column name", where)
@@ -373,6 +387,9 @@ func (c Config) Table(tableID string) TableConfig {
 		if o.DVMaxDeletedShare != 0 {
 			t.DVMaxDeletedShare = o.DVMaxDeletedShare
 		}
+		if o.CompactionMaxBytes != 0 {
+			t.CompactionMaxBytes = o.CompactionMaxBytes
+		}
 	}
 	if t.DeletionVectors == "" {
 		t.DeletionVectors = Off
@@ -388,6 +405,9 @@ func (c Config) Table(tableID string) TableConfig {
 	}
 	if t.TargetFileBytes == 0 {
 		t.TargetFileBytes = DefaultTargetFileBytes
+	}
+	if t.CompactionMaxBytes == 0 {
+		t.CompactionMaxBytes = DefaultCompactionMaxBytes
 	}
 	return t
 }

@@ -73,6 +73,7 @@ tables:
 		{"defaults:\n  deletion_vector_min_file_bytes: -1\n", "defaults.deletion_vector_min_file_bytes must not be negative"},
 		{"defaults:\n  deletion_vector_max_deleted_share: 1.5\n", "defaults.deletion_vector_max_deleted_share must be between 0 and 1"},
 		{"tables:\n  a.b:\n    deletion_vector_max_deleted_share: -0.1\n", "tables.a.b.deletion_vector_max_deleted_share must be between 0 and 1"},
+		{"tables:\n  a.b:\n    compaction_max_bytes: -2\n", "tables.a.b.compaction_max_bytes must be positive, or -1 for no cap"},
 		{"defaults:\n  mode: history\n", `defaults.mode: "history" is not one of current, soft_delete, scd2`},
 		{"tables:\n  a.b:\n    mode: softdelete\n", `tables.a.b.mode: "softdelete" is not one of current, soft_delete, scd2`},
 	} {
@@ -121,6 +122,18 @@ func TestDeletionVectorsSetting(t *testing.T) {
 		}
 		if none, err := Parse(nil); err != nil || none.Table("a.b").DVMaxDeletedShare != 0 {
 			t.Errorf("unset: %v %v, want 0 (compaction's default)", none.Table("a.b").DVMaxDeletedShare, err)
+		}
+	})
+	t.Run("the bytes one maintenance run compacts are set in defaults and per table, -1 for no cap", func(t *testing.T) {
+		c, err := Parse([]byte("defaults:\n  compaction_max_bytes: 4194304\ntables:\n  a.b:\n    compaction_max_bytes: -1\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, other := c.Table("a.b").CompactionMaxBytes, c.Table("a.c").CompactionMaxBytes; got != -1 || other != 4<<20 {
+			t.Errorf("a.b %d, a.c %d; want -1 and 4 MiB", got, other)
+		}
+		if none, err := Parse(nil); err != nil || none.Table("a.b").CompactionMaxBytes != DefaultCompactionMaxBytes {
+			t.Errorf("unset: %v %v, want the default %d", none.Table("a.b").CompactionMaxBytes, err, DefaultCompactionMaxBytes)
 		}
 	})
 	t.Run("a table may turn it on over the default", func(t *testing.T) {

@@ -1,10 +1,13 @@
 package delta
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -42,6 +45,16 @@ type OptimizeOptions struct {
 	// whose statistics show both groups is rewritten whatever its size.
 	// "" keeps the rows together.
 	SeparateNulls string
+	// MaxBytes caps the bytes of the files one call rewrites (0: no cap):
+	// bins are taken in the order optimizeOrder gives until the next one
+	// would pass the cap, and at least one is, so repeated calls always
+	// progress. What is left is reported (OptimizeResult.FilesLeft) for
+	// the next call. A table whose files all pass the deletion vector
+	// threshold together (random updates fill every file's vector at the
+	// same pace) is then folded a few files per call instead of all at
+	// once, and a call stays within a function's timeout however large
+	// the table.
+	MaxBytes int64
 	// Now stamps the removes; nil means the table's clock.
 	Now func() time.Time
 	// DryRun plans the rewrite and reports it, counting the files and
@@ -72,6 +85,10 @@ type OptimizeResult struct {
 	// Version is the version committed; 0 when nothing was (a table's
 	// first version is never an OPTIMIZE), as on a dry run.
 	Version int64
+	// FilesLeft files of BytesLeft bytes were due but left to a later
+	// call by OptimizeOptions.MaxBytes.
+	FilesLeft int
+	BytesLeft int64
 }
 
 // Optimize bin-packs the small files of the snapshot, partition by
@@ -153,7 +170,14 @@ func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (Optimize
 	}
 	var work [][]Add
 	for _, k := range order {
+		// Smallest first: in path order (random names) a small file
+		// between two large ones would make a bin of its own, which is
+		// not rewritten, and stay small however many runs come.
+		// A bin's files go back to snapshot order, which breaks the ties
+		// of a clustered rewrite.
+		slices.SortStableFunc(groups[k], func(a, b Add) int { return cmp.Compare(a.Size, b.Size) })
 		for _, bin := range PackBins(groups[k], target, 0) {
+			slices.SortFunc(bin, func(a, b Add) int { return strings.Compare(a.Path, b.Path) })
 			if len(bin) >= 2 || bin[0].DeletionVector != nil || mixed(bin[0]) {
 				work = append(work, bin)
 			}
@@ -162,12 +186,16 @@ func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (Optimize
 	if len(work) == 0 {
 		return OptimizeResult{}, nil
 	}
+	var left [][]Add
+	if opts.MaxBytes > 0 {
+		work, left = budget(optimizeOrder(work), opts.MaxBytes)
+	}
 	// Refuse before writing files the commit would refuse.
 	if err := s.Protocol().CheckWrite(s.Metadata()); err != nil {
 		return OptimizeResult{}, fmt.Errorf("optimize %s: %w", s.Store().URL(), err)
 	}
 	if opts.DryRun {
-		return planned(work), nil
+		return withLeft(planned(work), left), nil
 	}
 	var removes []Remove
 	var adds []Add
@@ -189,7 +217,7 @@ func (s *Snapshot) Optimize(ctx context.Context, opts OptimizeOptions) (Optimize
 		}
 		adds = append(adds, a...)
 	}
-	res := planned(work)
+	res := withLeft(planned(work), left)
 	tx := s.NewTransaction(Operation{Name: "OPTIMIZE", Parameters: map[string]string{"predicate": "[]", "zOrderBy": "[]", "auto": "true"}})
 	for _, r := range removes {
 		tx.ReadFiles(r.Path)
@@ -231,6 +259,96 @@ func planned(work [][]Add) OptimizeResult {
 	return res
 }
 
+// withLeft is res with the bins left for a later call counted.
+func withLeft(res OptimizeResult, left [][]Add) OptimizeResult {
+	for _, bin := range left {
+		for _, f := range bin {
+			res.FilesLeft++
+			res.BytesLeft += f.Size
+		}
+	}
+	return res
+}
+
+// optimizeOrder orders the bins of work for a capped call (MaxBytes): the
+// bins of several small files first, smallest first, then the files
+// rewritten alone, the largest deleted share first. Small files cost every
+// merge a read and are cheap to pack, so a storm of folds never holds them
+// back; the most-deleted files are the ones whose fold purges the most
+// rows per byte rewritten, and whose vectors cost readers the most. The
+// order is total (ties by path), so two calls on one snapshot agree.
+func optimizeOrder(work [][]Add) [][]Add {
+	type ranked struct {
+		bin   []Add
+		alone bool
+		size  int64
+		share float64
+	}
+	rs := make([]ranked, len(work))
+	for i, bin := range work {
+		r := ranked{bin: bin, alone: len(bin) == 1}
+		for _, f := range bin {
+			r.size += f.Size
+		}
+		if r.alone {
+			r.share = deletedShare(bin[0])
+		}
+		rs[i] = r
+	}
+	sort.SliceStable(rs, func(i, j int) bool {
+		a, b := rs[i], rs[j]
+		if a.alone != b.alone {
+			return !a.alone
+		}
+		if !a.alone {
+			if a.size != b.size {
+				return a.size < b.size
+			}
+		} else if a.share != b.share {
+			return a.share > b.share
+		}
+		return a.bin[0].Path < b.bin[0].Path
+	})
+	out := make([][]Add, len(rs))
+	for i, r := range rs {
+		out[i] = r.bin
+	}
+	return out
+}
+
+// deletedShare is the share of f's rows its deletion vector marks: 0
+// without a vector, 1 (first to fold) when f has no numRecords to tell.
+func deletedShare(f Add) float64 {
+	if f.DeletionVector == nil {
+		return 0
+	}
+	n, ok := statsNumRecords(f.Stats)
+	if !ok || n <= 0 {
+		return 1
+	}
+	return float64(f.DeletionVector.Cardinality) / float64(n)
+}
+
+// budget splits ordered bins into those one call rewrites within maxBytes
+// (0: all), at least the first, and those it leaves.
+func budget(work [][]Add, maxBytes int64) (take, left [][]Add) {
+	if maxBytes <= 0 {
+		return work, nil
+	}
+	var used int64
+	for i, bin := range work {
+		var size int64
+		for _, f := range bin {
+			size += f.Size
+		}
+		if i > 0 && used+size > maxBytes {
+			return work[:i], work[i:]
+		}
+		used += size
+	}
+	return work, nil
+}
+
 // foldDeletionVector reports whether f's deletion vector marks more than
 // maxShare of its rows, or f has a vector and no numRecords to tell (as
 // Spark does, such a file is rewritten so that its output has statistics).
@@ -240,10 +358,7 @@ func foldDeletionVector(f Add, maxShare float64) bool {
 		return false
 	}
 	n, ok := statsNumRecords(f.Stats)
-	if !ok || n <= 0 {
-		return true
-	}
-	return float64(dv.Cardinality) > maxShare*float64(n)
+	return !ok || n <= 0 || float64(dv.Cardinality) > maxShare*float64(n)
 }
 
 // PackBins groups files, in order, into bins of about targetBytes and at

@@ -306,3 +306,99 @@ func TestOptimizeOfATableItMayNotWriteWritesNothing(t *testing.T) {
 		t.Errorf("%d objects after, %d before: files were written", len(after), len(before))
 	}
 }
+
+// A capped Optimize (MaxBytes) packs the small files first, then folds the
+// most-deleted files first, leaving the rest, counted, to later calls,
+// and always rewrites one bin at least: repeated calls fold every file
+// past the share, one call's worth at a time, and no row changes.
+func TestOptimizeCappedPacksSmallFilesThenFoldsTheMostDeletedFirst(t *testing.T) {
+	ctx := context.Background()
+	store := optDVTable(t, ctx)
+	// Four large files of 4,000 rows (40%, 50%, 30% and 10% deleted),
+	// each a bin of its own, and two small ones of 2 rows.
+	large := make([]Add, 4)
+	for i, n := range []uint64{1600, 2000, 1200, 400} {
+		large[i] = optAppend(t, ctx, store, "eu", int64(i), ids(int64(i)*4000, int64(i)*4000+4000)...)
+		var pos []uint64
+		for p := range n {
+			pos = append(pos, p*2)
+		}
+		large[i] = optDelete(t, ctx, store, large[i], pos...)
+	}
+	small := []Add{optAppend(t, ctx, store, "eu", 4, 100000, 100001), optAppend(t, ctx, store, "eu", 5, 100002, 100003)}
+	target := slices.MinFunc(large, func(a, b Add) int { return int(a.Size - b.Size) }).Size
+	for _, s := range small {
+		if s.Size >= target/4 {
+			t.Fatalf("setup: small file of %d bytes is not under a quarter of the target %d", s.Size, target)
+		}
+	}
+	before, _ := optRead(t, ctx, store)
+	rewritten := func(snap *Snapshot, fs ...Add) []bool {
+		var out []bool
+		for _, f := range fs {
+			out = append(out, !slices.ContainsFunc(snap.Files(), func(a Add) bool { return a.Path == f.Path }))
+		}
+		return out
+	}
+	// Uncapped, every file past the share and both small ones (packed
+	// smallest first, whatever their names) would be rewritten.
+	plan, err := mustSnapshot(t, Open(store)).Optimize(ctx, OptimizeOptions{TargetFileBytes: target, DryRun: true})
+	if err != nil || plan.FilesRemoved != 5 || plan.FilesLeft != 0 {
+		t.Fatalf("uncapped plan %+v (err %v), want 5 files removed and none left", plan, err)
+	}
+	// The cap fits the small bin and one large file: the 50% one.
+	maxBytes := small[0].Size + small[1].Size + large[1].Size
+	steps := []struct {
+		gone      []bool // large[0..3] rewritten by then
+		filesLeft int
+		bytesLeft int64
+	}{
+		{[]bool{false, true, false, false}, 2, large[0].Size + large[2].Size},
+		{[]bool{true, true, false, false}, 1, large[2].Size},
+		{[]bool{true, true, true, false}, 0, 0},
+	}
+	for i, step := range steps {
+		snap := mustSnapshot(t, Open(store))
+		res, err := snap.Optimize(ctx, OptimizeOptions{TargetFileBytes: target, ClusterBy: []string{"id"}, MaxBytes: maxBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, snap2 := optRead(t, ctx, store)
+		if got := rewritten(snap2, large...); !slices.Equal(got, step.gone) {
+			t.Errorf("call %d: large files rewritten %v, want %v", i+1, got, step.gone)
+		}
+		if i == 0 && !slices.Equal(rewritten(snap2, small...), []bool{true, true}) {
+			t.Errorf("call 1 left a small file: %v", rewritten(snap2, small...))
+		}
+		if res.FilesLeft != step.filesLeft || res.BytesLeft != step.bytesLeft {
+			t.Errorf("call %d: left %d files of %d bytes, want %d of %d", i+1, res.FilesLeft, res.BytesLeft, step.filesLeft, step.bytesLeft)
+		}
+		if !slices.Equal(optAll(after), optAll(before)) {
+			t.Fatalf("call %d changed the rows", i+1)
+		}
+	}
+	snap := mustSnapshot(t, Open(store))
+	if res, err := snap.Optimize(ctx, OptimizeOptions{TargetFileBytes: target, MaxBytes: maxBytes}); err != nil || res.FilesRemoved != 0 {
+		t.Errorf("a fourth call rewrote %d files (err %v); the 10%% file is under the share", res.FilesRemoved, err)
+	}
+
+	t.Run("a cap smaller than any bin still rewrites one bin per call", func(t *testing.T) {
+		store := optDVTable(t, ctx)
+		a := optDelete(t, ctx, store, optAppend(t, ctx, store, "eu", 0, ids(0, 100)...), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25)
+		b := optDelete(t, ctx, store, optAppend(t, ctx, store, "eu", 1, ids(100, 200)...), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30)
+		target := min(a.Size, b.Size) // each a bin of its own
+		for call, want := range [][]bool{{false, true}, {true, true}} {
+			snap := mustSnapshot(t, Open(store))
+			res, err := snap.Optimize(ctx, OptimizeOptions{TargetFileBytes: target, MaxBytes: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.FilesRemoved != 1 {
+				t.Errorf("call %d rewrote %d files, want 1", call+1, res.FilesRemoved)
+			}
+			if got := rewritten(mustSnapshot(t, Open(store)), a, b); !slices.Equal(got, want) {
+				t.Errorf("call %d: rewritten %v, want %v", call+1, got, want)
+			}
+		}
+	})
+}

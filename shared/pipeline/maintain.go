@@ -33,6 +33,10 @@ type MaintainResult struct {
 	// the rows their deletion vectors marked, and RowsPurged those rows.
 	DeletionVectorsFolded int
 	RowsPurged            int64
+	// CompactionLeftFiles files of CompactionLeftBytes bytes were due for
+	// compaction but left to the next run by compaction_max_bytes.
+	CompactionLeftFiles int
+	CompactionLeftBytes int64
 	// Conflicts counts the Delta tables whose compaction (or tombstone
 	// expiry) lost the race to a concurrent commit twice and was left to
 	// the next run.
@@ -56,7 +60,16 @@ type MaintainResult struct {
 // fresh), log cleanup removes only entries older than the retention and
 // covered by a checkpoint, and the staged files deleted are those of
 // batches already merged, which nothing reads again.
+//
+// Compaction rewrites at most the table's compaction_max_bytes in each
+// Delta table; what it leaves is counted in the result, for the next run.
 func (p *Pipeline) Maintain(ctx context.Context, tableID string) (res MaintainResult, err error) {
+	return p.maintain(ctx, tableID, max(p.Config.Table(tableID).CompactionMaxBytes, 0)) // -1: no cap
+}
+
+// maintain is Maintain with compaction capped at maxBytes per Delta table
+// (0: no cap).
+func (p *Pipeline) maintain(ctx context.Context, tableID string, maxBytes int64) (res MaintainResult, err error) {
 	res = MaintainResult{Table: tableID}
 	ctx, ops := opcount.Start(ctx)
 	defer func() { res.Ops = ops.Counts() }()
@@ -65,7 +78,7 @@ func (p *Pipeline) Maintain(ctx context.Context, tableID string) (res MaintainRe
 		return res, err
 	}
 	start := time.Now()
-	if err := p.compactTables(ctx, tableID, tabs, &res); err != nil {
+	if err := p.compactTables(ctx, tableID, tabs, maxBytes, &res); err != nil {
 		return res, err
 	}
 	compacted := time.Since(start)
@@ -73,7 +86,8 @@ func (p *Pipeline) Maintain(ctx context.Context, tableID string) (res MaintainRe
 		return res, err
 	}
 	p.log().Info("table maintained", append([]any{"event", "maintained", "table", tableID, "compacted", res.CompactedFiles, "vacuumed", res.VacuumedFiles, "tombstones_expired", res.ExpiredTombstones,
-		"deletion_vectors_folded", res.DeletionVectorsFolded, "rows_purged", res.RowsPurged, "conflicts", res.Conflicts, "staged_files_deleted", res.StagedFilesDeleted,
+		"deletion_vectors_folded", res.DeletionVectorsFolded, "rows_purged", res.RowsPurged,
+		"compaction_left_files", res.CompactionLeftFiles, "compaction_left_bytes", res.CompactionLeftBytes, "conflicts", res.Conflicts, "staged_files_deleted", res.StagedFilesDeleted,
 		"compact_ms", compacted.Milliseconds(), "duration_ms", time.Since(start).Milliseconds()}, ops.Counts().Attrs()...)...)
 	return res, nil
 }
@@ -84,8 +98,9 @@ func (p *Pipeline) Maintain(ctx context.Context, tableID string) (res MaintainRe
 // compaction waits for the next run rather than compete with them.
 const compactAttempts = 2
 
-// compactTables compacts the state and history tables and expires
-// tombstones, each committed optimistically with no lease.
+// compactTables compacts the state and history tables, rewriting at most
+// maxBytes in each (0: no cap), and expires tombstones, each committed
+// optimistically with no lease.
 //
 // Why each race with a merge is safe under Delta's conflict rules
 // (checklist §11, delta.Transaction.checkConflicts):
@@ -133,7 +148,7 @@ const compactAttempts = 2
 // Two maintenance runs of one table may overlap now: they race like a
 // compaction and a merge, the second to commit loses on the files both
 // removed, and nothing is lost; only work is wasted.
-func (p *Pipeline) compactTables(ctx context.Context, tableID string, tabs cdc.TableSet, res *MaintainResult) error {
+func (p *Pipeline) compactTables(ctx context.Context, tableID string, tabs cdc.TableSet, maxBytes int64, res *MaintainResult) error {
 	tc := p.Config.Table(tableID)
 	target := tc.TargetFileBytes
 	// One instant for every step, as the removes they commit are stamped.
@@ -143,7 +158,7 @@ func (p *Pipeline) compactTables(ctx context.Context, tableID string, tabs cdc.T
 		var r delta.OptimizeResult
 		err := p.compactOptimistically(ctx, tableID, store, res, func(ctx context.Context) error {
 			var err error
-			r, err = Compact(ctx, store, CompactOptions{TargetFileBytes: target, MaxDeletedShare: tc.DVMaxDeletedShare, Now: clock})
+			r, err = Compact(ctx, store, CompactOptions{TargetFileBytes: target, MaxDeletedShare: tc.DVMaxDeletedShare, MaxBytes: maxBytes, Now: clock})
 			return err
 		})
 		if err != nil {
@@ -153,6 +168,8 @@ func (p *Pipeline) compactTables(ctx context.Context, tableID string, tabs cdc.T
 		res.CompactedInto += r.FilesAdded
 		res.DeletionVectorsFolded += r.DeletionVectorsPurged
 		res.RowsPurged += r.RowsPurged
+		res.CompactionLeftFiles += r.FilesLeft
+		res.CompactionLeftBytes += r.BytesLeft
 	}
 	var expired cdc.ExpireResult
 	err := p.compactOptimistically(ctx, tableID, tabs.Tombstones, res, func(ctx context.Context) error {
@@ -349,6 +366,9 @@ type CompactOptions struct {
 	// may mark before the file is rewritten without them (the table's
 	// deletion_vector_max_deleted_share; 0: delta.DefaultMaxDeletedShare).
 	MaxDeletedShare float64
+	// MaxBytes caps the bytes of the files rewritten (the table's
+	// compaction_max_bytes; 0: no cap); see delta.OptimizeOptions.
+	MaxBytes int64
 	// Now stamps the removes; nil means the table's clock.
 	Now func() time.Time
 	// DryRun reports what would be rewritten, writing nothing.
@@ -366,7 +386,7 @@ func Compact(ctx context.Context, store objstore.Store, opts CompactOptions) (de
 	if snap == nil {
 		return delta.OptimizeResult{}, err
 	}
-	o.TargetFileBytes, o.MaxDeletedShare, o.Now, o.DryRun = opts.TargetFileBytes, opts.MaxDeletedShare, opts.Now, opts.DryRun
+	o.TargetFileBytes, o.MaxDeletedShare, o.MaxBytes, o.Now, o.DryRun = opts.TargetFileBytes, opts.MaxDeletedShare, opts.MaxBytes, opts.Now, opts.DryRun
 	return snap.Optimize(ctx, o)
 }
 

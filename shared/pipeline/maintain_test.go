@@ -223,3 +223,37 @@ func TestMaintainFoldsAVectorPastTheTablesShare(t *testing.T) {
 		})
 	}
 }
+
+// Maintain rewrites at most the table's compaction_max_bytes in each Delta
+// table, at least one bin, and counts what it left; -1 lifts the cap.
+func TestMaintainCompactsWithinTheTablesCap(t *testing.T) {
+	ctx := context.Background()
+	t.Run("a cap below one partition's files compacts one partition a run", func(t *testing.T) {
+		p, _ := partitionedSmallFiles(t, ctx, objstore.NewMemory(), 1)
+		for run, left := range []int{9, 6, 3, 0} {
+			res, err := p.Maintain(ctx, "shop.t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The history (one partition, a file per source file) is
+			// one bin: the first run compacts it too.
+			compacted := 3
+			if run == 0 {
+				compacted += 12
+			}
+			if res.CompactedFiles != compacted || res.CompactionLeftFiles != left || (left > 0) != (res.CompactionLeftBytes > 0) {
+				t.Errorf("run %d: compacted %d, left %d files of %d bytes; want %d compacted and %d left", run+1, res.CompactedFiles, res.CompactionLeftFiles, res.CompactionLeftBytes, compacted, left)
+			}
+		}
+	})
+	t.Run("no cap compacts every partition in one run", func(t *testing.T) {
+		p, _ := partitionedSmallFiles(t, ctx, objstore.NewMemory(), -1)
+		res, err := p.Maintain(ctx, "shop.t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.CompactedFiles != 24 || res.CompactionLeftFiles != 0 || res.CompactionLeftBytes != 0 {
+			t.Errorf("compacted %d, left %d files of %d bytes; want all 24 (12 state, 12 history) and none left", res.CompactedFiles, res.CompactionLeftFiles, res.CompactionLeftBytes)
+		}
+	})
+}

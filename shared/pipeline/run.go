@@ -117,9 +117,9 @@ func (p *Pipeline) RunOnce(ctx context.Context, o RunOptions) (RunResult, error)
 
 // mergePending merges and maintains every table with pending work, in
 // table order, and (o.Wait) waits for those whose lease another process
-// holds; res.Busy are those still busy. A table merged is maintained
-// unless deferMaintain (nil: none) leaves it for later.
-func (p *Pipeline) mergePending(ctx context.Context, o RunOptions, res *RunResult, deferMaintain func(context.Context, string) (bool, error)) error {
+// holds; res.Busy are those still busy. A table merged is then
+// maintained by maintain (nil: Maintain).
+func (p *Pipeline) mergePending(ctx context.Context, o RunOptions, res *RunResult, maintain func(context.Context, string) error) error {
 	statuses, err := p.Status.Statuses(ctx)
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func (p *Pipeline) mergePending(ctx context.Context, o RunOptions, res *RunResul
 		if st.Pending == 0 && st.OpenBatchSeq == 0 {
 			continue
 		}
-		merged, err := p.runMerge(ctx, st.Table, res, deferMaintain)
+		merged, err := p.runMerge(ctx, st.Table, res, maintain)
 		if err != nil {
 			return err
 		}
@@ -229,10 +229,10 @@ func (p *Pipeline) stageFound(ctx context.Context, o RunOptions, files []datastr
 	return g.Wait()
 }
 
-// runMerge merges a table's pending files and maintains it, unless
-// deferMaintain (nil: none) leaves that for later. It reports false when
-// another process holds the table's lease, so nothing was merged.
-func (p *Pipeline) runMerge(ctx context.Context, tableID string, res *RunResult, deferMaintain func(context.Context, string) (bool, error)) (bool, error) {
+// runMerge merges a table's pending files and has maintain (nil:
+// Maintain) maintain it. It reports false when another process holds the
+// table's lease, so nothing was merged.
+func (p *Pipeline) runMerge(ctx context.Context, tableID string, res *RunResult, maintain func(context.Context, string) error) (bool, error) {
 	mr, err := p.MergeTable(ctx, tableID)
 	// A busy result may follow batches merged before the lease was lost,
 	// and an error batches merged before it (a stop that cuts the lease's
@@ -251,16 +251,13 @@ func (p *Pipeline) runMerge(ctx context.Context, tableID string, res *RunResult,
 		return false, nil
 	}
 	res.Merged = append(res.Merged, tableID)
-	if deferMaintain != nil {
-		later, err := deferMaintain(ctx, tableID)
-		if err != nil {
-			return false, err
-		}
-		if later {
-			return true, nil
+	if maintain == nil {
+		maintain = func(ctx context.Context, tableID string) error {
+			_, err := p.Maintain(ctx, tableID)
+			return err
 		}
 	}
-	if _, err := p.Maintain(ctx, tableID); err != nil {
+	if err := maintain(ctx, tableID); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -24,6 +24,24 @@ import (
 // of 4.5 s where RunOnce's passes read 9.9 s and growing.
 const WatchMaintainEvery = 10 * time.Second
 
+// watchCompactBytes is the most one of Watch's maintenance runs rewrites
+// in each Delta table of tableID: two target files, or the table's
+// compaction_max_bytes if less. A fold storm (every file of a table
+// passing the deleted share within the same minute, as random updates
+// make them) or a bulk load's small files are then compacted a slice at a
+// time, between merges, instead of in one run during which no file is
+// merged. Sliced, the storm costs the same rewriting, spread; when it is
+// spread too thin for the update rate, files are folded at a larger
+// deleted share, which sets how much the rewriting can keep up with.
+func (p *Pipeline) watchCompactBytes(tableID string) int64 {
+	tc := p.Config.Table(tableID)
+	slice := 2 * tc.TargetFileBytes
+	if tc.CompactionMaxBytes > 0 {
+		slice = min(slice, tc.CompactionMaxBytes)
+	}
+	return slice
+}
+
 // WatchOptions configures Watch.
 type WatchOptions struct {
 	// Source, Parallel, Progress and Busy are RunOnce's (Progress, Busy
@@ -125,18 +143,30 @@ func (p *Pipeline) watchStaging(ctx context.Context, o RunOptions, interval time
 // staged during it. A table merged is maintained when nothing is pending
 // for it any more, or when it was last maintained WatchMaintainEvery ago;
 // one left for later is maintained at the latest when merging waits.
+// Maintenance compacts a slice at a time (watchCompactBytes), and is run
+// again, slice after slice, while no file is pending.
 func (p *Pipeline) watchMerging(ctx context.Context, o RunOptions, interval time.Duration, staged <-chan struct{}, report func(RunResult)) error {
 	policy := maintainPolicy{last: map[string]time.Time{}, deferred: map[string]bool{}, now: time.Now}
-	deferMaintain := func(ctx context.Context, tableID string) (bool, error) {
+	maintain := func(ctx context.Context, tableID string) error {
+		r, err := p.maintain(ctx, tableID, p.watchCompactBytes(tableID))
+		if err == nil && r.CompactionLeftFiles > 0 {
+			policy.leave(tableID)
+		}
+		return err
+	}
+	afterMerge := func(ctx context.Context, tableID string) error {
 		st, err := p.Status.Status(ctx, tableID)
 		if err != nil {
-			return false, fmt.Errorf("status of %s: %w", tableID, err)
+			return fmt.Errorf("status of %s: %w", tableID, err)
 		}
-		return policy.later(tableID, st.Pending > 0), nil
+		if policy.later(tableID, st.Pending > 0) {
+			return nil
+		}
+		return maintain(ctx, tableID)
 	}
 	for {
 		res := RunResult{Tables: map[string]*TableRun{}}
-		if err := p.mergePending(ctx, o, &res, deferMaintain); err != nil {
+		if err := p.mergePending(ctx, o, &res, afterMerge); err != nil {
 			report(res) // what it merged before
 			return err
 		}
@@ -151,11 +181,17 @@ func (p *Pipeline) watchMerging(ctx context.Context, o RunOptions, interval time
 			continue
 		}
 		// Caught up. A table left unmaintained has its maintenance now,
-		// should another process have merged what was pending for it.
+		// should another process have merged what was pending for it,
+		// and one whose compaction was left unfinished has another
+		// slice, then another while nothing is pending: the next pass
+		// merges first whatever staging registered meanwhile.
 		for _, tableID := range policy.owed() {
-			if _, err := p.Maintain(ctx, tableID); err != nil {
+			if err := maintain(ctx, tableID); err != nil {
 				return err
 			}
+		}
+		if policy.owes() {
+			continue
 		}
 		if err := sleep(ctx, interval, staged); err != nil {
 			return err
@@ -188,6 +224,13 @@ func (m *maintainPolicy) later(tableID string, pending bool) bool {
 	delete(m.deferred, tableID)
 	return false
 }
+
+// leave records that a table's maintenance left compaction unfinished:
+// it is owed another.
+func (m *maintainPolicy) leave(tableID string) { m.deferred[tableID] = true }
+
+// owes reports whether some table's maintenance is owed.
+func (m *maintainPolicy) owes() bool { return len(m.deferred) > 0 }
 
 // owed returns, in order, the tables whose maintenance was left for later
 // and has not been done since, and counts it done now.

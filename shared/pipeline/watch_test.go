@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/config"
 	"github.com/dsdelta/dsdelta/shared/coord"
+	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
@@ -287,5 +288,90 @@ func TestWatchMaintainsWhenCaughtUpOrEveryInterval(t *testing.T) {
 	}
 	if got := m.owed(); len(got) != 0 {
 		t.Fatalf("owed = %v after a was maintained, want none", got)
+	}
+}
+
+// partitionedSmallFiles merges three rounds of files into shop.t, whose
+// state is partitioned by r, without maintaining it: three small state
+// files in each of four partitions. It returns the pipeline (shop.t's
+// compaction_max_bytes set to maxBytes) and the state expected.
+func partitionedSmallFiles(t *testing.T, ctx context.Context, source objstore.Store, maxBytes int64) (*Pipeline, map[string]string) {
+	t.Helper()
+	p := newPipeline(t, source, config.Config{Tables: map[string]config.TableConfig{
+		"shop.t": {PartitionColumns: []string{"r"}, CompactionMaxBytes: maxBytes},
+	}})
+	want := map[string]string{}
+	for round := range 3 {
+		var files []dssim.File
+		for part := range 4 {
+			id := round*10 + part
+			payload := fmt.Sprintf(`{"id":%d,"r":"p%d"}`, id, part)
+			want[fmt.Sprintf(`{"id":%d}`, id)] = payload
+			files = append(files, jsonlFile(fmt.Sprintf("r%d-p%d", round, part), 100*round+10*part, payload))
+		}
+		write(t, ctx, source, files)
+		res := RunResult{Tables: map[string]*TableRun{}}
+		if err := p.stageAll(ctx, RunOptions{Source: source, Parallel: 2}, &res); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.MergeTable(ctx, "shop.t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p, want
+}
+
+// Watch compacts a slice at a time (watchCompactBytes) and, while nothing
+// is pending, slice after slice until compaction is done: a table whose
+// compaction one slice cannot finish ends compacted all the same, each
+// OPTIMIZE commit within the cap.
+func TestWatchCompactsSliceAfterSliceWhileNothingIsPending(t *testing.T) {
+	ctx := context.Background()
+	source := objstore.NewMemory()
+	// A cap of one byte: each slice rewrites one bin, here one partition.
+	p, want := partitionedSmallFiles(t, ctx, source, 1)
+	// Watch merges one more file, then maintains: one slice after the
+	// merge, the others while nothing is pending.
+	w := startWatch(t, p, source, nil)
+	write(t, ctx, source, []dssim.File{jsonlFile("last", 1000, `{"id":99,"r":"p0"}`)})
+	want[`{"id":99}`] = `{"id":99,"r":"p0"}`
+	tabs, err := p.TableSet("shop.t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	perPartition := func() map[string]int {
+		snap, err := delta.Open(tabs.State).Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, f := range snap.Files() {
+			n[*f.PartitionValues["r"]]++
+		}
+		return n
+	}
+	waitFor(t, "every state partition compacted into one file", func() bool {
+		return w.table("shop.t").MergedFiles == 1 && reflect.DeepEqual(perPartition(), map[string]int{"p0": 1, "p1": 1, "p2": 1, "p3": 1})
+	})
+	w.stop(t)
+	if _, rows := stateRows(t, ctx, p, "shop.t", "id"); !reflect.DeepEqual(rows, want) {
+		t.Errorf("state = %v\nwant  %v", rows, want)
+	}
+	hist, err := delta.Open(tabs.State).History(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	optimizes := 0
+	for _, h := range hist {
+		if h.Operation != "OPTIMIZE" {
+			continue
+		}
+		optimizes++
+		if h.Metrics["numRemovedFiles"] != "3" && h.Metrics["numRemovedFiles"] != "4" {
+			t.Errorf("version %d: an OPTIMIZE removed %s files; the cap allows one partition's 3 (4 for p0)", h.Version, h.Metrics["numRemovedFiles"])
+		}
+	}
+	if optimizes != 4 {
+		t.Errorf("%d OPTIMIZE commits, want one per partition (4)", optimizes)
 	}
 }
