@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ func main() {
 	out := flag.String("out", "RESULTS.md", "where to write the results (with --only: only when given)")
 	only := flag.String("only", "", "run only these scenarios, comma-separated: "+strings.Join(scenarios, ", "))
 	keep := flag.Bool("keep", false, "keep the temporary data directory")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the scenarios it runs in-process, such as sustained; not the merge child's) to this file")
 	child := flag.Bool("merge-child", false, "internal: run as the child, with the child: flags (used by the driver)")
 	childFlags := benchchild.Register(flag.CommandLine)
 	flag.Parse()
@@ -40,6 +42,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: cpu profile:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	outSet := false
 	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
 	if *only != "" && !outSet {
@@ -47,6 +60,7 @@ func main() {
 		*out = ""
 	}
 	if err := run(ctx, *quick, *out, *keep, selected); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}

@@ -71,6 +71,7 @@ type sustainedStep struct {
 	peakKiB              int64
 	wall                 time.Duration
 	producerBehind       bool
+	maint                maintStats // from the step's start to its files merged
 }
 
 // sustained is one run of the scenario: the loop, the producer and the
@@ -205,8 +206,10 @@ func (s *sustained) loop(ctx context.Context, p *pipeline.Pipeline, src objstore
 		}
 	}()
 	err := p.Watch(ctx, pipeline.WatchOptions{
-		RunOptions: pipeline.RunOptions{Source: src, Parallel: runtime.NumCPU()},
-		Interval:   sustainedInterval,
+		RunOptions:  pipeline.RunOptions{Source: src, Parallel: runtime.NumCPU()},
+		Interval:    sustainedInterval,
+		Maintaining: func(string) { s.phases.enter(phaseMaintain) },
+		Maintained:  s.phases.maintained,
 		Report: func(res pipeline.RunResult) {
 			if len(res.Merged) > 0 {
 				// A merging pass has ended: its merge and maintenance.
@@ -299,11 +302,12 @@ func (s *sustained) waitMerged(limit time.Duration) error {
 	return nil
 }
 
-// waitIdle waits for merging's pass under way to end: the one that
-// merged the files last put in place ends with the table's maintenance,
-// which the next step should not inherit.
+// waitIdle waits for merging's pass under way to end, and for the
+// compaction slices owed after it: the pass that merged the files last
+// put in place ends with the table's maintenance, and the bulk load's
+// compaction takes many slices, which the next step should not inherit.
 func (s *sustained) waitIdle() error {
-	for s.phases.current() != phaseIdle {
+	for !s.phases.settled() {
 		if err := s.loopFailed(); err != nil {
 			return err
 		}
@@ -370,6 +374,7 @@ func (s *sustained) runStep(step int, rate float64) (sustainedStep, error) {
 	mergebench.ResetPeakRSS()
 	cpu, prodCPU := backfillbench.CPUTime(), threadCPU()
 	phaseCPU, phaseWall := s.phases.totals()
+	s.phases.takeMaint()
 	start := time.Now()
 	var last time.Time
 	for k := 0; ; k++ {
@@ -410,11 +415,12 @@ func (s *sustained) runStep(step int, rate float64) (sustainedStep, error) {
 	}
 	s.prod.remove(s.tracker.takeMerged())
 	st.peakKiB, _ = mergebench.PeakRSSKiB()
+	st.maint = s.phases.takeMaint()
 	st.batches = s.tracker.completedBatches() - batches
 	st.verdict = judgeLags(s.tracker.stepLags(step), s.tracker.unmerged(step))
 	v := st.verdict
-	logf("sustained: %.0f events/s (%.0f achieved): %d files, p50 %.0f ms, p99 %.0f ms, max %.0f ms, loop %.2f cores, producer %.2f, peak %d MiB, bounded %v %s",
-		st.rate, st.achieved, st.files, ms(v.p50), ms(v.p99), ms(v.max), st.loopCores, st.prodCores, st.peakKiB>>10, v.bounded, v.why)
+	logf("sustained: %.0f events/s (%.0f achieved): %d files, p50 %.0f ms, p99 %.0f ms, max %.0f ms, loop %.2f cores, producer %.2f, peak %d MiB, maintenance %d runs (longest %.0f ms, %d files folded), bounded %v %s",
+		st.rate, st.achieved, st.files, ms(v.p50), ms(v.p99), ms(v.max), st.loopCores, st.prodCores, st.peakKiB>>10, st.maint.runs, ms(st.maint.longest), st.maint.folded, v.bounded, v.why)
 	return st, nil
 }
 
@@ -487,10 +493,10 @@ func reportSustained(rep *report, spec sustainedSpec, loaded backfillRun, probe 
 	rep.add("## Sustained capacity\n")
 	rep.add("One table of %s rows (`%s`, the backfill scenario's UUID-keyed table), bulk-loaded through the backfill path (its files and child, `deletion_vectors: on`, %.0f s), then `dsdelta run --watch --interval %s`'s loop run in this process over a local folder, into which files of %d change events arrive at a fixed rate: %d%% updates of live keys drawn at random over the whole table, %d%% inserts of new keys, %d%% deletes of live keys, with increasing binlog positions and source timestamps of their time. The loop (`pipeline.Watch`) stages the new files %d at a time, and beside it merges the table (default configuration, deletion vectors on: batches of at most %s) as soon as files are staged, and again at once while files are pending, then maintains it (compaction, checkpoints, vacuum) unless files are pending again and it was maintained less than %s ago; staging lists the folder every %s. A file is written aside and renamed into its minute's folder, so no pass sees part of one; merged files are deleted from the folder (a full run writes tens of GB).\n",
 		humanRows(int64(spec.rows)), backfillbench.TableID, loaded.TotalMillis/1000, sustainedInterval, eventsPerFile, updateShare*10, insertShare*10, 100-(updateShare+insertShare)*10, runtime.NumCPU(), batchLimits(), pipeline.WatchMaintainEvery, sustainedInterval)
-	rep.add("Lag of a file: from its rename into place to the moment the batch that merged it committed, as the merge stamps the batch when its last commit, the current-state table's, has landed (`coord.BatchStats.CommittedAt`, seen through the pipeline's `Batches`, without polling). First, %d files are put in place at once (the probe: %.0f events/s from the first in place to the last commit, a ceiling, as a backlog is merged in large batches); then steps of %s at %s of that rate, each started once every file before it is merged and merging's pass has ended, stopping at the first whose lag is unbounded — a file not merged %s after the step's last one, p99 over %s, or the lag growing (the median of the step's last third of files over %d× that of its first third and %s above it) — or, when the first step is unbounded, taking %g of its rate up to %d times until a step is bounded. Loop cores: the process's CPU time over the step, less the producer's thread's, over the step's wall time; split by the phase merging was in — merge (under the lease), maintenance (from the lease's release to the pass's end), waiting — each the process's CPU time while in it, staging's beside it and the producer's included, and beside it the share of the step's wall time each phase took. Peak RSS: this process's high-water mark over the step, reset at its start (the bench links DuckDB, idle here; the runtime's defaults, GOGC=100 and no memory limit, where a function runs with GOMEMLIMIT at four fifths of its memory). The machine's two cores are shared with the producer and any other work: the figures are noisy.\n",
+	rep.add("Lag of a file: from its rename into place to the moment the batch that merged it committed, as the merge stamps the batch when its last commit, the current-state table's, has landed (`coord.BatchStats.CommittedAt`, seen through the pipeline's `Batches`, without polling). First, %d files are put in place at once (the probe: %.0f events/s from the first in place to the last commit, a ceiling, as a backlog is merged in large batches); then steps of %s at %s of that rate, each started once every file before it is merged, merging's pass has ended and no compaction is left owed (the bulk load's is compacted a slice at a time), stopping at the first whose lag is unbounded — a file not merged %s after the step's last one, p99 over %s, or the lag growing (the median of the step's last third of files over %d× that of its first third and %s above it) — or, when the first step is unbounded, taking %g of its rate up to %d times until a step is bounded. Loop cores: the process's CPU time over the step, less the producer's thread's, over the step's wall time; split by the phase merging was in — merge (under the lease), maintenance (from the lease's release, or a compaction slice's start, to the run's end), waiting — each the process's CPU time while in it, staging's beside it and the producer's included, and beside it the share of the step's wall time each phase took; maintenance runs: those that ended from the step's start to its files merged, the longest, and the files they folded (rewrote without the rows their deletion vectors marked). Peak RSS: this process's high-water mark over the step, reset at its start (the bench links DuckDB, idle here; the runtime's defaults, GOGC=100 and no memory limit, where a function runs with GOMEMLIMIT at four fifths of its memory). The machine's two cores are shared with the producer and any other work: the figures are noisy.\n",
 		spec.probeFiles, probe, spec.step, shares(), lagBound, lagBound, growthFactor, growthFloor, downShare, downSteps)
-	rep.add("| events/s asked | put in place | files | batches | p50 | p99 | max | median first / last third | loop cores (while merging / maintaining / waiting; staging beside) | merging's time: merge / maintenance / waiting | producer cores | peak RSS | bounded |")
-	rep.add("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	rep.add("| events/s asked | put in place | files | batches | p50 | p99 | max | median first / last third | loop cores (while merging / maintaining / waiting; staging beside) | merging's time: merge / maintenance / waiting | maintenance runs (longest; files folded) | producer cores | peak RSS | bounded |")
+	rep.add("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	var peak int64
 	for _, st := range steps {
 		v := st.verdict
@@ -502,9 +508,9 @@ func reportSustained(rep *report, spec sustainedSpec, loaded backfillRun, probe 
 			bounded += " (the producer fell behind the rate)"
 		}
 		c, w := st.phaseCPU, st.phaseWall
-		rep.add("| %.0f | %.0f | %d | %d | %.0f ms | %.0f ms | %.0f ms | %.0f / %.0f ms | %.2f (%.2f / %.2f / %.2f) | %.0f%% / %.0f%% / %.0f%% | %.2f | %.0f MiB | %s |", st.rate, st.achieved, st.files, st.batches,
+		rep.add("| %.0f | %.0f | %d | %d | %.0f ms | %.0f ms | %.0f ms | %.0f / %.0f ms | %.2f (%.2f / %.2f / %.2f) | %.0f%% / %.0f%% / %.0f%% | %d (%.1f s; %d) | %.2f | %.0f MiB | %s |", st.rate, st.achieved, st.files, st.batches,
 			ms(v.p50), ms(v.p99), ms(v.max), ms(v.firstThird), ms(v.lastThird), st.loopCores, c[phaseMerge], c[phaseMaintain], c[phaseIdle],
-			100*w[phaseMerge], 100*w[phaseMaintain], 100*w[phaseIdle], st.prodCores, float64(st.peakKiB)/1024, bounded)
+			100*w[phaseMerge], 100*w[phaseMaintain], 100*w[phaseIdle], st.maint.runs, st.maint.longest.Seconds(), st.maint.folded, st.prodCores, float64(st.peakKiB)/1024, bounded)
 		peak = max(peak, st.peakKiB)
 	}
 	rep.add("")

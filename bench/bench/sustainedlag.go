@@ -234,6 +234,44 @@ type loopPhases struct {
 	phase     int
 	since     time.Time
 	sinceCPU  time.Duration
+	// owed: the last maintenance run left compaction for the next.
+	owed  bool
+	maint maintStats
+}
+
+// maintStats sums the loop's maintenance runs.
+type maintStats struct {
+	runs    int
+	longest time.Duration
+	folded  int // files rewritten without the rows their vectors marked
+}
+
+// maintained counts a maintenance run that has ended; merging waits
+// from then until its next merge or maintenance.
+func (l *loopPhases) maintained(r pipeline.MaintainResult) {
+	l.mu.Lock()
+	l.owed = r.CompactionLeftFiles > 0
+	l.maint.runs++
+	l.maint.longest = max(l.maint.longest, r.Duration)
+	l.maint.folded += r.DeletionVectorsFolded
+	l.mu.Unlock()
+	l.enter(phaseIdle)
+}
+
+// takeMaint returns the maintenance runs counted since the last call.
+func (l *loopPhases) takeMaint() maintStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.maint
+	l.maint = maintStats{}
+	return m
+}
+
+// settled reports whether merging waits with no compaction owed.
+func (l *loopPhases) settled() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.phase == phaseIdle && !l.owed
 }
 
 // enter ends the phase under way and starts phase.

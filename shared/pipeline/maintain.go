@@ -43,6 +43,8 @@ type MaintainResult struct {
 	Conflicts int
 	// Ops counts the billable calls of the run (see package opcount).
 	Ops opcount.Counts
+	// Duration is how long the run took.
+	Duration time.Duration
 }
 
 // Maintain compacts a table's Delta tables (bin-packs small files; the
@@ -72,12 +74,12 @@ func (p *Pipeline) Maintain(ctx context.Context, tableID string) (res MaintainRe
 func (p *Pipeline) maintain(ctx context.Context, tableID string, maxBytes int64) (res MaintainResult, err error) {
 	res = MaintainResult{Table: tableID}
 	ctx, ops := opcount.Start(ctx)
-	defer func() { res.Ops = ops.Counts() }()
+	start := time.Now()
+	defer func() { res.Ops, res.Duration = ops.Counts(), time.Since(start) }()
 	tabs, err := p.TableSet(tableID)
 	if err != nil {
 		return res, err
 	}
-	start := time.Now()
 	if err := p.compactTables(ctx, tableID, tabs, maxBytes, &res); err != nil {
 		return res, err
 	}

@@ -25,7 +25,7 @@ import (
 const WatchMaintainEvery = 10 * time.Second
 
 // watchCompactBytes is the most one of Watch's maintenance runs rewrites
-// in each Delta table of tableID: two target files, or the table's
+// in each Delta table of tableID: one target file, or the table's
 // compaction_max_bytes if less. A fold storm (every file of a table
 // passing the deleted share within the same minute, as random updates
 // make them) or a bulk load's small files are then compacted a slice at a
@@ -35,7 +35,7 @@ const WatchMaintainEvery = 10 * time.Second
 // deleted share, which sets how much the rewriting can keep up with.
 func (p *Pipeline) watchCompactBytes(tableID string) int64 {
 	tc := p.Config.Table(tableID)
-	slice := 2 * tc.TargetFileBytes
+	slice := tc.TargetFileBytes
 	if tc.CompactionMaxBytes > 0 {
 		slice = min(slice, tc.CompactionMaxBytes)
 	}
@@ -56,6 +56,13 @@ type WatchOptions struct {
 	// pass did (nil: nobody); the sum of the calls is what RunOnce passes
 	// would have reported.
 	Report func(RunResult)
+	// Maintaining is told when a maintenance run of a table begins, and
+	// Maintained what it did, one call at a time with the others (nil:
+	// nobody). A merging pass's Report comes after the maintenance of the
+	// tables it merged; the slices run while nothing is pending come
+	// after it.
+	Maintaining func(tableID string)
+	Maintained  func(MaintainResult)
 }
 
 // Watch does what RunOnce passes repeated every Interval would, until ctx
@@ -102,11 +109,26 @@ func (p *Pipeline) Watch(ctx context.Context, o WatchOptions) error {
 			busy(st)
 		}
 	}
+	maintaining, maintained := o.Maintaining, o.Maintained
+	o.Maintaining = func(tableID string) {
+		if maintaining != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			maintaining(tableID)
+		}
+	}
+	o.Maintained = func(r MaintainResult) {
+		if maintained != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			maintained(r)
+		}
+	}
 	// staged wakes merging; one pending wake-up is as good as many.
 	staged := make(chan struct{}, 1)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.watchStaging(gctx, o.RunOptions, interval, staged, report) })
-	g.Go(func() error { return p.watchMerging(gctx, o.RunOptions, interval, staged, report) })
+	g.Go(func() error { return p.watchMerging(gctx, o, interval, staged, report) })
 	err := g.Wait()
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -145,14 +167,19 @@ func (p *Pipeline) watchStaging(ctx context.Context, o RunOptions, interval time
 // one left for later is maintained at the latest when merging waits.
 // Maintenance compacts a slice at a time (watchCompactBytes), and is run
 // again, slice after slice, while no file is pending.
-func (p *Pipeline) watchMerging(ctx context.Context, o RunOptions, interval time.Duration, staged <-chan struct{}, report func(RunResult)) error {
+func (p *Pipeline) watchMerging(ctx context.Context, o WatchOptions, interval time.Duration, staged <-chan struct{}, report func(RunResult)) error {
 	policy := maintainPolicy{last: map[string]time.Time{}, deferred: map[string]bool{}, now: time.Now}
 	maintain := func(ctx context.Context, tableID string) error {
+		o.Maintaining(tableID)
 		r, err := p.maintain(ctx, tableID, p.watchCompactBytes(tableID))
-		if err == nil && r.CompactionLeftFiles > 0 {
+		if err != nil {
+			return err
+		}
+		o.Maintained(r)
+		if r.CompactionLeftFiles > 0 {
 			policy.leave(tableID)
 		}
-		return err
+		return nil
 	}
 	afterMerge := func(ctx context.Context, tableID string) error {
 		st, err := p.Status.Status(ctx, tableID)
@@ -166,7 +193,7 @@ func (p *Pipeline) watchMerging(ctx context.Context, o RunOptions, interval time
 	}
 	for {
 		res := RunResult{Tables: map[string]*TableRun{}}
-		if err := p.mergePending(ctx, o, &res, afterMerge); err != nil {
+		if err := p.mergePending(ctx, o.RunOptions, &res, afterMerge); err != nil {
 			report(res) // what it merged before
 			return err
 		}

@@ -45,7 +45,11 @@ type watchRun struct {
 	sum    map[string]*TableRun
 	merged int // reports of merging passes that merged a table
 	busy   []coord.TableStatus
-	done   chan error
+	// maintaining counts the maintenance runs begun; maintained are
+	// the results of those ended.
+	maintaining int
+	maintained  []MaintainResult
+	done        chan error
 	cancel context.CancelFunc
 }
 
@@ -61,6 +65,16 @@ func startWatch(t *testing.T, p *Pipeline, source objstore.Store, progress func(
 				w.busy = append(w.busy, st)
 			}},
 			Interval: 5 * time.Millisecond,
+			Maintaining: func(string) {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				w.maintaining++
+			},
+			Maintained: func(r MaintainResult) {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				w.maintained = append(w.maintained, r)
+			},
 			Report: func(res RunResult) {
 				w.mu.Lock()
 				defer w.mu.Unlock()
@@ -353,6 +367,12 @@ func TestWatchCompactsSliceAfterSliceWhileNothingIsPending(t *testing.T) {
 	waitFor(t, "every state partition compacted into one file", func() bool {
 		return w.table("shop.t").MergedFiles == 1 && reflect.DeepEqual(perPartition(), map[string]int{"p0": 1, "p1": 1, "p2": 1, "p3": 1})
 	})
+	// The last slice has committed; it ends with the table's other steps.
+	waitFor(t, "the fourth maintenance run ended", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.maintained) >= 4
+	})
 	w.stop(t)
 	if _, rows := stateRows(t, ctx, p, "shop.t", "id"); !reflect.DeepEqual(rows, want) {
 		t.Errorf("state = %v\nwant  %v", rows, want)
@@ -373,5 +393,22 @@ func TestWatchCompactsSliceAfterSliceWhileNothingIsPending(t *testing.T) {
 	}
 	if optimizes != 4 {
 		t.Errorf("%d OPTIMIZE commits, want one per partition (4)", optimizes)
+	}
+	// Each run was told of, before and after; each slice but the last
+	// left files, fewer each time.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.maintaining != len(w.maintained) || len(w.maintained) < 4 {
+		t.Fatalf("%d maintenance runs begun, %d ended; want the same, at least 4", w.maintaining, len(w.maintained))
+	}
+	var lefts []int
+	for _, r := range w.maintained[:4] {
+		lefts = append(lefts, r.CompactionLeftFiles)
+		if r.Table != "shop.t" || r.Duration <= 0 {
+			t.Errorf("maintained %+v: want shop.t and its duration", r)
+		}
+	}
+	if !reflect.DeepEqual(lefts, []int{10, 7, 4, 0}) {
+		t.Errorf("the slices left %v files; want 10, 7, 4, 0 (p0 has a fourth file, so its bin is the largest and last)", lefts)
 	}
 }
