@@ -50,7 +50,7 @@ type watchRun struct {
 	maintaining int
 	maintained  []MaintainResult
 	done        chan error
-	cancel context.CancelFunc
+	cancel      context.CancelFunc
 }
 
 func startWatch(t *testing.T, p *Pipeline, source objstore.Store, progress func(StageProgress)) *watchRun {
