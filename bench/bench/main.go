@@ -23,7 +23,7 @@ func main() {
 	out := flag.String("out", "RESULTS.md", "where to write the results (with --only: only when given)")
 	only := flag.String("only", "", "run only these scenarios, comma-separated: "+strings.Join(scenarios, ", "))
 	keep := flag.Bool("keep", false, "keep the temporary data directory")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the scenarios it runs in-process, such as sustained; not the merge child's) to this file")
+	cpuProfile := flag.String("driver-cpuprofile", "", "write a CPU profile of this driver process (the scenarios it runs in-process, such as sustained; not the merge child's) to this file")
 	child := flag.Bool("merge-child", false, "internal: run as the child, with the child: flags (used by the driver)")
 	childFlags := benchchild.Register(flag.CommandLine)
 	flag.Parse()
