@@ -50,7 +50,13 @@ const completeTimeout = 30 * time.Second
 // until none is pending or the budget runs out. The lease is renewed while
 // work runs; losing it cancels the work before its next commit. After
 // releasing, it looks for files staged meanwhile so no wake-up is lost.
-func (p *Pipeline) MergeTable(ctx context.Context, tableID string) (res MergeResult, err error) {
+func (p *Pipeline) MergeTable(ctx context.Context, tableID string) (MergeResult, error) {
+	return p.mergeTable(ctx, tableID, p.MergeBudget)
+}
+
+// mergeTable is MergeTable with the budget given (0: none) instead of
+// p.MergeBudget.
+func (p *Pipeline) mergeTable(ctx context.Context, tableID string, budget time.Duration) (res MergeResult, err error) {
 	res = MergeResult{Table: tableID}
 	ctx, ops := opcount.Start(ctx)
 	defer func() { res.Ops = ops.Counts() }()
@@ -70,7 +76,7 @@ func (p *Pipeline) MergeTable(ctx context.Context, tableID string) (res MergeRes
 	start := p.now()
 	log := p.log().With("table", tableID)
 	for {
-		more, err := p.mergeUnderLease(ctx, tabs, start, &res)
+		more, err := p.mergeUnderLease(ctx, tabs, start, budget, &res)
 		if errors.Is(err, coord.ErrLeaseHeld) {
 			res.Busy = true
 			log.Info("another merge holds the table", "event", "busy")
@@ -84,7 +90,7 @@ func (p *Pipeline) MergeTable(ctx context.Context, tableID string) (res MergeRes
 		}
 		// Files were staged while we released: merge them now, or hand
 		// them to the next invocation when the budget is spent.
-		if p.MergeBudget > 0 && p.now().Sub(start) > p.MergeBudget/2 {
+		if budget > 0 && p.now().Sub(start) > budget/2 {
 			res.Remaining = true
 			if p.Waker != nil {
 				if err := p.Waker.Wake(ctx, tableID); err != nil {
@@ -98,7 +104,7 @@ func (p *Pipeline) MergeTable(ctx context.Context, tableID string) (res MergeRes
 
 // mergeUnderLease runs batches under one lease; more reports pending work
 // found after the release.
-func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.TableSet, start time.Time, res *MergeResult) (more bool, err error) {
+func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.TableSet, start time.Time, budget time.Duration, res *MergeResult) (more bool, err error) {
 	ttl := p.leaseTTL()
 	lease, err := p.Leaser.Acquire(ctx, tabs.ID, p.holder(), ttl)
 	if err != nil {
@@ -150,7 +156,7 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.TableSet, start
 		_ = p.Leaser.Release(context.WithoutCancel(ctx), stopRenew())
 	}
 	budgetLeft := func() bool {
-		return p.MergeBudget <= 0 || p.now().Sub(start) < p.MergeBudget*3/4
+		return budget <= 0 || p.now().Sub(start) < budget*3/4
 	}
 	for budgetLeft() {
 		// A batch is not bounded by events: batch_max_events bounds what

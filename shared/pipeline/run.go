@@ -32,6 +32,18 @@ type RunOptions struct {
 	// Poll (a second when 0), instead of leaving their files pending.
 	Wait bool
 	Poll time.Duration
+	// mergeBudget bounds each table's merge (0: the pipeline's
+	// MergeBudget): Watch's, so that a table taking files without pause
+	// is still maintained.
+	mergeBudget time.Duration
+}
+
+// budget is the bound of one table's merge in a pass run with o.
+func (p *Pipeline) budget(o RunOptions) time.Duration {
+	if o.mergeBudget > 0 && (p.MergeBudget <= 0 || o.mergeBudget < p.MergeBudget) {
+		return o.mergeBudget
+	}
+	return p.MergeBudget
 }
 
 // StageProgress is how far a pass's staging is.
@@ -130,7 +142,7 @@ func (p *Pipeline) mergePending(ctx context.Context, o RunOptions, res *RunResul
 		if st.Pending == 0 && st.OpenBatchSeq == 0 {
 			continue
 		}
-		merged, err := p.runMerge(ctx, st.Table, res, maintain)
+		merged, err := p.runMerge(ctx, st.Table, p.budget(o), res, maintain)
 		if err != nil {
 			return err
 		}
@@ -229,11 +241,12 @@ func (p *Pipeline) stageFound(ctx context.Context, o RunOptions, files []datastr
 	return g.Wait()
 }
 
-// runMerge merges a table's pending files and has maintain (nil:
-// Maintain) maintain it. It reports false when another process holds the
-// table's lease, so nothing was merged.
-func (p *Pipeline) runMerge(ctx context.Context, tableID string, res *RunResult, maintain func(context.Context, string) error) (bool, error) {
-	mr, err := p.MergeTable(ctx, tableID)
+// runMerge merges a table's pending files, for at most budget (0: no
+// bound; see MergeTable), and has maintain (nil: Maintain) maintain it.
+// It reports false when another process holds the table's lease, so
+// nothing was merged.
+func (p *Pipeline) runMerge(ctx context.Context, tableID string, budget time.Duration, res *RunResult, maintain func(context.Context, string) error) (bool, error) {
+	mr, err := p.mergeTable(ctx, tableID, budget)
 	// A busy result may follow batches merged before the lease was lost,
 	// and an error batches merged before it (a stop that cuts the lease's
 	// release short): both count.
@@ -293,7 +306,7 @@ func (p *Pipeline) waitFor(ctx context.Context, o RunOptions, busy []string, res
 		}
 		var still []string
 		for _, table := range busy {
-			merged, err := p.runMerge(ctx, table, res, nil)
+			merged, err := p.runMerge(ctx, table, p.budget(o), res, nil)
 			if err != nil {
 				return busy, err
 			}

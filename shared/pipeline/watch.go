@@ -56,6 +56,10 @@ type WatchOptions struct {
 	// pass did (nil: nobody); the sum of the calls is what RunOnce passes
 	// would have reported.
 	Report func(RunResult)
+	// MaintainEvery is how often at most a table with files pending is
+	// maintained, and how long at most a merge of it runs before that
+	// (0: WatchMaintainEvery).
+	MaintainEvery time.Duration
 	// Maintaining is told when a maintenance run of a table begins, and
 	// Maintained what it did, one call at a time with the others (nil:
 	// nobody). A merging pass's Report comes after the maintenance of the
@@ -74,7 +78,9 @@ type WatchOptions struct {
 // for files staged after it began, and files that arrive during a merge
 // are staged meanwhile and merged right after it, as the cloud's onfile
 // and merge functions do. While files keep coming, a table is maintained
-// at most every WatchMaintainEvery. Both run in this process, under the
+// about every MaintainEvery: a merge hands over once it has merged that
+// long, and the table is maintained unless it was less than that ago.
+// Both run in this process, under the
 // coordination the functions use, so another process staging or merging
 // the same lake is safe, as with RunOnce. Memory is staging's bound plus
 // merging's.
@@ -84,6 +90,13 @@ func (p *Pipeline) Watch(ctx context.Context, o WatchOptions) error {
 		interval = time.Second
 	}
 	o.Wait = false
+	if o.MaintainEvery <= 0 {
+		o.MaintainEvery = WatchMaintainEvery
+	}
+	// A merge returns once it has merged for MaintainEvery (it starts no
+	// batch after three quarters of its budget), so a table whose files
+	// never stop coming is maintained all the same.
+	o.mergeBudget = o.MaintainEvery * 4 / 3
 	// Staging and merging call back from their own goroutines: one call
 	// at a time, so the callbacks may share what they update.
 	var mu sync.Mutex
@@ -163,12 +176,12 @@ func (p *Pipeline) watchStaging(ctx context.Context, o RunOptions, interval time
 // versions) when staging wakes it or Interval has passed, and at once
 // again after a pass that merged something, since files may have been
 // staged during it. A table merged is maintained when nothing is pending
-// for it any more, or when it was last maintained WatchMaintainEvery ago;
+// for it any more, or when it was last maintained MaintainEvery ago;
 // one left for later is maintained at the latest when merging waits.
 // Maintenance compacts a slice at a time (watchCompactBytes), and is run
 // again, slice after slice, while no file is pending.
 func (p *Pipeline) watchMerging(ctx context.Context, o WatchOptions, interval time.Duration, staged <-chan struct{}, report func(RunResult)) error {
-	policy := maintainPolicy{last: map[string]time.Time{}, deferred: map[string]bool{}, now: time.Now}
+	policy := maintainPolicy{every: o.MaintainEvery, last: map[string]time.Time{}, deferred: map[string]bool{}, now: time.Now}
 	maintain := func(ctx context.Context, tableID string) error {
 		o.Maintaining(tableID)
 		r, err := p.maintain(ctx, tableID, p.watchCompactBytes(tableID))
@@ -228,7 +241,7 @@ func (p *Pipeline) watchMerging(ctx context.Context, o WatchOptions, interval ti
 
 // maintainPolicy decides when Watch maintains a table it has merged.
 type maintainPolicy struct {
-	every    time.Duration // 0: WatchMaintainEvery (tests set it)
+	every    time.Duration // 0: WatchMaintainEvery
 	last     map[string]time.Time
 	deferred map[string]bool // left for later since last maintained
 	now      func() time.Time

@@ -47,13 +47,20 @@ type watchRun struct {
 	busy   []coord.TableStatus
 	// maintaining counts the maintenance runs begun; maintained are
 	// the results of those ended.
-	maintaining int
-	maintained  []MaintainResult
-	done        chan error
-	cancel      context.CancelFunc
+	maintaining  int
+	maintained   []MaintainResult
+	onMaintained func(MaintainResult) // called with mu held
+	done         chan error
+	cancel       context.CancelFunc
 }
 
 func startWatch(t *testing.T, p *Pipeline, source objstore.Store, progress func(StageProgress)) *watchRun {
+	t.Helper()
+	return startWatchEvery(t, p, source, progress, 0)
+}
+
+// startWatchEvery is startWatch with WatchOptions.MaintainEvery.
+func startWatchEvery(t *testing.T, p *Pipeline, source objstore.Store, progress func(StageProgress), every time.Duration) *watchRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &watchRun{sum: map[string]*TableRun{}, done: make(chan error, 1), cancel: cancel}
@@ -64,7 +71,8 @@ func startWatch(t *testing.T, p *Pipeline, source objstore.Store, progress func(
 				defer w.mu.Unlock()
 				w.busy = append(w.busy, st)
 			}},
-			Interval: 5 * time.Millisecond,
+			Interval:      5 * time.Millisecond,
+			MaintainEvery: every,
 			Maintaining: func(string) {
 				w.mu.Lock()
 				defer w.mu.Unlock()
@@ -74,6 +82,9 @@ func startWatch(t *testing.T, p *Pipeline, source objstore.Store, progress func(
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				w.maintained = append(w.maintained, r)
+				if w.onMaintained != nil {
+					w.onMaintained(r)
+				}
 			},
 			Report: func(res RunResult) {
 				w.mu.Lock()
@@ -410,5 +421,52 @@ func TestWatchCompactsSliceAfterSliceWhileNothingIsPending(t *testing.T) {
 	}
 	if !reflect.DeepEqual(lefts, []int{10, 7, 4, 0}) {
 		t.Errorf("the slices left %v files; want 10, 7, 4, 0 (p0 has a fourth file, so its bin is the largest and last)", lefts)
+	}
+}
+
+// A table whose files keep merging is maintained about every
+// MaintainEvery all the same: a merge hands over after that long, though
+// files are pending.
+func TestWatchMaintainsATableThatNeverCatchesUp(t *testing.T) {
+	ctx := context.Background()
+	source := objstore.NewMemory()
+	// One file a batch: 80 batches of work, staged before Watch starts.
+	p := newPipeline(t, source, config.Config{BatchMaxFiles: 1})
+	var files []dssim.File
+	for f := range 80 {
+		files = append(files, jsonlFile(fmt.Sprintf("f%02d", f), 10*f, fmt.Sprintf(`{"id":%d,"n":%d}`, f%7, f)))
+	}
+	write(t, ctx, source, files)
+	res := RunResult{Tables: map[string]*TableRun{}}
+	if err := p.stageAll(ctx, RunOptions{Source: source, Parallel: 2}, &res); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var pendingAt []int64 // files pending at each maintenance run's end
+	w := startWatchEvery(t, p, source, nil, 30*time.Millisecond)
+	w.mu.Lock()
+	w.onMaintained = func(MaintainResult) {
+		st, err := p.Status.Status(ctx, "shop.t")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		pendingAt = append(pendingAt, st.Pending)
+	}
+	w.mu.Unlock()
+	waitFor(t, "every file merged", func() bool { return w.table("shop.t").MergedFiles == 80 })
+	w.stop(t)
+	mu.Lock()
+	defer mu.Unlock()
+	during := 0
+	for _, n := range pendingAt {
+		if n > 0 {
+			during++
+		}
+	}
+	if during < 2 {
+		t.Errorf("maintained %d times with files pending (pending at each run: %v); want at least 2 while the 80 batches merge", during, pendingAt)
 	}
 }
