@@ -79,6 +79,9 @@ type Pipeline struct {
 	// claims are the source claims this process has read or written
 	// (see claimSource).
 	claims claimCache
+	// schemas are the tables' schemas as staging last read them (see
+	// sourceSchema).
+	schemas schemaCache
 }
 
 func (p *Pipeline) log() *slog.Logger {

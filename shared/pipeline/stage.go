@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/config"
@@ -979,19 +980,72 @@ func (s *stager) discard(ctx context.Context) {
 // sourceSchema is the table's current source schema (the current-state
 // table's columns without the metadata columns), which types the JSON files
 // staged for it; it is empty while the table does not exist.
+//
+// The schema as last read is kept (p.schemas), so that the next file of
+// the table reads only the commits since, not the whole log: reading the
+// 10M-row table's snapshot for each file staged was 4.5% of the CPU of
+// the bench's sustained loop.
 func (p *Pipeline) sourceSchema(ctx context.Context, tableID string) (value.StructType, error) {
 	tabs, err := p.TableSet(tableID)
 	if err != nil {
 		return value.StructType{}, permanentError{fmt.Errorf("table %s: %w", tableID, err)}
 	}
-	snap, err := delta.Open(tabs.State).Snapshot(ctx)
+	known, ok := p.schemas.get(tableID)
+	if !ok {
+		known.version = -1
+	}
+	md, v, err := delta.Open(tabs.State).MetadataSince(ctx, known.version, known.md)
 	if errors.Is(err, delta.ErrNotATable) {
 		return value.StructType{}, nil
 	}
 	if err != nil {
 		return value.StructType{}, fmt.Errorf("read the schema of table %s: %w", tableID, err)
 	}
-	return cdc.SourceSchema(snap.Schema()), nil
+	if md != known.md {
+		full, err := value.ParseSchema(md.SchemaString)
+		if err != nil {
+			return value.StructType{}, fmt.Errorf("read the schema of table %s version %d: %w", tableID, v, err)
+		}
+		known.md, known.source = md, cdc.SourceSchema(full)
+	}
+	known.version = v
+	p.schemas.put(tableID, known)
+	return known.source, nil
+}
+
+// schemaCache is the metaData of each table's current state as staging
+// last read it.
+type schemaCache struct {
+	mu      sync.Mutex
+	byTable map[string]knownSchema
+}
+
+// knownSchema is a table's metaData as of version, and its source schema.
+type knownSchema struct {
+	version int64
+	md      *delta.Metadata
+	source  value.StructType
+}
+
+func (c *schemaCache) get(tableID string) (knownSchema, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.byTable[tableID]
+	return k, ok
+}
+
+// put keeps k unless a newer version of the table is kept already (files
+// of one table are staged side by side).
+func (c *schemaCache) put(tableID string, k knownSchema) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byTable == nil {
+		c.byTable = map[string]knownSchema{}
+	}
+	if old, ok := c.byTable[tableID]; ok && old.version > k.version {
+		return
+	}
+	c.byTable[tableID] = k
 }
 
 // readStaged loads a staged file's manifest.
