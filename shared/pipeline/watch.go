@@ -80,10 +80,9 @@ type WatchOptions struct {
 // and merge functions do. While files keep coming, a table is maintained
 // about every MaintainEvery: a merge hands over once it has merged that
 // long, and the table is maintained unless it was less than that ago.
-// Both run in this process, under the
-// coordination the functions use, so another process staging or merging
-// the same lake is safe, as with RunOnce. Memory is staging's bound plus
-// merging's.
+// Both run in this process, under the coordination the functions use, so
+// another process staging or merging the same lake is safe, as with
+// RunOnce. Memory is staging's bound plus merging's.
 func (p *Pipeline) Watch(ctx context.Context, o WatchOptions) error {
 	interval := o.Interval
 	if interval <= 0 {
