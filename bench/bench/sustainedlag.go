@@ -286,13 +286,6 @@ func (l *loopPhases) enter(phase int) {
 	l.phase, l.since, l.sinceCPU = phase, now, cpu
 }
 
-// current is the phase under way.
-func (l *loopPhases) current() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.phase
-}
-
 // totals are the CPU and wall times of each phase so far, the phase under
 // way's to now.
 func (l *loopPhases) totals() (cpu, wall [phases]time.Duration) {

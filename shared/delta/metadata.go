@@ -3,53 +3,77 @@ package delta
 import (
 	"context"
 	"errors"
+
+	"github.com/dsdelta/dsdelta/shared/objstore"
 )
 
-// MetadataSince returns the table's latest metaData and the version it was
-// read at, given known, the metaData as of version knownVersion (nil: none
-// known). The latest metaData action in the log is the table's
-// (PROTOCOL.md "Change Metadata"), so when the log still holds every
-// commit after knownVersion only those are read; otherwise (none known,
-// or commits cleaned up meanwhile, a checkpoint standing for them) the
-// latest snapshot is. A process that wants a table's schema again and
-// again (staging types each file by it) then reads each commit once
-// instead of the whole log, checkpoint included, each time.
-func (t *Table) MetadataSince(ctx context.Context, knownVersion int64, known *Metadata) (*Metadata, int64, error) {
-	if known != nil && knownVersion >= 0 {
-		md, v, err := t.metadataAfter(ctx, knownVersion, known)
+// MetadataAt is a table's metaData as of a version, as MetadataSince
+// read it; the zero value knows nothing.
+type MetadataAt struct {
+	Metadata *Metadata
+	Version  int64
+	// commit is the version's commit file as listed, to tell the same
+	// log from one recreated since (a table deleted and created again
+	// starts at version 0, with a new metaData id).
+	commit objstore.Info
+}
+
+// MetadataSince returns the table's latest metaData, given known, the
+// metaData as of an earlier read. The latest metaData action in the log
+// is the table's (PROTOCOL.md "Change Metadata"), so when the log still
+// holds known's commit, unchanged, and every commit after it, only those
+// are read; otherwise (nothing known, commits cleaned up meanwhile, the
+// table recreated) the latest snapshot is. A process that wants a
+// table's schema again and again (staging types each file by it) then
+// reads each commit once instead of the whole log, checkpoint included,
+// each time. The Metadata of the result is known's when no commit since
+// changed it.
+func (t *Table) MetadataSince(ctx context.Context, known MetadataAt) (MetadataAt, error) {
+	if known.Metadata != nil && known.commit.Name != "" {
+		at, err := t.metadataAfter(ctx, known)
 		if err == nil {
-			return md, v, nil
+			return at, nil
 		}
 		if !errors.Is(err, errNeedFullListing) {
-			return nil, -1, err
+			return MetadataAt{}, err
 		}
 	}
 	snap, err := t.Snapshot(ctx)
 	if err != nil {
-		return nil, -1, err
+		return MetadataAt{}, err
 	}
 	md := snap.Metadata()
-	return &md, snap.Version(), nil
+	at := MetadataAt{Metadata: &md, Version: snap.Version()}
+	// The snapshot's commit, for the next call; without it (a version
+	// only a checkpoint stands for) the next call reads a snapshot again.
+	if l, err := listLog(ctx, t.store, at.Version); err == nil {
+		at.commit = l.commits[at.Version]
+	}
+	return at, nil
 }
 
-// metadataAfter reads the commits after version from, whose metaData is
-// known, for a newer metaData; errNeedFullListing when the log no longer
-// holds each of them.
-func (t *Table) metadataAfter(ctx context.Context, from int64, known *Metadata) (*Metadata, int64, error) {
-	l, err := listLog(ctx, t.store, from+1)
+// metadataAfter reads the commits after known's for a newer metaData;
+// errNeedFullListing when the log no longer holds known's commit as it
+// was, or each commit after it.
+func (t *Table) metadataAfter(ctx context.Context, known MetadataAt) (MetadataAt, error) {
+	from := known.Version
+	l, err := listLog(ctx, t.store, from)
 	if err != nil {
-		return nil, -1, err
+		return MetadataAt{}, err
+	}
+	if c, ok := l.commits[from]; !ok || !sameObject(c, known.commit) {
+		return MetadataAt{}, errNeedFullListing
 	}
 	latest := from
 	for v := range l.commits {
 		latest = max(latest, v)
 	}
-	commits := make([]*commitData, latest-from)
 	for v := from + 1; v <= latest; v++ {
 		if _, ok := l.commits[v]; !ok {
-			return nil, -1, errNeedFullListing
+			return MetadataAt{}, errNeedFullListing
 		}
 	}
+	commits := make([]*commitData, latest-from)
 	err = parallel(ctx, len(commits), func(ctx context.Context, i int) error {
 		v := from + 1 + int64(i)
 		c, err := readCommit(ctx, t.store, l.commits[v], v)
@@ -57,15 +81,20 @@ func (t *Table) metadataAfter(ctx context.Context, from int64, known *Metadata) 
 		return err
 	})
 	if err != nil {
-		return nil, -1, err
+		return MetadataAt{}, err
 	}
-	md := known
+	at := MetadataAt{Metadata: known.Metadata, Version: latest, commit: l.commits[latest]}
 	for _, c := range commits {
 		for _, a := range c.actions {
 			if a.MetaData != nil {
-				md = a.MetaData
+				at.Metadata = a.MetaData
 			}
 		}
 	}
-	return md, latest, nil
+	return at, nil
+}
+
+// sameObject reports whether a and b list the same write of one object.
+func sameObject(a, b objstore.Info) bool {
+	return a.Name == b.Name && a.Size == b.Size && a.Generation == b.Generation && a.Updated.Equal(b.Updated)
 }

@@ -38,8 +38,9 @@ func TestMetadataSince(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check := func(t *testing.T, tbl *Table, md *Metadata, v int64, wantCols, wantVersion int) {
+	check := func(t *testing.T, tbl *Table, at MetadataAt, wantCols, wantVersion int) {
 		t.Helper()
+		md, v := at.Metadata, at.Version
 		s, err := value.ParseSchema(md.SchemaString)
 		if err != nil {
 			t.Fatal(err)
@@ -55,46 +56,46 @@ func TestMetadataSince(t *testing.T) {
 	t.Run("nothing known reads the latest snapshot", func(t *testing.T) {
 		store, tbl := newTable(t)
 		appendRow(t, store, 1)
-		md, v, err := tbl.MetadataSince(ctx, -1, nil)
+		at, err := tbl.MetadataSince(ctx, MetadataAt{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(t, tbl, md, v, 1, 1)
+		check(t, tbl, at, 1, 1)
 	})
 	t.Run("commits without metaData keep the one known; one with it replaces it", func(t *testing.T) {
 		store, tbl := newTable(t)
-		md, v, err := tbl.MetadataSince(ctx, -1, nil)
+		at, err := tbl.MetadataSince(ctx, MetadataAt{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range 3 {
 			appendRow(t, store, int64(i))
 		}
-		md2, v2, err := tbl.MetadataSince(ctx, v, md)
+		at2, err := tbl.MetadataSince(ctx, at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if md2 != md {
+		if at2.Metadata != at.Metadata {
 			t.Error("a new metaData read where no commit changed it")
 		}
-		check(t, tbl, md2, v2, 1, 3)
+		check(t, tbl, at2, 1, 3)
 		widen(t, tbl, "a")
 		appendRow(t, store, 9)
 		widen(t, tbl, "b")
 		appendRow(t, store, 10)
-		md3, v3, err := tbl.MetadataSince(ctx, v2, md2)
+		at3, err := tbl.MetadataSince(ctx, at2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(t, tbl, md3, v3, 3, 7)
+		check(t, tbl, at3, 3, 7)
 		// Nothing new: the same metaData, the same version.
-		if md4, v4, err := tbl.MetadataSince(ctx, v3, md3); err != nil || md4 != md3 || v4 != v3 {
-			t.Errorf("again: %p at %d (%v), want %p at %d", md4, v4, err, md3, v3)
+		if at4, err := tbl.MetadataSince(ctx, at3); err != nil || at4.Metadata != at3.Metadata || at4.Version != at3.Version {
+			t.Errorf("again: %p at %d (%v), want %p at %d", at4.Metadata, at4.Version, err, at3.Metadata, at3.Version)
 		}
 	})
 	t.Run("commits cleaned up since are read from the latest snapshot", func(t *testing.T) {
 		store, tbl := newTable(t)
-		md, v, err := tbl.MetadataSince(ctx, -1, nil)
+		at, err := tbl.MetadataSince(ctx, MetadataAt{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,14 +109,41 @@ func TestMetadataSince(t *testing.T) {
 		if err := store.Delete(ctx, fmt.Sprintf("_delta_log/%020d.json", 1)); err != nil {
 			t.Fatal(err)
 		}
-		md2, v2, err := tbl.MetadataSince(ctx, v, md)
+		at2, err := tbl.MetadataSince(ctx, at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(t, tbl, md2, v2, 2, 2)
+		check(t, tbl, at2, 2, 2)
+	})
+	t.Run("a table deleted and created again is read anew", func(t *testing.T) {
+		store, tbl := newTable(t)
+		widen(t, tbl, "a")
+		appendRow(t, store, 1)
+		at, err := tbl.MetadataSince(ctx, MetadataAt{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, tbl, at, 2, 2)
+		// Recreated with the first schema, and as many commits: version 2
+		// again, another commit.
+		for _, name := range []string{"_delta_log/00000000000000000000.json", "_delta_log/00000000000000000001.json", "_delta_log/00000000000000000002.json"} {
+			if err := store.Delete(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := Create(ctx, store, CreateOptions{Schema: schema}); err != nil {
+			t.Fatal(err)
+		}
+		appendRow(t, store, 1)
+		appendRow(t, store, 2)
+		at2, err := tbl.MetadataSince(ctx, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, tbl, at2, 1, 2)
 	})
 	t.Run("no table is ErrNotATable", func(t *testing.T) {
-		if _, _, err := Open(objstore.NewMemory()).MetadataSince(ctx, -1, nil); !errors.Is(err, ErrNotATable) {
+		if _, err := Open(objstore.NewMemory()).MetadataSince(ctx, MetadataAt{}); !errors.Is(err, ErrNotATable) {
 			t.Errorf("error %v, want ErrNotATable", err)
 		}
 	})

@@ -990,25 +990,22 @@ func (p *Pipeline) sourceSchema(ctx context.Context, tableID string) (value.Stru
 	if err != nil {
 		return value.StructType{}, permanentError{fmt.Errorf("table %s: %w", tableID, err)}
 	}
-	known, ok := p.schemas.get(tableID)
-	if !ok {
-		known.version = -1
-	}
-	md, v, err := delta.Open(tabs.State).MetadataSince(ctx, known.version, known.md)
+	known, _ := p.schemas.get(tableID)
+	at, err := delta.Open(tabs.State).MetadataSince(ctx, known.at)
 	if errors.Is(err, delta.ErrNotATable) {
 		return value.StructType{}, nil
 	}
 	if err != nil {
 		return value.StructType{}, fmt.Errorf("read the schema of table %s: %w", tableID, err)
 	}
-	if md != known.md {
-		full, err := value.ParseSchema(md.SchemaString)
+	if at.Metadata != known.at.Metadata {
+		full, err := value.ParseSchema(at.Metadata.SchemaString)
 		if err != nil {
-			return value.StructType{}, fmt.Errorf("read the schema of table %s version %d: %w", tableID, v, err)
+			return value.StructType{}, fmt.Errorf("read the schema of table %s version %d: %w", tableID, at.Version, err)
 		}
-		known.md, known.source = md, cdc.SourceSchema(full)
+		known.source = cdc.SourceSchema(full)
 	}
-	known.version = v
+	known.at = at
 	p.schemas.put(tableID, known)
 	return known.source, nil
 }
@@ -1020,11 +1017,10 @@ type schemaCache struct {
 	byTable map[string]knownSchema
 }
 
-// knownSchema is a table's metaData as of version, and its source schema.
+// knownSchema is a table's metaData as last read, and its source schema.
 type knownSchema struct {
-	version int64
-	md      *delta.Metadata
-	source  value.StructType
+	at     delta.MetadataAt
+	source value.StructType
 }
 
 func (c *schemaCache) get(tableID string) (knownSchema, bool) {
@@ -1034,16 +1030,14 @@ func (c *schemaCache) get(tableID string) (knownSchema, bool) {
 	return k, ok
 }
 
-// put keeps k unless a newer version of the table is kept already (files
-// of one table are staged side by side).
+// put keeps k. Files of one table staged side by side may put an older
+// read after a newer one: the next read then starts from the older one,
+// which costs a few more commits read, nothing more.
 func (c *schemaCache) put(tableID string, k knownSchema) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byTable == nil {
 		c.byTable = map[string]knownSchema{}
-	}
-	if old, ok := c.byTable[tableID]; ok && old.version > k.version {
-		return
 	}
 	c.byTable[tableID] = k
 }
