@@ -71,8 +71,10 @@ func (h Handler) Handle(ctx context.Context, e event.Event) error {
 	res, err := svc.MergeWakeUp(ctx, table)
 	switch {
 	case errors.Is(err, coord.ErrLeaseLost):
-		// Another instance took over; it merges what is left.
-		log.Warn("lease lost during merge; the new holder continues", "table", table, "error", err)
+		// Taken over, or expired: the merge has woken the table again, so
+		// the new holder, or the next wake-up's instance, merges what is
+		// left (a wake-up that failed is an error of its own, below).
+		log.Warn("lease lost during merge; the table is woken again for what is left", "table", table, "error", err)
 		return nil
 	case errors.Is(err, pipeline.ErrLeaseStale):
 		return err // delivered again, with backoff, until the lease expires

@@ -82,6 +82,16 @@ func (p *Pipeline) mergeTable(ctx context.Context, tableID string, budget time.D
 			log.Info("another merge holds the table", "event", "busy")
 			return res, nil
 		}
+		if errors.Is(err, coord.ErrLeaseLost) && p.Waker != nil {
+			// Lost by expiry (a renewal that came too late) as much as to
+			// a takeover: the wake-ups that came while the lease was held
+			// were answered busy, so with nobody holding it now the
+			// pending files would wait for the scheduled safety net. A
+			// wake-up costs a holder that took over a busy answer.
+			if werr := p.Waker.Wake(context.WithoutCancel(ctx), tableID); werr != nil {
+				return res, fmt.Errorf("merge %s: lease lost (%v), and the wake-up for what is left failed: %w", tableID, err, werr)
+			}
+		}
 		if err != nil {
 			return res, err
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dsdelta/dsdelta/shared/config"
+	"github.com/dsdelta/dsdelta/shared/coord"
 	"github.com/dsdelta/dsdelta/shared/dssim"
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
@@ -103,5 +104,31 @@ func TestStaleLease(t *testing.T) {
 				t.Fatalf("staleLease = %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// lostLease is Batches whose next batch finds the lease lost, as a
+// renewal that came too late leaves it.
+type lostLease struct{ Batches }
+
+func (lostLease) NextBatch(context.Context, Lease, string, coord.BatchLimits) (coord.Batch, error) {
+	return coord.Batch{}, coord.ErrLeaseLost
+}
+
+// A merge that loses its lease wakes the table: the wake-ups that came
+// while it held the lease were answered busy, and its lease may have
+// expired with nobody taking over.
+func TestALostLeaseWakesTheTable(t *testing.T) {
+	ctx := context.Background()
+	p := stagedCustomers(t, ctx, time.Minute)
+	w := &wakes{}
+	p.Waker = w
+	p.Batches = lostLease{p.Batches}
+	_, err := p.MergeTable(ctx, "shop.customers")
+	if !errors.Is(err, coord.ErrLeaseLost) {
+		t.Fatalf("MergeTable error %v, want ErrLeaseLost", err)
+	}
+	if len(w.tables) != 1 || w.tables[0] != "shop.customers" {
+		t.Fatalf("woken %v, want shop.customers once", w.tables)
 	}
 }
