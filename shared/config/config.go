@@ -149,6 +149,10 @@ type TableConfig struct {
 	CompactionMaxBytes int64 `yaml:"compaction_max_bytes" json:"compaction_max_bytes"`
 }
 
+// CompactionCap is the bytes one maintenance run may rewrite in each of
+// the table's Delta tables, 0 for no cap (compaction_max_bytes -1).
+func (t TableConfig) CompactionCap() int64 { return max(t.CompactionMaxBytes, 0) }
+
 // Switch is an on/off setting; empty means the default.
 type Switch string
 

@@ -262,10 +262,8 @@ func planned(work [][]Add) OptimizeResult {
 // withLeft is res with the bins left for a later call counted.
 func withLeft(res OptimizeResult, left [][]Add) OptimizeResult {
 	for _, bin := range left {
-		for _, f := range bin {
-			res.FilesLeft++
-			res.BytesLeft += f.Size
-		}
+		res.FilesLeft += len(bin)
+		res.BytesLeft += binBytes(bin)
 	}
 	return res
 }
@@ -286,10 +284,7 @@ func optimizeOrder(work [][]Add) [][]Add {
 	}
 	rs := make([]ranked, len(work))
 	for i, bin := range work {
-		r := ranked{bin: bin, alone: len(bin) == 1}
-		for _, f := range bin {
-			r.size += f.Size
-		}
+		r := ranked{bin: bin, alone: len(bin) == 1, size: binBytes(bin)}
 		if r.alone {
 			r.share = deletedShare(bin[0])
 		}
@@ -337,16 +332,22 @@ func budget(work [][]Add, maxBytes int64) (take, left [][]Add) {
 	}
 	var used int64
 	for i, bin := range work {
-		var size int64
-		for _, f := range bin {
-			size += f.Size
-		}
+		size := binBytes(bin)
 		if i > 0 && used+size > maxBytes {
 			return work[:i], work[i:]
 		}
 		used += size
 	}
 	return work, nil
+}
+
+// binBytes is the size of a bin's files.
+func binBytes(bin []Add) int64 {
+	var n int64
+	for _, f := range bin {
+		n += f.Size
+	}
+	return n
 }
 
 // foldDeletionVector reports whether f's deletion vector marks more than

@@ -66,7 +66,7 @@ type MaintainResult struct {
 // Compaction rewrites at most the table's compaction_max_bytes in each
 // Delta table; what it leaves is counted in the result, for the next run.
 func (p *Pipeline) Maintain(ctx context.Context, tableID string) (res MaintainResult, err error) {
-	return p.maintain(ctx, tableID, max(p.Config.Table(tableID).CompactionMaxBytes, 0)) // -1: no cap
+	return p.maintain(ctx, tableID, p.Config.Table(tableID).CompactionCap())
 }
 
 // maintain is Maintain with compaction capped at maxBytes per Delta table

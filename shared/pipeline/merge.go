@@ -48,8 +48,9 @@ const completeTimeout = 30 * time.Second
 
 // MergeTable takes the table's lease and merges batches of staged files
 // until none is pending or the budget runs out. The lease is renewed while
-// work runs; losing it cancels the work before its next commit. After
-// releasing, it looks for files staged meanwhile so no wake-up is lost.
+// work runs; losing it cancels the work before its next commit, and the
+// table is woken again for what is left. After releasing, it looks for
+// files staged meanwhile so no wake-up is lost.
 func (p *Pipeline) MergeTable(ctx context.Context, tableID string) (MergeResult, error) {
 	return p.mergeTable(ctx, tableID, p.MergeBudget)
 }

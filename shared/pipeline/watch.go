@@ -36,8 +36,8 @@ const WatchMaintainEvery = 10 * time.Second
 func (p *Pipeline) watchCompactBytes(tableID string) int64 {
 	tc := p.Config.Table(tableID)
 	slice := tc.TargetFileBytes
-	if tc.CompactionMaxBytes > 0 {
-		slice = min(slice, tc.CompactionMaxBytes)
+	if c := tc.CompactionCap(); c > 0 {
+		slice = min(slice, c)
 	}
 	return slice
 }
