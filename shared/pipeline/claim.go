@@ -52,28 +52,27 @@ func (c sourceClaim) String() string {
 	return fmt.Sprintf("prefix %q of bucket %s", c.Prefix, c.Bucket)
 }
 
-// claimCache remembers claims read or written, by table id: a claim does
-// not change while its stream writes, and a function instance stages many
-// files of a table, concurrently.
-type claimCache struct {
+// tableCache remembers a value per table id, for a process that stages
+// many files of a table, concurrently.
+type tableCache[T any] struct {
 	mu      sync.Mutex
-	byTable map[string]sourceClaim
+	byTable map[string]T
 }
 
-func (c *claimCache) get(tableID string) (sourceClaim, bool) {
+func (c *tableCache[T]) get(tableID string) (T, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s, ok := c.byTable[tableID]
-	return s, ok
+	v, ok := c.byTable[tableID]
+	return v, ok
 }
 
-func (c *claimCache) put(tableID string, s sourceClaim) {
+func (c *tableCache[T]) put(tableID string, v T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byTable == nil {
-		c.byTable = map[string]sourceClaim{}
+		c.byTable = map[string]T{}
 	}
-	c.byTable[tableID] = s
+	c.byTable[tableID] = v
 }
 
 // claimSource checks, before anything of the file is staged, that the

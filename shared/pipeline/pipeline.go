@@ -76,12 +76,12 @@ type Pipeline struct {
 	// tests whose parts are small to have several row groups.
 	stagedGroupRows int
 
-	// claims are the source claims this process has read or written
-	// (see claimSource).
-	claims claimCache
+	// claims are the source claims this process has read or written (see
+	// claimSource): a claim does not change while its stream writes.
+	claims tableCache[sourceClaim]
 	// schemas are the tables' schemas as staging last read them (see
 	// sourceSchema).
-	schemas schemaCache
+	schemas tableCache[knownSchema]
 }
 
 func (p *Pipeline) log() *slog.Logger {

@@ -14,7 +14,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/dsdelta/dsdelta/shared/cdc"
 	"github.com/dsdelta/dsdelta/shared/config"
@@ -1010,36 +1009,13 @@ func (p *Pipeline) sourceSchema(ctx context.Context, tableID string) (value.Stru
 	return known.source, nil
 }
 
-// schemaCache is the metaData of each table's current state as staging
-// last read it.
-type schemaCache struct {
-	mu      sync.Mutex
-	byTable map[string]knownSchema
-}
-
-// knownSchema is a table's metaData as last read, and its source schema.
+// knownSchema is a table's metaData as staging last read it, and its
+// source schema. Files of one table staged side by side may put an older
+// read after a newer one: the next read then starts from the older one,
+// which costs a few more commits read, nothing more.
 type knownSchema struct {
 	at     delta.MetadataAt
 	source value.StructType
-}
-
-func (c *schemaCache) get(tableID string) (knownSchema, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k, ok := c.byTable[tableID]
-	return k, ok
-}
-
-// put keeps k. Files of one table staged side by side may put an older
-// read after a newer one: the next read then starts from the older one,
-// which costs a few more commits read, nothing more.
-func (c *schemaCache) put(tableID string, k knownSchema) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.byTable == nil {
-		c.byTable = map[string]knownSchema{}
-	}
-	c.byTable[tableID] = k
 }
 
 // readStaged loads a staged file's manifest.
