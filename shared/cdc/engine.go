@@ -705,10 +705,12 @@ const historyRowGroupRows = 16 << 10
 // Only the candidates that known names are looked for (dedup.go): most
 // batches have none and read nothing. An earlier delivery has the event's
 // ordering key, which holds its source timestamp, so only the source-date
-// partitions of the candidates, the files whose source-timestamp and
-// first-key bounds can hold one, and within them the row groups whose
-// source-timestamp bounds can, are read, and only their key and order
-// columns.
+// partitions of the candidates and the files whose source-timestamp and
+// first-key bounds can hold one are read; within them, only the pages of
+// the key column whose bounds can hold a candidate's key (readKeyed), and
+// of the order column only the rows of such keys. A backfill's events
+// share one source date and timestamp, and every history file spans the
+// key range, so the pages are what bounds the read there.
 func historyDuplicates(ctx context.Context, snap *delta.Snapshot, b Batch, source value.StructType, known knownOrders) (map[string]bool, map[int]bool, error) {
 	out, broken := map[string]bool{}, map[int]bool{}
 	if len(b.Key) == 0 || snap.NumFiles() == 0 {
@@ -787,37 +789,42 @@ func readDuplicates(ctx context.Context, snap *delta.Snapshot, keyNames []string
 			return nil
 		}
 	}
-	want := make(map[string]bool, len(changes))
-	var buf []byte
-	for _, c := range changes {
-		buf = append(append(append(buf[:0], c.Text()...), 0), c.Order...)
-		want[string(buf)] = true
-	}
 	names := make([]string, len(keyIdx))
+	idx := make([]int, len(keyIdx))
 	for i, k := range keyIdx {
-		names[i] = source.Fields[k].Name
+		names[i], idx[i] = source.Fields[k].Name, i
 	}
-	cols := append(append([]string(nil), names...), ColOrder)
-	md := snap.Metadata()
-	key := make([]any, len(names))
-	ro := delta.ReadOptions{Columns: cols, RowGroupFilter: &delta.RowGroupFilter{Column: ColSourceTimestamp, Keep: func(lo, hi any) bool {
-		return holdsTime(ts, lo, hi)
-	}}}
-	for _, f := range files {
-		err := delta.ReadFile(ctx, snap.Store(), md, f, ro, func(row []any) error {
-			copy(key, row[:len(names)])
-			order, _ := row[len(names)].([]byte)
-			buf = append(append(AppendKeyText(buf[:0], key), 0), order...)
-			if want[string(buf)] {
-				out[string(buf)] = true
-			}
-			return nil
-		})
-		if err != nil {
-			return err
+	// Each key is looked for once, with the orders wanted of it: the
+	// probe readKeyed walks holds each key once, sorted, and a row of a
+	// wanted key is a duplicate when its order is one of them. readKeyed
+	// reads, of each file, only the pages whose key bounds can hold a
+	// wanted key (a staged part, which history files are copied from, is
+	// sorted by key), and tests the stored keys as they are: a check of a
+	// few late events costs their pages, not a conversion of every row.
+	type wanted struct {
+		text   string
+		orders map[string]bool
+	}
+	found := make(map[string]*wanted, len(changes))
+	var probe []Change
+	for _, c := range changes {
+		text := c.Text()
+		w := found[text]
+		if w == nil {
+			w = &wanted{text: text, orders: map[string]bool{}}
+			found[text] = w
+			probe = append(probe, Change{Key: c.Key, KeyText: text})
 		}
+		w.orders[string(c.Order)] = true
 	}
-	return nil
+	slices.SortFunc(probe, func(a, b Change) int { return value.CompareKeys(a.Key, b.Key) })
+	cols := append(slices.Clone(names), ColOrder)
+	return readKeyed(ctx, snap, files, cols, idx, names[0], probe, found, func(w *wanted, row []any, _ string, _ int64) error {
+		if order, _ := row[len(names)].([]byte); w.orders[string(order)] {
+			out[w.text+"\x00"+string(order)] = true
+		}
+		return nil
+	})
 }
 
 // firstKeyBounds returns the least and greatest first key value of the

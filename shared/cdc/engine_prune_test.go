@@ -11,6 +11,7 @@ import (
 
 	"github.com/dsdelta/dsdelta/shared/delta"
 	"github.com/dsdelta/dsdelta/shared/objstore"
+	"github.com/dsdelta/dsdelta/shared/parquetfile"
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
@@ -273,5 +274,54 @@ func TestAnEventOlderThanAnExpiredDeleteIsStillKeptOnce(t *testing.T) {
 				t.Errorf("history holds %d rows, want 2", got)
 			}
 		})
+	}
+}
+
+// TestALateEventIsLookedForInTheHistoryPageByPage: an event older than
+// what the tables record of its key (a late event, or a re-delivery) is
+// looked for in the history through the page index, not by reading every
+// row of every history file its bounds let through: at one source
+// timestamp, with every history file spanning the key range, that read
+// was the whole history (issue 31, a 100M-row backfill's late batches).
+// The re-delivery is still found, and the late event still kept.
+func TestALateEventIsLookedForInTheHistoryPageByPage(t *testing.T) {
+	ctx := context.Background()
+	tabs := memTables()
+	const n = 2*historyRowGroupRows + 500
+	first := Batch{Source: testSource, Key: []string{"id", "region"}}
+	for i := range int64(n) {
+		first.Changes = append(first.Changes, sameTimeEvent(t, uint64(i+1), i, false))
+	}
+	if _, err := Apply(ctx, tabs, 1, first, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// Newer changes of two keys, one in the first row group, one in the
+	// last.
+	newer := Batch{Source: testSource, Key: []string{"id", "region"}, Changes: []Change{
+		sameTimeEvent(t, n+1, 5, false), sameTimeEvent(t, n+2, n-3, false)}}
+	if _, err := Apply(ctx, tabs, 2, newer, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// Batch 3: the first change of key 5 again, and a change of key n-3
+	// older than any delivered (order 0): both older than the tables'.
+	late := Batch{Source: testSource, Key: []string{"id", "region"}, Changes: []Change{
+		first.Changes[5], sameTimeEvent(t, 0, n-3, false)}}
+	var st parquetfile.ReadStats
+	res, err := Apply(parquetfile.WithReadStats(ctx, &st), tabs, 3, late, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Redelivered != 1 {
+		t.Errorf("redelivered %d, want 1", res.Redelivered)
+	}
+	if st.Dense != 0 || st.Sparse == 0 {
+		t.Errorf("the step read %d row groups whole and %d through the page index; want none whole", st.Dense, st.Sparse)
+	}
+	if got, want := countRows(t, ctx, tabs.History), n+3; got != want {
+		t.Errorf("history holds %d rows, want %d", got, want)
+	}
+	vr, err := Replay{}.Verify(ctx, tabs)
+	if err != nil || !vr.OK() {
+		t.Fatalf("verify: %v %+v", err, vr)
 	}
 }
