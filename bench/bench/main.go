@@ -111,14 +111,21 @@ type report struct {
 }
 
 // scenarios are the scenario names --only accepts, in the order they run.
-var scenarios = []string{"decode", "merge", "latency", "backfill", "backfill_scale", "scd2", "reconcile", "sustained"}
+var scenarios = []string{"decode", "merge", "latency", "backfill", "backfill_scale", "scd2", "reconcile", "sustained", "backfill_100M"}
 
-// selectScenarios parses --only; empty selects every scenario.
+// onlyOnRequest are the scenarios a full run leaves out: they take longer
+// than the rest together, or more disk than a bench machine may have.
+var onlyOnRequest = []string{"backfill_100M"}
+
+// selectScenarios parses --only; empty selects every scenario but those
+// run only on request.
 func selectScenarios(only string) (map[string]bool, error) {
 	out := map[string]bool{}
 	if strings.TrimSpace(only) == "" {
 		for _, s := range scenarios {
-			out[s] = true
+			if !slices.Contains(onlyOnRequest, s) {
+				out[s] = true
+			}
 		}
 		return out, nil
 	}
@@ -163,7 +170,7 @@ func run(ctx context.Context, quick bool, outPath string, keep bool, selected ma
 	rep.notes = append(rep.notes, "The bench module resolves a few shared dependencies newer than the main module does, because duckdb-go requires them (minimal version selection): klauspost/compress v1.18.3 (main: v1.18.2; it provides the snappy encoder), pierrec/lz4 v4.1.25, andybalholm/brotli v1.2.0. dsdelta's code is the same; the compression library differs by a patch release.")
 	rep.notes = append(rep.notes, fmt.Sprintf("DuckDB runs in-process with its default %d threads; dsdelta's decode and merge as the functions run them (GOMAXPROCS=%d).", threads, runtime.GOMAXPROCS(0)))
 
-	if selected["merge"] || selected["backfill"] || selected["backfill_scale"] || selected["scd2"] || selected["sustained"] {
+	if selected["merge"] || selected["backfill"] || selected["backfill_scale"] || selected["scd2"] || selected["sustained"] || selected["backfill_100M"] {
 		var childNote string
 		rep.child, childNote = prepareChild(ctx, tmp)
 		if rep.child.exe == "" {
@@ -212,6 +219,11 @@ func run(ctx context.Context, quick bool, outPath string, keep bool, selected ma
 	}
 	if selected["reconcile"] {
 		if err := reconcileScenario(ctx, rep, quick); err != nil {
+			return err
+		}
+	}
+	if selected["backfill_100M"] {
+		if err := backfillLongScenario(ctx, rep, tmp, quick); err != nil {
 			return err
 		}
 	}

@@ -154,10 +154,16 @@ func TestHistoryListsTheBackfillKeysNAForEarlierRuns(t *testing.T) {
 }
 
 func TestSelectScenarios(t *testing.T) {
-	t.Run("no selection runs every scenario", func(t *testing.T) {
+	t.Run("no selection runs every scenario but those on request", func(t *testing.T) {
 		got, err := selectScenarios("")
-		if err != nil || len(got) != len(scenarios) {
-			t.Errorf("selectScenarios(\"\") = %v, %v; want all of %v", got, err, scenarios)
+		if err != nil || len(got) != len(scenarios)-len(onlyOnRequest) || got["backfill_100M"] || !got["sustained"] {
+			t.Errorf("selectScenarios(\"\") = %v, %v; want all of %v but %v", got, err, scenarios, onlyOnRequest)
+		}
+	})
+	t.Run("a scenario run on request runs when named", func(t *testing.T) {
+		got, err := selectScenarios("backfill_100M")
+		if err != nil || len(got) != 1 || !got["backfill_100M"] {
+			t.Errorf("selectScenarios(\"backfill_100M\") = %v, %v; want backfill_100M", got, err)
 		}
 	})
 	t.Run("a list runs only the scenarios named", func(t *testing.T) {

@@ -160,3 +160,100 @@ func TestFilesAreWrittenInReadOrder(t *testing.T) {
 		prev = info.ModTime()
 	}
 }
+
+// TestGeneratorInRoundsWritesGeneratesFiles: a load written a round at a
+// time (backfill_100M) is the load Generate writes, byte for byte, and
+// each round counts its own events and first reads.
+func TestGeneratorInRoundsWritesGeneratesFiles(t *testing.T) {
+	spec := Spec{Events: 9000, Files: 5, OneTimestamp: true}
+	whole, err := Generate(t.TempDir(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGenerator(t.TempDir(), spec)
+	var files, events, keys int
+	for round := 0; !g.Done(); round++ {
+		d, err := g.Next(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(2, spec.Files-2*round); len(d.Paths) != want {
+			t.Fatalf("round %d wrote %d files; want %d", round, len(d.Paths), want)
+		}
+		for _, p := range d.Paths {
+			got, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(whole.Paths[files])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if filepath.Base(p) != filepath.Base(whole.Paths[files]) || !bytes.Equal(got, want) {
+				t.Fatalf("round %d: file %s differs from Generate's %s", round, p, whole.Paths[files])
+			}
+			files++
+		}
+		events += d.Events
+		keys += d.Keys
+	}
+	if files != spec.Files || events != whole.Events || keys != whole.Keys {
+		t.Errorf("rounds wrote %d files, %d events, %d keys; Generate %d, %d, %d", files, events, keys, spec.Files, whole.Events, whole.Keys)
+	}
+	// Skipping files leaves the generator where writing them would have.
+	skipped := NewGenerator(t.TempDir(), spec)
+	skipped.Skip(3)
+	d, err := skipped.Next(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range d.Paths {
+		got, _ := os.ReadFile(p)
+		want, _ := os.ReadFile(whole.Paths[3+i])
+		if !bytes.Equal(got, want) {
+			t.Errorf("file %d after skipping 3 differs from Generate's", 3+i)
+		}
+	}
+	if !skipped.Done() {
+		t.Error("generator not done after all files were skipped or written")
+	}
+}
+
+// TestChildLoadsRoundsIntoOneLake: the child run once a round, with
+// maintenance, over a source holding only that round's files, leaves the
+// lake with every event in the history and every key once in the state.
+func TestChildLoadsRoundsIntoOneLake(t *testing.T) {
+	spec := Spec{Events: 12000, Files: 6, OneTimestamp: true}
+	source, lake := t.TempDir(), t.TempDir()
+	g := NewGenerator(source, spec)
+	var events, keys int64
+	for round := 1; !g.Done(); round++ {
+		d, err := g.Next(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := run(context.Background(), ChildOptions{Source: source, Lake: lake, DeletionVectors: true, InOrder: true, Maintain: true})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		events += int64(d.Events)
+		keys += int64(d.Keys)
+		if r.Events != int64(d.Events) || r.HistoryRows != events || r.StateRows != keys {
+			t.Fatalf("round %d: %d events staged, %d history rows, %d state rows; want %d, %d, %d", round, r.Events, r.HistoryRows, r.StateRows, d.Events, events, keys)
+		}
+		if r.MaintainMillis <= 0 || r.StateFiles == 0 || r.HistoryFiles == 0 {
+			t.Errorf("round %d: maintenance %.1f ms, %d state and %d history files", round, r.MaintainMillis, r.StateFiles, r.HistoryFiles)
+		}
+		if round > 1 && r.Compacted == 0 {
+			t.Errorf("round %d: maintenance compacted nothing after %d rounds of small files", round, round)
+		}
+		for _, p := range d.Paths {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if keys >= events {
+		t.Errorf("%d keys for %d events: the load re-read no key", keys, events)
+	}
+}

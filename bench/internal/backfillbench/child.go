@@ -64,6 +64,20 @@ type ChildResult struct {
 	// waited for the heap to reach it (see memlimit).
 	MemLimitMiB    int64 `json:"mem_limit_mib"`
 	GCPacedByLimit bool  `json:"gc_paced_by_limit"`
+
+	// With ChildOptions.Maintain: the maintenance run after the merge,
+	// its CPU time and its highest RSS (the high-water mark reset when it
+	// starts), and what it compacted and left.
+	MaintainMillis      float64 `json:"maintain_ms,omitempty"`
+	MaintainCPUMillis   float64 `json:"maintain_cpu_ms,omitempty"`
+	MaintainPeakKiB     int64   `json:"maintain_peak_kib,omitempty"`
+	Compacted           int     `json:"compacted,omitempty"`
+	Folded              int     `json:"folded,omitempty"`
+	CompactionLeftBytes int64   `json:"compaction_left_bytes,omitempty"`
+	// The files of the current state and of the history once the run
+	// ended.
+	StateFiles   int `json:"state_files"`
+	HistoryFiles int `json:"history_files"`
 }
 
 // ChildOptions name the folders and the profiles of a child run.
@@ -76,6 +90,11 @@ type ChildOptions struct {
 	// reconcile hand them over and as their notifications arrive, instead
 	// of in name order, which Datastream's names shuffle.
 	InOrder bool
+	// Maintain runs the table's maintenance (Pipeline.Maintain: compaction
+	// within compaction_max_bytes, checkpoints, vacuum, merged staged
+	// files deleted) after the merge, as the scheduled compact function
+	// would between two rounds of a long load.
+	Maintain bool
 }
 
 // SingleSource serves every bucket from the source folder, as the embedded
@@ -185,19 +204,32 @@ func run(ctx context.Context, o ChildOptions) (ChildResult, error) {
 	}
 	r.MergePeakKiB, _ = mergebench.PeakRSSKiB()
 	r.PeakKiB = max(r.StagePeakKiB, r.MergePeakKiB)
-	r.Batches, r.Inserted, r.Updated, r.Stale, r.Collapsed = mr.Batches, mr.Result.Inserted, mr.Result.Updated, mr.Result.Stale, mr.Result.Collapsed
-	r.StagedRowsRead = mr.StagedRowsRead
+	// Sized before maintenance deletes the merged staged files.
 	if r.StagedBytes, err = stagedBytes(o.Lake); err != nil {
 		return r, err
 	}
+	if o.Maintain {
+		mergebench.ResetPeakRSS()
+		start, startCPU := time.Now(), CPUTime()
+		res, err := p.Maintain(ctx, TableID)
+		r.MaintainMillis, r.MaintainCPUMillis = millis(time.Since(start)), millis(CPUTime()-startCPU)
+		if err != nil {
+			return r, fmt.Errorf("maintain %s: %w", TableID, err)
+		}
+		r.MaintainPeakKiB, _ = mergebench.PeakRSSKiB()
+		r.PeakKiB = max(r.PeakKiB, r.MaintainPeakKiB)
+		r.Compacted, r.Folded, r.CompactionLeftBytes = res.CompactedFiles, res.DeletionVectorsFolded, res.CompactionLeftBytes
+	}
+	r.Batches, r.Inserted, r.Updated, r.Stale, r.Collapsed = mr.Batches, mr.Result.Inserted, mr.Result.Updated, mr.Result.Stale, mr.Result.Collapsed
+	r.StagedRowsRead = mr.StagedRowsRead
 	tabs, err := p.TableSet(TableID)
 	if err != nil {
 		return r, err
 	}
-	if r.StateRows, err = numRecords(ctx, tabs.State); err != nil {
+	if r.StateRows, r.StateFiles, err = tableSize(ctx, tabs.State); err != nil {
 		return r, err
 	}
-	if r.HistoryRows, err = numRecords(ctx, tabs.History); err != nil {
+	if r.HistoryRows, r.HistoryFiles, err = tableSize(ctx, tabs.History); err != nil {
 		return r, err
 	}
 	return r, nil
@@ -216,12 +248,18 @@ func CPUTime() time.Duration {
 
 // stagedBytes sums the staged Parquet files the run wrote to the lake.
 func stagedBytes(lake string) (int64, error) {
+	return DirBytes(filepath.Join(lake, "_staging"), ".parquet")
+}
+
+// DirBytes sums the sizes of the files under dir whose names end in
+// suffix ("": every file).
+func DirBytes(dir, suffix string) (int64, error) {
 	var n int64
-	err := filepath.WalkDir(filepath.Join(lake, "_staging"), func(p string, e fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !e.IsDir() && strings.HasSuffix(p, ".parquet") {
+		if !e.IsDir() && strings.HasSuffix(p, suffix) {
 			info, err := e.Info()
 			if err != nil {
 				return err
@@ -231,16 +269,18 @@ func stagedBytes(lake string) (int64, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("size the staged files: %w", err)
+		return 0, fmt.Errorf("size the files of %s: %w", dir, err)
 	}
 	return n, nil
 }
 
-func numRecords(ctx context.Context, store objstore.Store) (int64, error) {
+// tableSize is the rows and the data files of a Delta table's latest
+// version.
+func tableSize(ctx context.Context, store objstore.Store) (rows int64, files int, err error) {
 	snap, err := delta.Open(store).Snapshot(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", store.URL(), err)
+		return 0, 0, fmt.Errorf("read %s: %w", store.URL(), err)
 	}
 	n, _ := snap.NumRecords()
-	return n, nil
+	return n, snap.NumFiles(), nil
 }

@@ -120,18 +120,41 @@ func quoted(xs []string) [][]byte {
 // file names <schema_key>_<read_method>_<n>_<n>_<n>.jsonl, events split
 // evenly over the files in read order.
 func Generate(dir string, spec Spec) (Data, error) {
-	d := Data{Dir: dir, Events: spec.Events}
-	schemaKey := SchemaKey()
-	folder := filepath.Join(dir, Folder(streamStart))
+	g := NewGenerator(dir, spec)
+	return g.Next(spec.Files)
+}
+
+// Generator writes a workload's files a few at a time, so that a backfill
+// larger than the disk holds beside its lake can be written a round
+// before it is loaded and deleted after: the files are those Generate
+// writes, byte for byte.
+type Generator struct {
+	dir  string
+	spec Spec
+	gen  generator
+	next int // the next file to write
+}
+
+// NewGenerator returns the generator of spec's files under dir.
+func NewGenerator(dir string, spec Spec) *Generator {
+	return &Generator{dir: dir, spec: spec, gen: generator{schemaKey: SchemaKey(), payloads: newPayloads(), reread: map[int]bool{}, oneTimestamp: spec.OneTimestamp}}
+}
+
+// Next writes the next n files (fewer at the end) and returns them: Events
+// and Keys count the events of those files and the keys they read first
+// (a re-read in them may re-read a key of an earlier round).
+func (g *Generator) Next(n int) (Data, error) {
+	spec := g.spec
+	d := Data{Dir: g.dir}
+	folder := filepath.Join(g.dir, Folder(streamStart))
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return d, fmt.Errorf("create %s: %w", folder, err)
 	}
-	g := generator{schemaKey: schemaKey, payloads: newPayloads(), reread: map[int]bool{}, oneTimestamp: spec.OneTimestamp}
-	for f := range spec.Files {
+	rereads := len(g.gen.reread)
+	for f := g.next; f < min(g.next+n, spec.Files); f++ {
 		lo, hi := f*spec.Events/spec.Files, (f+1)*spec.Events/spec.Files
-		name := FileName(ReadMethod, f)
-		path := filepath.Join(folder, name)
-		n, err := g.writeFile(path, lo, hi)
+		path := filepath.Join(folder, FileName(ReadMethod, f))
+		n, err := g.gen.writeFile(path, lo, hi)
 		if err != nil {
 			return d, err
 		}
@@ -143,10 +166,27 @@ func Generate(dir string, spec Spec) (Data, error) {
 		}
 		d.Paths = append(d.Paths, path)
 		d.Bytes += n
+		d.Events += hi - lo
 	}
-	d.Keys = spec.Events - len(g.reread)
+	g.next = min(g.next+n, spec.Files)
+	d.Keys = d.Events - (len(g.gen.reread) - rereads)
 	return d, nil
 }
+
+// Skip passes over the next n files without writing them, as Next would
+// have written them: the files after them are then those Generate writes.
+func (g *Generator) Skip(n int) {
+	spec := g.spec
+	for f := g.next; f < min(g.next+n, spec.Files); f++ {
+		for i := f * spec.Events / spec.Files; i < (f+1)*spec.Events/spec.Files; i++ {
+			g.gen.source(i)
+		}
+	}
+	g.next = min(g.next+n, spec.Files)
+}
+
+// Done reports whether every file is written.
+func (g *Generator) Done() bool { return g.next >= g.spec.Files }
 
 // SchemaKey is the schema_key of the table's events (and the first part
 // of its file names): a hash of the table and its columns.

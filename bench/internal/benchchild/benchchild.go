@@ -13,7 +13,7 @@ import (
 type Flags struct {
 	dir, mode, tableMode, source, lake, cpuProfile, heapProfile *string
 	rows                                                        *int64
-	backfill, dv, inOrder                                       *bool
+	backfill, dv, inOrder, maintain                             *bool
 }
 
 // Register defines the child flags on fs.
@@ -28,6 +28,7 @@ func Register(fs *flag.FlagSet) *Flags {
 		lake:        fs.String("lake", "", "child: with -backfill, the lake to create"),
 		dv:          fs.Bool("dv", false, "child: with -backfill, deletion_vectors: on"),
 		inOrder:     fs.Bool("in-order", false, "child: with -backfill, stage the files in the order they were written, not in name order"),
+		maintain:    fs.Bool("maintain", false, "child: with -backfill, maintain the table after the merge"),
 		cpuProfile:  fs.String("cpuprofile", "", "child: write a CPU profile of the measured work here"),
 		heapProfile: fs.String("heapprofile", "", "child: write the heap profile taken at the highest RSS here"),
 	}
@@ -40,7 +41,7 @@ func (f *Flags) Run(ctx context.Context) error {
 	// it.
 	mem := memlimit.Apply()
 	if *f.backfill {
-		return backfillbench.RunChild(ctx, backfillbench.ChildOptions{Source: *f.source, Lake: *f.lake, CPUProfile: *f.cpuProfile, HeapProfile: *f.heapProfile, Memory: mem, DeletionVectors: *f.dv, InOrder: *f.inOrder})
+		return backfillbench.RunChild(ctx, backfillbench.ChildOptions{Source: *f.source, Lake: *f.lake, CPUProfile: *f.cpuProfile, HeapProfile: *f.heapProfile, Memory: mem, DeletionVectors: *f.dv, InOrder: *f.inOrder, Maintain: *f.maintain})
 	}
 	return mergebench.RunChild(ctx, *f.dir, *f.rows, *f.mode, *f.tableMode, *f.cpuProfile, *f.heapProfile)
 }
