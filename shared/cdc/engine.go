@@ -819,10 +819,14 @@ func readDuplicates(ctx context.Context, snap *delta.Snapshot, keyNames []string
 	}
 	slices.SortFunc(probe, func(a, b Change) int { return value.CompareKeys(a.Key, b.Key) })
 	cols := append(slices.Clone(names), ColOrder)
-	return readKeyed(ctx, snap, files, cols, idx, names[0], probe, found, func(w *wanted, row []any, _ string, _ int64) error {
-		if order, _ := row[len(names)].([]byte); w.orders[string(order)] {
-			out[w.text+"\x00"+string(order)] = true
-		}
+	n := len(names)
+	isWanted := func(w *wanted, row []any) bool {
+		order, _ := row[n].([]byte)
+		return w.orders[string(order)]
+	}
+	return readKeyedWhere(ctx, snap, files, cols, idx, names[0], probe, found, isWanted, func(w *wanted, row []any, _ string, _ int64) error {
+		order, _ := row[n].([]byte)
+		out[w.text+"\x00"+string(order)] = true
 		return nil
 	})
 }
@@ -1039,6 +1043,15 @@ func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNam
 // key allows (keyJoin); the hits are reported afterwards, in file order,
 // on the caller's goroutine, each with a row of its own.
 func readKeyed[S any](ctx context.Context, snap *delta.Snapshot, files []delta.Add, cols []string, keyIdx []int, firstCol string, probe []Change, found map[string]*S, hit func(s *S, row []any, path string, pos int64) error) error {
+	return readKeyedWhere(ctx, snap, files, cols, keyIdx, firstCol, probe, found, nil, hit)
+}
+
+// readKeyedWhere is readKeyed whose hits are only the rows keep (when not
+// nil) accepts, asked on the reading goroutines (found and what it points
+// to are only read meanwhile): the rows a read holds until it reports
+// them are those, not every row of a found key. The history holds every
+// version of a key, and a hot key may have millions.
+func readKeyedWhere[S any](ctx context.Context, snap *delta.Snapshot, files []delta.Add, cols []string, keyIdx []int, firstCol string, probe []Change, found map[string]*S, keep func(s *S, row []any) bool, hit func(s *S, row []any, path string, pos int64) error) error {
 	if len(files) == 0 {
 		return nil
 	}
@@ -1078,7 +1091,7 @@ func readKeyed[S any](ctx context.Context, snap *delta.Snapshot, files []delta.A
 					buf = AppendKeyText(buf[:0], key)
 					s, ok = found[string(buf)]
 				}
-				if ok {
+				if ok && (keep == nil || keep(s, row)) {
 					hits[i] = append(hits[i], fileHit{s, slices.Clone(row), pos})
 				}
 				return nil

@@ -325,3 +325,45 @@ func TestALateEventIsLookedForInTheHistoryPageByPage(t *testing.T) {
 		t.Fatalf("verify: %v %+v", err, vr)
 	}
 }
+
+// TestReadKeyedWhereHoldsOnlyTheRowsItKeeps: the history holds every
+// version of a key; a duplicate check wants a few of them, and must not
+// hold the others until the read ends (a hot key may have millions).
+func TestReadKeyedWhereHoldsOnlyTheRowsItKeeps(t *testing.T) {
+	ctx := context.Background()
+	tabs := memTables()
+	b := Batch{Source: testSource, Key: []string{"id", "region"}}
+	for n := uint64(1); n <= 50; n++ {
+		b.Changes = append(b.Changes, sameTimeEvent(t, n, 7, false))
+	}
+	b.Changes = append(b.Changes, sameTimeEvent(t, 51, 8, false))
+	if _, err := Apply(ctx, tabs, 1, b, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := delta.Open(tabs.History).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := []Change{{Key: b.Changes[0].Key, KeyText: b.Changes[0].Text()}}
+	found := map[string]*int{probe[0].KeyText: new(int)}
+	wanted := string(b.Changes[20].Order)
+	read := func(keep func(*int, []any) bool) (hits int, orders []string) {
+		err := readKeyedWhere(ctx, snap, snap.Files(), []string{"id", "region", ColOrder}, []int{0, 1}, "id", probe, found, keep, func(_ *int, row []any, _ string, _ int64) error {
+			hits++
+			o, _ := row[2].([]byte)
+			orders = append(orders, string(o))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hits, orders
+	}
+	if all, _ := read(nil); all != 50 {
+		t.Fatalf("without keep: %d rows of key 7, want its 50 versions", all)
+	}
+	hits, orders := read(func(_ *int, row []any) bool { o, _ := row[2].([]byte); return string(o) == wanted })
+	if hits != 1 || orders[0] != wanted {
+		t.Errorf("with keep: %d rows (%q), want the one wanted", hits, orders)
+	}
+}
