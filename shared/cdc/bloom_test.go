@@ -56,7 +56,7 @@ func TestTheLookupSkipsRowGroupsByTheFirstKeyColumnsBloomFilter(t *testing.T) {
 				found[c.KeyText] = &stored{}
 			}
 			n.Store(0)
-			err := lookup(ctx, counted, counted.Files(), key, keys, found, func(s *stored, order []byte, path string, _ int64) {
+			err := lookup(ctx, counted, counted.Files(), key, keys, found, nil, func(s *stored, order []byte, path string, _ int64) {
 				s.rowOrder = order
 			})
 			if err != nil {

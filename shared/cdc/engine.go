@@ -790,17 +790,16 @@ func readDuplicates(ctx context.Context, snap *delta.Snapshot, keyNames []string
 		}
 	}
 	names := make([]string, len(keyIdx))
-	idx := make([]int, len(keyIdx))
 	for i, k := range keyIdx {
-		names[i], idx[i] = source.Fields[k].Name, i
+		names[i] = source.Fields[k].Name
 	}
 	// Each key is looked for once, with the orders wanted of it: the
-	// probe readKeyed walks holds each key once, sorted, and a row of a
-	// wanted key is a duplicate when its order is one of them. readKeyed
-	// reads, of each file, only the pages whose key bounds can hold a
-	// wanted key (a staged part, which history files are copied from, is
-	// sorted by key), and tests the stored keys as they are: a check of a
-	// few late events costs their pages, not a conversion of every row.
+	// probe holds each key once, sorted, and a row of a wanted key is a
+	// duplicate when its order is one of them. lookup reads, of each file,
+	// only the pages whose key bounds can hold a wanted key (a staged
+	// part, which history files are copied from, is sorted by key), and
+	// tests the stored keys as they are: a check of a few late events
+	// costs their pages, not a conversion of every row.
 	type wanted struct {
 		text   string
 		orders map[string]bool
@@ -818,16 +817,9 @@ func readDuplicates(ctx context.Context, snap *delta.Snapshot, keyNames []string
 		w.orders[string(c.Order)] = true
 	}
 	slices.SortFunc(probe, func(a, b Change) int { return value.CompareKeys(a.Key, b.Key) })
-	cols := append(slices.Clone(names), ColOrder)
-	n := len(names)
-	isWanted := func(w *wanted, row []any) bool {
-		order, _ := row[n].([]byte)
-		return w.orders[string(order)]
-	}
-	return readKeyedWhere(ctx, snap, files, cols, idx, names[0], probe, found, isWanted, func(w *wanted, row []any, _ string, _ int64) error {
-		order, _ := row[n].([]byte)
+	isWanted := func(w *wanted, order []byte) bool { return w.orders[string(order)] }
+	return lookup(ctx, snap, files, names, probe, found, isWanted, func(w *wanted, order []byte, _ string, _ int64) {
 		out[w.text+"\x00"+string(order)] = true
-		return nil
 	})
 }
 
@@ -1013,20 +1005,27 @@ func firstKeyFilter(col string, firsts []any) *delta.RowGroupFilter {
 }
 
 // lookup reads the key columns and the order of candidate files and reports
-// every row whose key is in found, with its file and physical position (the
-// row index a deletion vector marks); keys (each with its KeyText, which
-// names it in found) are the batch keys sorted by value.CompareKeys (see
-// readKeyed).
-func lookup(ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, keys []Change, found map[string]*stored, hit func(s *stored, order []byte, path string, pos int64)) error {
+// every row whose key is in found and whose order keep (when not nil)
+// accepts, with its file and physical position (the row index a deletion
+// vector marks); keys (each with its KeyText, which names it in found) are
+// the batch keys sorted by value.CompareKeys (see readKeyedWhere).
+func lookup[S any](ctx context.Context, snap *delta.Snapshot, files []delta.Add, keyNames []string, keys []Change, found map[string]*S, keep func(s *S, order []byte) bool, hit func(s *S, order []byte, path string, pos int64)) error {
 	n := len(keyNames)
 	cols := append(slices.Clone(keyNames), ColOrder)
 	keyIdx := make([]int, n)
 	for i := range keyIdx {
 		keyIdx[i] = i
 	}
-	return readKeyed(ctx, snap, files, cols, keyIdx, keyNames[0], keys, found, func(s *stored, row []any, path string, pos int64) error {
+	orderOf := func(row []any) []byte {
 		order, _ := row[n].([]byte)
-		hit(s, order, path, pos)
+		return order
+	}
+	var keepRow func(s *S, row []any) bool
+	if keep != nil {
+		keepRow = func(s *S, row []any) bool { return keep(s, orderOf(row)) }
+	}
+	return readKeyedWhere(ctx, snap, files, cols, keyIdx, keyNames[0], keys, found, keepRow, func(s *S, row []any, path string, pos int64) error {
+		hit(s, orderOf(row), path, pos)
 		return nil
 	})
 }

@@ -94,7 +94,7 @@ func TestLookupFindsWhatAMapOfKeyTextsFinds(t *testing.T) {
 					found[c.KeyText] = &stored{}
 				}
 				var out []hit
-				err := lookup(ctx, snap, snap.Files(), []string{"id"}, keys, found, func(s *stored, order []byte, path string, _ int64) {
+				err := lookup(ctx, snap, snap.Files(), []string{"id"}, keys, found, nil, func(s *stored, order []byte, path string, _ int64) {
 					for k, v := range found {
 						if v == s {
 							out = append(out, hit{k, string(order), path})

@@ -122,7 +122,7 @@ func TestLookupFindsWhatAFullReadFinds(t *testing.T) {
 			found[c.KeyText] = &stored{}
 		}
 		var got []lookupHit
-		err = lookup(ctx, snap, files, []string{"k1", "k2"}, keys, found, func(s *stored, order []byte, path string, pos int64) {
+		err = lookup(ctx, snap, files, []string{"k1", "k2"}, keys, found, nil, func(s *stored, order []byte, path string, pos int64) {
 			for text, v := range found {
 				if v == s {
 					got = append(got, lookupHit{text, string(order), path, pos})

@@ -94,7 +94,7 @@ func TestMergeIntoAStateFileOfManyRowGroupsReadsAndRewritesOnlyTheOneTouched(t *
 		read := func(keys []Change) (int64, *stored) {
 			found := map[string]*stored{probe.KeyText: {}}
 			n.Store(0)
-			err := lookup(ctx, counted, counted.Files(), key, keys, found, func(s *stored, order []byte, path string, pos int64) {
+			err := lookup(ctx, counted, counted.Files(), key, keys, found, nil, func(s *stored, order []byte, path string, pos int64) {
 				s.rowOrder = order
 				s.rows = append(s.rows, rowAt{path, pos})
 			})

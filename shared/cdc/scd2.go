@@ -336,7 +336,7 @@ func (st *stateStep) applySCD2(ctx context.Context, res *Result, historyCommitte
 		return err
 	}
 	tombFiles := prune(st.tombSnap.Files(), st.keyNames[0], st.keyTypes[0], probe)
-	err = lookup(ctx, st.tombSnap, tombFiles, st.keyNames, probe, tombs, func(s *stored, order []byte, _ string, _ int64) {
+	err = lookup(ctx, st.tombSnap, tombFiles, st.keyNames, probe, tombs, nil, func(s *stored, order []byte, _ string, _ int64) {
 		if s.tombOrder == nil || bytes.Compare(order, s.tombOrder) > 0 {
 			s.tombOrder = order
 		}

@@ -178,7 +178,7 @@ func (st *stateStep) lookup(ctx context.Context, keys []Change) (map[string]*sto
 		keys[i].KeyText = keys[i].Text()
 		found[keys[i].KeyText] = &stored{}
 	}
-	if err := lookup(ctx, st.stateSnap, st.candidates, st.keyNames, keys, found, func(s *stored, order []byte, path string, pos int64) {
+	if err := lookup(ctx, st.stateSnap, st.candidates, st.keyNames, keys, found, nil, func(s *stored, order []byte, path string, pos int64) {
 		if s.rowOrder == nil || bytes.Compare(order, s.rowOrder) > 0 {
 			s.rowOrder = order
 		}
@@ -186,7 +186,7 @@ func (st *stateStep) lookup(ctx context.Context, keys []Change) (map[string]*sto
 	}); err != nil {
 		return nil, fmt.Errorf("state lookup: %w", err)
 	}
-	if err := lookup(ctx, st.tombSnap, tombCandidates, st.keyNames, keys, found, func(s *stored, order []byte, _ string, _ int64) {
+	if err := lookup(ctx, st.tombSnap, tombCandidates, st.keyNames, keys, found, nil, func(s *stored, order []byte, _ string, _ int64) {
 		if s.tombOrder == nil || bytes.Compare(order, s.tombOrder) > 0 {
 			s.tombOrder = order
 		}
