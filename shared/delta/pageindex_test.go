@@ -74,7 +74,7 @@ func piRead(t *testing.T, store *countingStore, md Metadata, add Add, opts ReadO
 // not.
 func TestOnlyValuesReadsExactlyTheMatchingRowsOfAFullRead(t *testing.T) {
 	ctx := context.Background()
-	var sparse, dense, stored, byValue int
+	var sparse, dense, stored, byValue, narrowed int
 	for trial := range 60 {
 		r := rand.New(rand.NewPCG(uint64(trial), 14))
 		kt := []value.Type{value.String, value.Long, value.Integer, value.Date}[trial%4]
@@ -154,8 +154,12 @@ func TestOnlyValuesReadsExactlyTheMatchingRowsOfAFullRead(t *testing.T) {
 		if trial%7 == 0 {
 			nvals = 1 + r.IntN(n/5) // a dense one
 		}
+		backfill := trial%7 == 3 // a dense one of keys mostly new to the file
+		if backfill {
+			nvals = n / 3
+		}
 		for range nvals {
-			if r.IntN(3) == 0 {
+			if backfill || r.IntN(3) == 0 {
 				vals = append(vals, piKey(kt, r.IntN(2*n))) // maybe absent
 			} else if k := keys[r.IntN(n)]; k != nil {
 				vals = append(vals, k)
@@ -183,12 +187,16 @@ func TestOnlyValuesReadsExactlyTheMatchingRowsOfAFullRead(t *testing.T) {
 		dense += st.Dense
 		stored += st.Stored
 		byValue += st.ByValue
+		narrowed += st.Narrowed
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("trial %d (sorted %v, %v keys, %d rows, %d values, columns %v): OnlyValues read %d rows, the full read has %d matching\ngot  %v\nwant %v",
 				trial, sorted, kt, n, len(vals), cols, len(got), len(want), got, want)
 		}
 	}
-	t.Logf("%d row groups read through the page index, %d whole; of the key's pages, %d tested as stored, %d value by value", sparse, dense, stored, byValue)
+	t.Logf("%d row groups read through the page index (%d narrowed by their bloom filter), %d whole; of the key's pages, %d tested as stored, %d value by value", sparse, narrowed, dense, stored, byValue)
+	if narrowed < 10 {
+		t.Fatalf("%d row groups narrowed by their bloom filter: the trials must exercise it", narrowed)
+	}
 	if sparse < 100 {
 		t.Fatalf("%d row groups read through the page index, %d whole: the trials must exercise the page index", sparse, dense)
 	}
@@ -199,6 +207,16 @@ func TestOnlyValuesReadsExactlyTheMatchingRowsOfAFullRead(t *testing.T) {
 	}
 }
 
+// piSortedUUIDs returns n random UUID strings, sorted.
+func piSortedUUIDs(r *rand.Rand, n int) []any {
+	keys := make([]any, n)
+	for i := range keys {
+		keys[i] = blUUID(r)
+	}
+	slices.SortFunc(keys, value.Compare)
+	return keys
+}
+
 // TestOnlyValuesReadsFewPagesOfASortedFile looks up 20 keys (UUIDs) in a
 // key-sorted file of 200 000 rows with small pages: the read through the
 // page index decodes a few pages of each row group and fetches a small
@@ -207,11 +225,7 @@ func TestOnlyValuesReadsFewPagesOfASortedFile(t *testing.T) {
 	schema := piSchema(value.String)
 	r := rand.New(rand.NewPCG(1, 2))
 	const n = 200_000
-	keys := make([]any, n)
-	for i := range keys {
-		keys[i] = blUUID(r)
-	}
-	slices.SortFunc(keys, value.Compare)
+	keys := piSortedUUIDs(r, n)
 	rows := make([][]any, n)
 	for i := range rows {
 		rows[i] = []any{keys[i], int64(i), fmt.Sprintf("name %d", r.IntN(1000)), []byte{byte(i), byte(i >> 8), byte(i >> 16), 1, 2, 3, 4, 5}}
@@ -249,6 +263,81 @@ func TestOnlyValuesReadsFewPagesOfASortedFile(t *testing.T) {
 	if sparse*3 > dense {
 		t.Fatalf("the page-index read fetched %d bytes, the row-group read %d: want at least 3x fewer", sparse, dense)
 	}
+}
+
+// TestOnlyValuesReadsThePagesOfTheKeysTheBloomFilterMayHold looks up a
+// backfill's batch in a key-sorted file of 100 000 UUID keys: 5 000 keys
+// the file does not hold, random over its key range, and 10 it holds.
+// Nearly every page's bounds hold a key looked for, but the bloom filter
+// rules out the absent ones, and with them the pages only they selected:
+// the read decodes the pages of the 10 keys. The same file without a
+// filter decodes nearly all of them.
+func TestOnlyValuesReadsThePagesOfTheKeysTheBloomFilterMayHold(t *testing.T) {
+	schema := piSchema(value.String)
+	r := rand.New(rand.NewPCG(7, 8))
+	const n, absent, present = 100_000, 5000, 10
+	keys := piSortedUUIDs(r, n)
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = []any{keys[i], int64(i), nil, []byte{byte(i), byte(i >> 8), byte(i >> 16)}}
+	}
+	var vals []any
+	for range absent {
+		vals = append(vals, blUUID(r))
+	}
+	want := map[string]bool{}
+	for range present {
+		k := keys[r.IntN(n)]
+		vals = append(vals, k)
+		want[k.(string)] = true
+	}
+	slices.SortFunc(vals, value.Compare)
+	md := pqMetadata(schema, nil, nil)
+	read := func(t *testing.T, bloom []string) ([]piRow, parquetfile.ReadStats, int) {
+		mem := newPQMemStore()
+		add := pqWrite(t, mem, WriteOptions{Schema: schema, PageBytes: 4096, BloomFilterColumns: bloom}, rows)
+		pages := 0
+		f, err := parquet.OpenFile(bytes.NewReader(mem.objects[add.Path]), add.Size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rg := range f.RowGroups() {
+			oi, err := rg.ColumnChunks()[0].OffsetIndex()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages += oi.NumPages()
+		}
+		flt := &RowGroupFilter{Column: "k", Values: vals}
+		got, st := piRead(t, &countingStore{Store: mem}, md, add, ReadOptions{Columns: []string{"k", "_order"}, RowGroupFilter: flt, OnlyValues: true})
+		return got, st, pages
+	}
+	t.Run("with a bloom filter, the pages of the keys held", func(t *testing.T) {
+		got, st, pages := read(t, []string{"k"})
+		if len(got) != present {
+			t.Fatalf("read %d rows, want the %d held", len(got), present)
+		}
+		for _, x := range got {
+			if !want[x.row[0].(string)] {
+				t.Fatalf("read key %v, not looked for", x.row[0])
+			}
+		}
+		t.Logf("%d of %d key pages' worth decoded (with the order's)", st.Pages, pages)
+		// A key's page of k (two across a boundary) and of _order, and a
+		// few false positives of the filter.
+		if st.Pages > 4*present+8 {
+			t.Fatalf("decoded %d pages of a file of %d key pages, want at most %d: the filter's ruling out must narrow the pages", st.Pages, pages, 4*present+8)
+		}
+	})
+	t.Run("without one, nearly every page", func(t *testing.T) {
+		got, st, pages := read(t, nil)
+		if len(got) != present {
+			t.Fatalf("read %d rows, want the %d held", len(got), present)
+		}
+		if st.Pages < pages*9/10 {
+			t.Fatalf("decoded %d pages of %d: the keys looked for must fall on nearly every page, or the test above proves nothing", st.Pages, pages)
+		}
+	})
 }
 
 // TestOnlyValuesOfAnotherGoTypeReturnEveryRow: values of another Go type
@@ -348,6 +437,39 @@ func BenchmarkOnlyValuesLookupDenseUUIDs(b *testing.B) {
 	opts := ReadOptions{Columns: []string{"k", "_order"}, RowGroupFilter: flt, OnlyValues: true}
 	benchLookups(b, mem, md, add, opts, len(vals))
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/row")
+}
+
+// BenchmarkOnlyValuesLookupNewUUIDs looks up 11,000 keys in a key-sorted
+// file of 1M UUID keys (8 KiB pages, as a state file), of which 2% are in
+// it: a backfill's batch of 1M keys into a table of 90M rows, scaled down.
+// The keys are mostly new to the table and random over its key range, so
+// that nearly every page's bounds hold one.
+func BenchmarkOnlyValuesLookupNewUUIDs(b *testing.B) {
+	const n, probes, held = 1_000_000, 11_000, 220
+	schema := piSchema(value.String)
+	r := rand.New(rand.NewPCG(5, 5))
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = blUUID(r)
+	}
+	slices.Sort(keys)
+	mem := objstore.NewMemory()
+	add := pqWriteRows(b, mem, WriteOptions{Schema: schema, PageBytes: 8 << 10, BloomFilterColumns: []string{"k"}}, n, func(i int) []any {
+		return []any{keys[i], int64(i % 10), nil, []byte{byte(i), byte(i >> 8), byte(i >> 16), 1, 2, 3, 4, 5}}
+	})
+	md := pqMetadata(schema, nil, nil)
+	vals := make([]any, 0, probes)
+	for range probes - held {
+		vals = append(vals, blUUID(r))
+	}
+	for _, i := range r.Perm(n)[:held] {
+		vals = append(vals, keys[i])
+	}
+	slices.SortFunc(vals, value.Compare)
+	flt := &RowGroupFilter{Column: "k", Values: vals}
+	opts := ReadOptions{Columns: []string{"k", "_order"}, RowGroupFilter: flt, OnlyValues: true}
+	benchLookups(b, mem, md, add, opts, held)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(vals)), "ns/key")
 }
 
 // benchLookups reads add with opts b.N times, failing unless each read

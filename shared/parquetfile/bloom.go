@@ -2,6 +2,7 @@ package parquetfile
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/dsdelta/dsdelta/shared/value"
@@ -165,20 +166,43 @@ func newBloomProbe(f *parquet.File, root *TreeNode, fld value.Field, naming Nami
 	return &bloomProbe{leaf: p.Leaf, values: flt.Values, hashes: h.hashes, sorted: h.sorted}
 }
 
-// probes returns the hashes of the values that the bounds of row group rg
-// can hold: all of them when the values are not sorted or the bounds not
-// usable.
-func (b *bloomProbe) probes(rg parquet.RowGroup, bounds *RowGroupBounds) []uint64 {
+// probes returns the values that the bounds of row group rg can hold, as
+// b.values[i:j] (and b.hashes[i:j]): all of them when the values are not
+// sorted or the bounds not usable.
+func (b *bloomProbe) probes(rg parquet.RowGroup, bounds *RowGroupBounds) (i, j int) {
 	if !b.sorted {
-		return b.hashes
+		return 0, len(b.values)
 	}
 	lo, hi, ok := bounds.minMax(rg)
 	if !ok {
-		return b.hashes
+		return 0, len(b.values)
 	}
-	i := sort.Search(len(b.values), func(i int) bool { return value.Compare(b.values[i], lo) >= 0 })
-	j := sort.Search(len(b.values), func(j int) bool { return value.Compare(b.values[j], hi) > 0 })
-	return b.hashes[i:max(i, j)]
+	i = sort.Search(len(b.values), func(i int) bool { return value.Compare(b.values[i], lo) >= 0 })
+	j = sort.Search(len(b.values), func(j int) bool { return value.Compare(b.values[j], hi) > 0 })
+	return i, max(i, j)
+}
+
+// worth reports whether probing row group g's bloom filter costs fewer
+// bytes than reading pageBytes of its filter column's pages: always when
+// the column metadata does not give the filter's length (writers before
+// Parquet 2.10), then only when most pages are selected (most). A nil
+// probe is never worth it.
+func (b *bloomProbe) worth(pf *File, g int, pageBytes int64, most bool) bool {
+	if b == nil {
+		return false
+	}
+	rgs := pf.Parquet().Metadata().RowGroups
+	if b.leaf >= len(rgs[g].Columns) {
+		return false
+	}
+	cm := &rgs[g].Columns[b.leaf].MetaData
+	if cm.BloomFilterOffset <= 0 {
+		return false
+	}
+	if cm.BloomFilterLength <= 0 {
+		return most
+	}
+	return pageBytes > int64(cm.BloomFilterLength)
 }
 
 // hasBloomFilters reports whether a column chunk of leaf has a bloom
@@ -265,16 +289,43 @@ func microTimestamp(p *TreeNode) bool {
 // probe's column proves none of the probe's values (within its bounds, see
 // probes) in it. File.BloomFilters fetches the filters of the kept row
 // groups with one prefetch and checks them; row groups without a
-// split-block filter stay kept.
-func (b *bloomProbe) filter(pf *File, bounds *RowGroupBounds, keep []bool) error {
+// split-block filter stay kept. When pass is not nil, pass[g] gets the
+// values the filter of a kept row group g may hold, sorted by
+// value.Compare (they are the values it must be read for), when it rules
+// out at least a quarter of them; it stays nil otherwise, and for a row
+// group without a filter.
+func (b *bloomProbe) filter(pf *File, bounds *RowGroupBounds, keep []bool, pass [][]any) error {
 	if b == nil {
 		return nil
 	}
 	rgs := pf.Parquet().RowGroups()
 	return pf.BloomFilters(b.leaf, keep, func(g int, f bloom.SplitBlockFilter) {
-		if !anyIn(f, b.probes(rgs[g], bounds)) {
-			keep[g] = false
+		i, j := b.probes(rgs[g], bounds)
+		if pass == nil {
+			if !anyIn(f, b.hashes[i:j]) {
+				keep[g] = false
+			}
+			return
 		}
+		var in []any
+		for k := i; k < j; k++ {
+			if f.Check(b.hashes[k]) {
+				in = append(in, b.values[k])
+			}
+		}
+		if len(in) == 0 {
+			keep[g] = false
+			return
+		}
+		if 4*len(in) > 3*(j-i) {
+			// Few ruled out: they rarely leave a page without a value
+			// looked for, and narrowing costs a second selection.
+			return
+		}
+		if !b.sorted {
+			slices.SortFunc(in, value.Compare)
+		}
+		pass[g] = in
 	})
 }
 

@@ -44,6 +44,42 @@ type valueMatch struct {
 	others  map[any]struct{} // other columns
 }
 
+// lookedFor is a sorted list of values looked for: all those of a
+// valueMatch, or those a row group's bloom filter may hold (see
+// sparseReader.narrow).
+type lookedFor struct {
+	values []any
+	strs   []string // values as strings, for a string column
+}
+
+// list returns all the values m looks for.
+func (m *valueMatch) list() lookedFor {
+	return lookedFor{values: m.values, strs: m.strList}
+}
+
+// subset returns vals, values m looks for sorted by value.Compare
+// (duplicates allowed), as a list.
+func (m *valueMatch) subset(vals []any) lookedFor {
+	vals = slices.CompactFunc(vals, func(a, b any) bool { return value.Compare(a, b) == 0 })
+	l := lookedFor{values: vals}
+	if m.strList != nil {
+		l.strs = make([]string, len(vals))
+		for i, v := range vals {
+			l.strs[i] = v.(string)
+		}
+	}
+	return l
+}
+
+// slice returns l's values i to j.
+func (l lookedFor) slice(i, j int) lookedFor {
+	out := lookedFor{values: l.values[i:j]}
+	if l.strs != nil {
+		out.strs = l.strs[i:j]
+	}
+	return out
+}
+
 // goTypeOf is the Go type a value of type t reads as, for the types
 // OnlyValues filters on; nil for the others.
 func goTypeOf(t value.Type) reflect.Type {
@@ -164,12 +200,17 @@ type storedTest struct {
 // type phys for the values of m from lo to hi, or nil for a leaf it does
 // not test.
 func (m *valueMatch) storedTest(phys format.Type, lo, hi int) *storedTest {
+	return m.storedTestOf(phys, m.list().slice(lo, hi))
+}
+
+// storedTestOf is storedTest of the values of l, values m looks for.
+func (m *valueMatch) storedTestOf(phys format.Type, l lookedFor) *storedTest {
 	const few = 8
 	t := &storedTest{phys: phys}
-	vals := m.values[lo:hi]
+	vals := l.values
 	switch {
 	case m.strs != nil && phys == format.ByteArray:
-		t.strs = m.strList[lo:hi]
+		t.strs = l.strs
 	case phys == format.Int64 && m.typ == value.Long:
 		t.i64, t.set64 = storedKeys(vals, few, func(x int64) int64 { return x })
 	case phys == format.Int32 && (m.typ == value.Long || m.typ == value.Integer || m.typ == value.Date):
@@ -397,13 +438,13 @@ func scanStored[T comparable](vals, list []T, set map[T]struct{}, out []int64) [
 	return out
 }
 
-// span returns the values in [lo, hi] as m.values[i:j]; a nil hi has no
+// span returns the values in [lo, hi] as l.values[i:j]; a nil hi has no
 // upper bound.
-func (m *valueMatch) span(lo, hi any) (i, j int) {
-	i = sort.Search(len(m.values), func(i int) bool { return value.Compare(m.values[i], lo) >= 0 })
-	j = len(m.values)
+func (l lookedFor) span(lo, hi any) (i, j int) {
+	i = sort.Search(len(l.values), func(i int) bool { return value.Compare(l.values[i], lo) >= 0 })
+	j = len(l.values)
 	if hi != nil {
-		j = i + sort.Search(len(m.values)-i, func(k int) bool { return value.Compare(m.values[i+k], hi) > 0 })
+		j = i + sort.Search(len(l.values)-i, func(k int) bool { return value.Compare(l.values[i+k], hi) > 0 })
 	}
 	return i, j
 }
@@ -431,6 +472,9 @@ type ReadStats struct {
 	// The filter column's pages decoded through the page index, tested
 	// as stored (storedTest) or value by value.
 	Stored, ByValue int
+	// Narrowed counts the row groups read through the page index for
+	// only the values their bloom filter may hold.
+	Narrowed int
 }
 
 type readStatsKey struct{}
@@ -451,6 +495,13 @@ func countRead(ctx context.Context, sparse bool, pages int) {
 		st.Pages += pages
 	default:
 		st.Dense++
+	}
+}
+
+// countNarrowed records n row groups narrowed by their bloom filter.
+func countNarrowed(ctx context.Context, n int) {
+	if st, ok := ctx.Value(readStatsKey{}).(*ReadStats); ok {
+		st.Narrowed += n
 	}
 }
 
@@ -485,8 +536,20 @@ type sparseReader struct {
 	vals  []parquet.Value
 	// spans holds, for each row group and selected page (aligned with
 	// selectPages' result), the values its bounds can hold, as a range of
-	// m.values.
+	// the row group's list (lookedFor).
 	spans [][][2]int
+	// narrowed holds, for the row groups narrow narrowed, the values
+	// looked for that their bloom filter may hold.
+	narrowed []*lookedFor
+}
+
+// lookedFor returns the values looked for in row group g: those its bloom
+// filter may hold when narrow was told them, else all.
+func (s *sparseReader) lookedFor(g int) lookedFor {
+	if s.narrowed != nil && s.narrowed[g] != nil {
+		return *s.narrowed[g]
+	}
+	return s.m.list()
 }
 
 // groupIndex is the page index of the leaves a sparse read of one row
@@ -692,6 +755,7 @@ func (s *sparseReader) selectPages(g int) (pages []int, total int, ok bool, err 
 	}
 	gi := s.index[g]
 	ci, koi := gi.ci, gi.oi[s.leaf]
+	looked := s.lookedFor(g)
 	pages = []int{}
 	var spans [][2]int
 	if s.spans == nil {
@@ -709,13 +773,41 @@ func (s *sparseReader) selectPages(g int) (pages []int, total int, ok bool, err 
 		if err != nil {
 			return nil, 0, false, fmt.Errorf("row group %d: column index: page %d: %w", g, i, err)
 		}
-		if a, b := s.m.span(lo, hi); b > a {
+		if a, b := looked.span(lo, hi); b > a {
 			pages = append(pages, i)
 			spans = append(spans, [2]int{a, b})
 		}
 	}
 	s.spans[g] = spans
 	return pages, len(koi.PageLocations), true, nil
+}
+
+// pageBytes returns the bytes of the filter column's pages of row group g
+// (see selectPages), as stored.
+func (s *sparseReader) pageBytes(g int, pages []int) int64 {
+	koi := s.index[g].oi[s.leaf]
+	var n int64
+	for _, i := range pages {
+		n += int64(koi.PageLocations[i].CompressedPageSize)
+	}
+	return n
+}
+
+// narrow tells that of the values looked for, row group g's bloom filter
+// may hold only vals (sorted by value.Compare, duplicates allowed), and
+// returns the pages of g to read for them (see selectPages). A batch's
+// keys are random over a table's key range: until the table has many more
+// pages than the batch has keys, nearly every page's bounds hold one, and
+// where most keys are new to the table (a backfill) the filter rules most
+// of them out, and with them the pages they alone selected.
+func (s *sparseReader) narrow(g int, vals []any) ([]int, error) {
+	if s.narrowed == nil {
+		s.narrowed = make([]*lookedFor, len(s.index))
+	}
+	l := s.m.subset(vals)
+	s.narrowed[g] = &l
+	pages, _, _, err := s.selectPages(g)
+	return pages, err
 }
 
 // readGroup reads pages (see selectPages) of row group g, of rows base,
@@ -769,9 +861,10 @@ func (s *sparseReader) matchRows(ctx context.Context, g int, pages []int, base i
 	}
 	// The values each page's bounds can hold, tested first as stored.
 	stored := make(map[int]*storedTest, len(pages))
+	looked := s.lookedFor(g)
 	for k, i := range pages {
 		sp := s.spans[g][k]
-		stored[i] = s.m.storedTest(s.phys, sp[0], sp[1])
+		stored[i] = s.m.storedTestOf(s.phys, looked.slice(sp[0], sp[1]))
 	}
 	// A page of one stored value per row is tested as it lies; others
 	// (nulls, dictionary encoding) value by value.

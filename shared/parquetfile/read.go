@@ -116,10 +116,11 @@ func Read(ctx context.Context, ra *File, spec ReadSpec, fn func(pos int64, row [
 		}
 		fn = match.filter(fn)
 	}
-	pages, err := selectPages(ra, sparse, probe, bounds, keep)
+	pages, narrowed, err := selectPages(ra, sparse, probe, bounds, keep)
 	if err != nil {
 		return err
 	}
+	countNarrowed(ctx, narrowed)
 
 	var flat *flatReader
 	if !spec.Assemble {
@@ -162,12 +163,15 @@ func (p *TreeNode) Field(f value.Field, naming Naming) *TreeNode {
 
 // selectPages returns the pages to read of the row groups keep keeps that
 // are read through the page index (nil for the others), and clears keep
-// for the row groups their bloom filters rule out. The filters are read
-// only where the page bounds select more than half of the pages (an
-// unsorted row group): in a sorted file the page bounds rule out more,
-// for fewer bytes (a filter costs 4 bytes per row).
-func selectPages(ra *File, sparse *sparseReader, probe *bloomProbe, bounds *RowGroupBounds, keep []bool) ([][]int, error) {
-	pages := make([][]int, len(keep))
+// for the row groups their bloom filters rule out. A row group read through
+// the page index is probed when the filter costs fewer bytes than the key
+// pages its bounds select (in a sorted file, few keys select few small
+// pages; a filter costs 4 bytes per row), and then only the pages that
+// hold a value the filter may hold are read (narrowed counts those row
+// groups). Without a page index, every row group the bounds keep is
+// probed.
+func selectPages(ra *File, sparse *sparseReader, probe *bloomProbe, bounds *RowGroupBounds, keep []bool) (pages [][]int, narrowed int, err error) {
+	pages = make([][]int, len(keep))
 	probed := slices.Clone(keep) // the row groups the bloom filters judge
 	for g := range keep {
 		if !keep[g] {
@@ -175,21 +179,34 @@ func selectPages(ra *File, sparse *sparseReader, probe *bloomProbe, bounds *RowG
 		}
 		sel, total, ok, err := sparse.selectPages(g)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if ok {
 			pages[g] = sel
-			probed[g] = 2*len(sel) > total
+			probed[g] = probe.worth(ra, g, sparse.pageBytes(g, sel), 2*len(sel) > total)
 		}
 	}
 	judged := slices.Clone(probed)
-	if err := probe.filter(ra, bounds, probed); err != nil {
-		return nil, err
+	var pass [][]any
+	if sparse != nil {
+		pass = make([][]any, len(keep))
+	}
+	if err := probe.filter(ra, bounds, probed, pass); err != nil {
+		return nil, 0, err
 	}
 	for g := range keep {
-		if judged[g] {
-			keep[g] = probed[g]
+		if !judged[g] {
+			continue
+		}
+		keep[g] = probed[g]
+		if keep[g] && pages[g] != nil && pass[g] != nil {
+			sel, err := sparse.narrow(g, pass[g])
+			if err != nil {
+				return nil, 0, err
+			}
+			pages[g] = sel
+			narrowed++
 		}
 	}
-	return pages, nil
+	return pages, narrowed, nil
 }
