@@ -441,6 +441,20 @@ func scanStored[T comparable](vals, list []T, set map[T]struct{}, out []int64) [
 // span returns the values in [lo, hi] as l.values[i:j]; a nil hi has no
 // upper bound.
 func (l lookedFor) span(lo, hi any) (i, j int) {
+	if l.strs != nil {
+		// Strings compare as strings: value.Compare's type switch on
+		// every probe was most of the pages' selection.
+		if slo, ok := lo.(string); ok {
+			if shi, ok := hi.(string); ok || hi == nil {
+				i, _ = slices.BinarySearch(l.strs, slo)
+				j = len(l.strs)
+				if hi != nil {
+					j = i + sort.Search(len(l.strs)-i, func(k int) bool { return l.strs[i+k] > shi })
+				}
+				return i, j
+			}
+		}
+	}
 	i = sort.Search(len(l.values), func(i int) bool { return value.Compare(l.values[i], lo) >= 0 })
 	j = len(l.values)
 	if hi != nil {
