@@ -30,6 +30,11 @@ type TableSet struct {
 	State      objstore.Store
 	History    objstore.Store
 	Tombstones objstore.Store
+	// Snapshots, when set, keeps the tables' snapshots from read to read,
+	// so that reading one again reads only its commits since (see
+	// delta.Snapshots): a batch's merge reads each table at every step.
+	// Nil reads every snapshot whole.
+	Snapshots *delta.Snapshots
 }
 
 // AppID is the txn application id of a table's batches.
@@ -303,7 +308,7 @@ func openTombstones(ctx context.Context, t TableSet, schema value.StructType, ke
 	if err := createWithStats(&co, statsNeeds(roleTombstones, key, ModeCurrent)); err != nil {
 		return nil, err
 	}
-	return openOrCreate(ctx, t.Tombstones, t.ID, roleTombstones, co)
+	return openOrCreate(ctx, t.Snapshots, t.Tombstones, t.ID, roleTombstones, co)
 }
 
 // replaceSchema is schema mode "overwrite": the table takes the incoming
@@ -355,9 +360,9 @@ var ErrPathCollision = errors.New("delta table path is used by another table")
 
 // openOrCreate returns the latest snapshot, creating the table when absent,
 // and checks that an existing table is ours for this id and role.
-func openOrCreate(ctx context.Context, store objstore.Store, id, role string, co delta.CreateOptions) (*delta.Snapshot, error) {
+func openOrCreate(ctx context.Context, snaps *delta.Snapshots, store objstore.Store, id, role string, co delta.CreateOptions) (*delta.Snapshot, error) {
 	tab := delta.Open(store)
-	snap, err := tab.Snapshot(ctx)
+	snap, err := snaps.Latest(ctx, tab)
 	if errors.Is(err, delta.ErrNotATable) {
 		if co.Configuration == nil {
 			co.Configuration = map[string]string{}
@@ -443,7 +448,7 @@ func applyHistory(ctx context.Context, t TableSet, step Step, b Batch, opts Opti
 	if err := createWithStats(&co, need); err != nil {
 		return nil, value.StructType{}, nil, err
 	}
-	snap, err := openOrCreate(ctx, t.History, t.ID, roleHistory, co)
+	snap, err := openOrCreate(ctx, t.Snapshots, t.History, t.ID, roleHistory, co)
 	if err != nil {
 		return nil, value.StructType{}, nil, err
 	}

@@ -95,7 +95,7 @@ func openState(ctx context.Context, t TableSet, step Step, b Batch, source value
 	var g errgroup.Group
 	g.Go(func() error {
 		var err error
-		if st.stateSnap, err = openOrCreate(ctx, t.State, t.ID, roleState, co); err != nil {
+		if st.stateSnap, err = openOrCreate(ctx, t.Snapshots, t.State, t.ID, roleState, co); err != nil {
 			return fmt.Errorf("state: %w", err)
 		}
 		return nil

@@ -112,6 +112,10 @@ type segment struct {
 	version    int64
 	checkpoint *checkpointRef
 	commits    []objstore.Info // versions checkpoint+1 .. version, contiguous
+	// commit is version's commit file as listed, when the listing holds
+	// it (a version only a checkpoint stands for may not), for
+	// SnapshotSince.
+	commit objstore.Info
 }
 
 // listing is the parsed content of (part of) _delta_log.
@@ -211,7 +215,7 @@ func (l *listing) segmentFor(target int64, needCheckpoint bool) (*segment, error
 	if target > latest {
 		return nil, fmt.Errorf("%w: version %d is newer than the latest version %d", ErrVersionNotFound, target, latest)
 	}
-	seg := &segment{version: target}
+	seg := &segment{version: target, commit: l.commits[target]}
 	for v, cp := range l.checkpoints {
 		if v <= target && (seg.checkpoint == nil || v > seg.checkpoint.version) {
 			seg.checkpoint = cp
@@ -583,7 +587,12 @@ func (t *Table) replay(ctx context.Context, seg *segment) (*Snapshot, error) {
 	if err := st.protocol.CheckRead(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", t.store.URL(), err)
 	}
-	return newSnapshot(t, seg.version, cpVersion, lastTs, st)
+	snap, err := newSnapshot(t, seg.version, cpVersion, lastTs, st)
+	if err != nil {
+		return nil, err
+	}
+	snap.commit = seg.commit
+	return snap, nil
 }
 
 // msTime converts epoch milliseconds to a UTC time.

@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
 )
@@ -56,21 +57,39 @@ func (t *Table) MetadataSince(ctx context.Context, known MetadataAt) (MetadataAt
 // errNeedFullListing when the log no longer holds known's commit as it
 // was, or each commit after it.
 func (t *Table) metadataAfter(ctx context.Context, known MetadataAt) (MetadataAt, error) {
-	from := known.Version
-	l, err := listLog(ctx, t.store, from)
+	l, commits, err := t.commitsAfter(ctx, known.Version, known.commit)
 	if err != nil {
 		return MetadataAt{}, err
 	}
-	if c, ok := l.commits[from]; !ok || !sameObject(c, known.commit) {
-		return MetadataAt{}, errNeedFullListing
+	latest := known.Version + int64(len(commits))
+	at := MetadataAt{Metadata: known.Metadata, Version: latest, commit: l.commits[latest]}
+	for _, c := range commits {
+		for _, a := range c.actions {
+			if a.MetaData != nil {
+				at.Metadata = a.MetaData
+			}
+		}
 	}
-	latest := from
-	for v := range l.commits {
-		latest = max(latest, v)
+	return at, nil
+}
+
+// commitsAfter lists the log from version from, whose commit file a
+// reader listed as known, and reads every commit after it, in version
+// order; errNeedFullListing when the log no longer holds from's commit
+// as it was (cleaned up, or the table recreated), or each commit after
+// it (a version only a checkpoint stands for).
+func (t *Table) commitsAfter(ctx context.Context, from int64, known objstore.Info) (*listing, []*commitData, error) {
+	l, err := listLog(ctx, t.store, from)
+	if err != nil {
+		return nil, nil, err
 	}
+	if c, ok := l.commits[from]; !ok || !sameObject(c, known) {
+		return nil, nil, errNeedFullListing
+	}
+	latest := l.latestVersion()
 	for v := from + 1; v <= latest; v++ {
 		if _, ok := l.commits[v]; !ok {
-			return MetadataAt{}, errNeedFullListing
+			return nil, nil, errNeedFullListing
 		}
 	}
 	commits := make([]*commitData, latest-from)
@@ -81,17 +100,9 @@ func (t *Table) metadataAfter(ctx context.Context, known MetadataAt) (MetadataAt
 		return err
 	})
 	if err != nil {
-		return MetadataAt{}, err
+		return nil, nil, fmt.Errorf("load %s: %w", t.store.URL(), err)
 	}
-	at := MetadataAt{Metadata: known.Metadata, Version: latest, commit: l.commits[latest]}
-	for _, c := range commits {
-		for _, a := range c.actions {
-			if a.MetaData != nil {
-				at.Metadata = a.MetaData
-			}
-		}
-	}
-	return at, nil
+	return l, commits, nil
 }
 
 // sameObject reports whether a and b list the same write of one object.

@@ -10,16 +10,21 @@ import (
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
+// createTableOf creates a table of schema in store.
+func createTableOf(t *testing.T, store objstore.Store, schema value.StructType) *Table {
+	t.Helper()
+	if _, err := Create(context.Background(), store, CreateOptions{Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	return Open(store)
+}
+
 func TestMetadataSince(t *testing.T) {
 	ctx := context.Background()
 	schema := value.StructType{Fields: []value.Field{{Name: "id", Type: value.Long}}}
 	newTable := func(t *testing.T) (objstore.Store, *Table) {
-		t.Helper()
 		store := objstore.NewMemory()
-		if _, err := Create(ctx, store, CreateOptions{Schema: schema}); err != nil {
-			t.Fatal(err)
-		}
-		return store, Open(store)
+		return store, createTableOf(t, store, schema)
 	}
 	appendRow := func(t *testing.T, store objstore.Store, id int64) {
 		t.Helper()

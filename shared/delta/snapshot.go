@@ -24,6 +24,9 @@ type Snapshot struct {
 	timestampMs       int64
 	st                *state
 	schema            value.StructType
+	// commit is the version's commit file as the snapshot's reader
+	// listed it (its Name is empty when unknown), for SnapshotSince.
+	commit objstore.Info
 
 	filesOnce sync.Once
 	files     []Add

@@ -66,7 +66,7 @@ func (p *Pipeline) historyCopies(ctx context.Context, tabs cdc.TableSet, files [
 			}
 		}
 	}
-	snap, err := delta.Open(tabs.History).Snapshot(ctx)
+	snap, err := tabs.Snapshots.Latest(ctx, delta.Open(tabs.History))
 	switch {
 	case errors.Is(err, delta.ErrNotATable):
 		// The batch creates it, in the history's schema.

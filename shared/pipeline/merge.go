@@ -122,6 +122,10 @@ func (p *Pipeline) mergeUnderLease(ctx context.Context, tabs cdc.TableSet, start
 		return false, err
 	}
 	log := p.log().With("table", tabs.ID, "lease", lease.Token)
+	// The lease's batches read the table's logs at every step: each read
+	// after the first reads only the commits since (the three tables'
+	// snapshots are kept until the lease ends).
+	tabs.Snapshots = &delta.Snapshots{}
 	workCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	renewed := make(chan struct{})
@@ -442,7 +446,7 @@ next:
 // table exists), once its mode is checked against the configuration's, and
 // its number of rows (0 before it exists, or when its adds do not say).
 func (p *Pipeline) tableState(ctx context.Context, tabs cdc.TableSet) (value.StructType, int64, error) {
-	snap, err := delta.Open(tabs.State).Snapshot(ctx)
+	snap, err := tabs.Snapshots.Latest(ctx, delta.Open(tabs.State))
 	if errors.Is(err, delta.ErrNotATable) {
 		return value.StructType{}, 0, nil
 	}

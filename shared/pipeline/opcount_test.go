@@ -17,6 +17,8 @@ type readSpy struct {
 	objstore.Store
 	mu    sync.Mutex
 	reads []string
+	// merge is the span of reads a countingRun's MergeTable made.
+	merge [2]int
 }
 
 func (s *readSpy) NewReader(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
@@ -60,10 +62,12 @@ func countingRun(t *testing.T, ctx context.Context, maxEvents int64) (*Pipeline,
 		}
 		staged = append(staged, res)
 	}
+	spy.merge[0] = len(spy.reads)
 	res, err := p.MergeTable(ctx, "shop.customers")
 	if err != nil {
 		t.Fatal(err)
 	}
+	spy.merge[1] = len(spy.reads)
 	checkTables(t, ctx, p, sim.Tables)
 	return p, spy, staged, res
 }
@@ -108,6 +112,33 @@ func TestAFreshBatchReadsNoStepPlan(t *testing.T) {
 			t.Errorf("%d step plans left after the batches completed", plans)
 		}
 	})
+}
+
+// TestALeaseReadsEachCommitOfItsTablesOnce merges batches in several steps
+// under one lease: each step reads the three tables' snapshots, and each
+// read after the first reads only the commits since (delta.Snapshots).
+// Before, every step read each table's log from its start (or its
+// checkpoint), so the first commits were read once a step.
+func TestALeaseReadsEachCommitOfItsTablesOnce(t *testing.T) {
+	ctx := context.Background()
+	_, spy, _, res := countingRun(t, ctx, 15)
+	if res.Steps < 6 {
+		t.Fatalf("%d steps, want several", res.Steps)
+	}
+	reads := map[string]int{}
+	for _, name := range spy.reads[spy.merge[0]:spy.merge[1]] {
+		if strings.Contains(name, "/_delta_log/") && strings.HasSuffix(name, ".json") {
+			reads[name]++
+		}
+	}
+	if len(reads) < 2*res.Steps {
+		t.Fatalf("%d commits read for %d steps, want at least one a step of the state and history tables", len(reads), res.Steps)
+	}
+	for name, n := range reads {
+		if n > 1 {
+			t.Errorf("commit %s read %d times in one lease", name, n)
+		}
+	}
 }
 
 func TestMaintenanceDeletesAMergedFilesStagedObjectsOnce(t *testing.T) {
