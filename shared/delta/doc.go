@@ -1,7 +1,8 @@
 // Package delta reads and writes Delta Lake tables on an objstore.Store:
 // log replay (JSON commits, classic, multi-part and V2 checkpoints with
 // sidecars, _last_checkpoint), snapshots at the latest version, a version or a
-// timestamp, optimistic commits with Delta's conflict rules, checkpoints,
+// timestamp, or brought up to date from an earlier one with the commits
+// since (SnapshotSince, Snapshots), optimistic commits with Delta's conflict rules, checkpoints,
 // history, vacuum and expired-log cleanup, compaction (OPTIMIZE, clustered
 // by a k-way merge of sorted files), and Parquet data files with
 // statistics, deletion vectors and column mapping on read.

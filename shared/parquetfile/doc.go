@@ -27,7 +27,9 @@
 // filter): record assembly of nested values (Assembly), a flat read of
 // flat schemas (read_flat.go), the skipping of row groups by their footer
 // bounds (RowGroupBounds) and bloom filters (RowGroupFilter), and sparse
-// reads through the page index (pageindex.go, ReadSpec.OnlyValues).
+// reads through the page index (pageindex.go, ReadSpec.OnlyValues) of the
+// pages that can hold a value looked for that the row group's bloom
+// filter may hold.
 //
 // It imports parquet-go, objstore and value, never delta: package delta
 // reads and writes its data files through it.
