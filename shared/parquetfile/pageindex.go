@@ -552,6 +552,9 @@ type sparseReader struct {
 	// selectPages' result), the values its bounds can hold, as a range of
 	// the row group's list (lookedFor).
 	spans [][][2]int
+	// bounds holds the bounds (min, max) of the pages selectPages chose,
+	// aligned with them, for narrow.
+	bounds [][][2]any
 	// narrowed holds, for the row groups narrow narrowed, the values
 	// looked for that their bloom filter may hold.
 	narrowed []*lookedFor
@@ -772,8 +775,10 @@ func (s *sparseReader) selectPages(g int) (pages []int, total int, ok bool, err 
 	looked := s.lookedFor(g)
 	pages = []int{}
 	var spans [][2]int
+	var bounds [][2]any
 	if s.spans == nil {
 		s.spans = make([][][2]int, len(s.index))
+		s.bounds = make([][][2]any, len(s.index))
 	}
 	for i := range koi.PageLocations {
 		if ci.NullPages[i] {
@@ -790,9 +795,10 @@ func (s *sparseReader) selectPages(g int) (pages []int, total int, ok bool, err 
 		if a, b := looked.span(lo, hi); b > a {
 			pages = append(pages, i)
 			spans = append(spans, [2]int{a, b})
+			bounds = append(bounds, [2]any{lo, hi})
 		}
 	}
-	s.spans[g] = spans
+	s.spans[g], s.bounds[g] = spans, bounds
 	return pages, len(koi.PageLocations), true, nil
 }
 
@@ -809,19 +815,29 @@ func (s *sparseReader) pageBytes(g int, pages []int) int64 {
 
 // narrow tells that of the values looked for, row group g's bloom filter
 // may hold only vals (sorted by value.Compare, duplicates allowed), and
-// returns the pages of g to read for them (see selectPages). A batch's
-// keys are random over a table's key range: until the table has many more
-// pages than the batch has keys, nearly every page's bounds hold one, and
-// where most keys are new to the table (a backfill) the filter rules most
-// of them out, and with them the pages they alone selected.
-func (s *sparseReader) narrow(g int, vals []any) ([]int, error) {
+// returns the pages of g to read for them: those of selected, the pages
+// selectPages chose for all the values, whose bounds hold one of vals. A
+// batch's keys are random over a table's key range: until the table has
+// many more pages than the batch has keys, nearly every page's bounds hold
+// one, and where most keys are new to the table (a backfill) the filter
+// rules most of them out, and with them the pages they alone selected.
+func (s *sparseReader) narrow(g int, vals []any, selected []int) []int {
 	if s.narrowed == nil {
 		s.narrowed = make([]*lookedFor, len(s.index))
 	}
 	l := s.m.subset(vals)
 	s.narrowed[g] = &l
-	pages, _, _, err := s.selectPages(g)
-	return pages, err
+	pages := []int{}
+	var spans [][2]int
+	for k, i := range selected {
+		b := s.bounds[g][k]
+		if lo, hi := l.span(b[0], b[1]); hi > lo {
+			pages = append(pages, i)
+			spans = append(spans, [2]int{lo, hi})
+		}
+	}
+	s.spans[g], s.bounds[g] = spans, nil
+	return pages
 }
 
 // readGroup reads pages (see selectPages) of row group g, of rows base,

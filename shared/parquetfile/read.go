@@ -200,11 +200,7 @@ func selectPages(ra *File, sparse *sparseReader, probe *bloomProbe, bounds *RowG
 		}
 		keep[g] = probed[g]
 		if keep[g] && pages[g] != nil && pass[g] != nil {
-			sel, err := sparse.narrow(g, pass[g])
-			if err != nil {
-				return nil, 0, err
-			}
-			pages[g] = sel
+			pages[g] = sparse.narrow(g, pass[g], pages[g])
 			narrowed++
 		}
 	}
