@@ -44,13 +44,10 @@ func (t *Table) MetadataSince(ctx context.Context, known MetadataAt) (MetadataAt
 		return MetadataAt{}, err
 	}
 	md := snap.Metadata()
-	at := MetadataAt{Metadata: &md, Version: snap.Version()}
-	// The snapshot's commit, for the next call; without it (a version
-	// only a checkpoint stands for) the next call reads a snapshot again.
-	if l, err := listLog(ctx, t.store, at.Version); err == nil {
-		at.commit = l.commits[at.Version]
-	}
-	return at, nil
+	// The snapshot's commit as its read listed it, for the next call;
+	// without it (a version only a checkpoint stands for) the next call
+	// reads a snapshot again.
+	return MetadataAt{Metadata: &md, Version: snap.Version(), commit: snap.commit}, nil
 }
 
 // metadataAfter reads the commits after known's for a newer metaData;

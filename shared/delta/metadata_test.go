@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/dsdelta/dsdelta/shared/objstore"
@@ -144,6 +145,29 @@ func TestMetadataSince(t *testing.T) {
 		at2, err := tbl.MetadataSince(ctx, at)
 		if err != nil {
 			t.Fatal(err)
+		}
+		check(t, tbl, at2, 1, 2)
+	})
+	t.Run("a read of the latest snapshot lists the log once, and the next call reads on from its commit", func(t *testing.T) {
+		mem, _ := newTable(t)
+		appendRow(t, mem, 1)
+		rec := &listRecorder{Store: mem}
+		tbl := Open(rec)
+		at, err := tbl.MetadataSince(ctx, MetadataAt{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.starts) != 1 {
+			t.Fatalf("listed the log %d times (from %q), want once", len(rec.starts), rec.starts)
+		}
+		appendRow(t, mem, 2)
+		rec.starts = nil
+		at2, err := tbl.MetadataSince(ctx, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"_delta_log/00000000000000000001"}; !slices.Equal(rec.starts, want) {
+			t.Fatalf("listed from %q, want %q: the commit of the snapshot read was not kept", rec.starts, want)
 		}
 		check(t, tbl, at2, 1, 2)
 	})
