@@ -25,7 +25,8 @@ import (
 // The backfill of TestABackfillMergesWithinAFunctionsMemory.
 const (
 	// mergeMemoryMiB is the memory of the merge function the test plays:
-	// DESIGN.md's "a function with 512 MiB must merge a batch of any size".
+	// the promise that a function of 512 MiB merges a batch of any size
+	// (memory is bounded by batch_max_events, docs/internals.md "Memory").
 	mergeMemoryMiB = 512
 	// backfillMaxEvents is batch_max_events: the default, so that the test
 	// holds the configuration a deployment gets to the promise above. The

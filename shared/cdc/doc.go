@@ -4,8 +4,8 @@
 // wins) and a tombstone table (deleted keys and the position of their
 // delete), all Delta tables, exactly once per batch.
 //
-// The rule per key (DESIGN.md §3), given the latest event e of a batch, the
-// stored row r and the stored tombstone t:
+// The rule per key (README "What it does"), given the latest event e of a
+// batch, the stored row r and the stored tombstone t:
 //
 //	apply e  iff  (no r or e.order > r.order) and (no t or e.order >= t.order)
 //

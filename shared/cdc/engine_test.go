@@ -98,7 +98,8 @@ func countRows(t *testing.T, ctx context.Context, store objstore.Store) int {
 	return n
 }
 
-// TestApplyMatchesReferenceModel is the property test of DESIGN.md §3:
+// TestApplyMatchesReferenceModel is the property test of the rule per key
+// (doc.go, README "What it does"):
 // random events (shuffled, duplicated, with deletes and late stale events)
 // applied in random batches equal a replay of everything into a map.
 func TestApplyMatchesReferenceModel(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/dsdelta/dsdelta/shared/value"
 )
 
-// Mode is what a current-state table keeps (DESIGN.md §3 "Table modes").
+// Mode is what a current-state table keeps (docs/table-modes.md).
 // The history and tombstone tables are the same in every mode.
 type Mode string
 

@@ -16,7 +16,8 @@ import (
 // the pass's memory bound counts them), and applies the mode's rule to a
 // key's changes once the pass has read the whole history. The rule sees
 // the changes sorted by ordering key whatever order the history's files
-// and rows come in, which is the rule DESIGN.md states for every mode.
+// and rows come in, which is the rule of every mode (docs/table-modes.md
+// "The three modes").
 
 // changeHead is how many values precede a collected change's row.
 const changeHead = 5

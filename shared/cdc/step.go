@@ -8,7 +8,8 @@ import "github.com/dsdelta/dsdelta/shared/delta"
 //
 //   - the last step commits txn{AppID(table), Seq}, as a batch applied in
 //     one step does, so that "the table holds batch Seq" keeps meaning
-//     what DESIGN.md's exactly-once contract says;
+//     what the exactly-once contract says (docs/internals.md
+//     "Exactly once");
 //   - an earlier step k commits txn{ChunkAppID(table), Seq<<ChunkBits | k}
 //     instead, a version that grows with every step of every batch.
 //

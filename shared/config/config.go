@@ -32,8 +32,8 @@ const (
 	SchemaOverwrite SchemaMode = "overwrite"
 )
 
-// Mode is what a table's current-state table keeps (DESIGN.md §3 "Table
-// modes"); the history table is the same in every mode.
+// Mode is what a table's current-state table keeps (docs/table-modes.md);
+// the history table is the same in every mode.
 type Mode string
 
 // Table modes.

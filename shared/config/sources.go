@@ -11,7 +11,7 @@ import (
 // by its root path: a table id is unique within a stream, not across
 // streams (every SQL Server database has a dbo schema; two MySQL servers
 // can both have a shop database), so streams that share a lake are kept
-// apart by namespace (DESIGN.md "Several streams, one lake").
+// apart by namespace (docs/deploy.md "Several streams into one lake").
 type Source struct {
 	// Prefix is the stream's root path: in the cloud, an object name
 	// prefix in the bucket ("datastream/sales-db/"); for dsdelta run, a

@@ -94,7 +94,7 @@ func KnownChangeType(ct string) bool {
 	return false
 }
 
-// IsDelete is the delete rule of DESIGN.md §3: an event deletes its key when
+// IsDelete is the delete rule of the merge: an event deletes its key when
 // is_deleted is true or its change type is DELETE or UPDATE-DELETE. Both
 // halves matter: Oracle PK changes carry UPDATE-DELETE with is_deleted=false.
 func IsDelete(isDeleted bool, changeType string) bool {
