@@ -576,22 +576,38 @@ func (t *Table) replay(ctx context.Context, seg *segment) (*Snapshot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load %s: %w", t.store.URL(), err)
 		}
+		lastTs = st.applyCommits(lastTs, c)
+	}
+	return t.snapshotOf(st, seg.version, cpVersion, lastTs, seg.commit)
+}
+
+// applyCommits applies the actions of commits, in order, and returns the
+// last one's timestamp (lastTs when there is none).
+func (s *state) applyCommits(lastTs int64, commits ...*commitData) int64 {
+	for _, c := range commits {
 		for j := range c.actions {
-			st.apply(&c.actions[j], false)
+			s.apply(&c.actions[j], false)
 		}
 		lastTs = c.timestampMs()
 	}
+	return lastTs
+}
+
+// snapshotOf returns the snapshot of st, the reconciled state of version,
+// once it has a protocol and a metaData this reader supports; commit is
+// the version's commit file as listed (empty when unknown).
+func (t *Table) snapshotOf(st *state, version, cpVersion, lastTs int64, commit objstore.Info) (*Snapshot, error) {
 	if st.protocol == nil || st.metadata == nil {
-		return nil, fmt.Errorf("%w: %s version %d has no protocol or metaData", ErrCorruptLog, t.store.URL(), seg.version)
+		return nil, fmt.Errorf("%w: %s version %d has no protocol or metaData", ErrCorruptLog, t.store.URL(), version)
 	}
 	if err := st.protocol.CheckRead(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", t.store.URL(), err)
 	}
-	snap, err := newSnapshot(t, seg.version, cpVersion, lastTs, st)
+	snap, err := newSnapshot(t, version, cpVersion, lastTs, st)
 	if err != nil {
 		return nil, err
 	}
-	snap.commit = seg.commit
+	snap.commit = commit
 	return snap, nil
 }
 

@@ -3,7 +3,6 @@ package delta
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"sync"
 
@@ -50,29 +49,12 @@ func (t *Table) snapshotAfter(ctx context.Context, prev *Snapshot) (*Snapshot, e
 	}
 	latest := prev.version + int64(len(commits))
 	st := prev.st.clone()
-	var lastTs int64
-	for _, c := range commits {
-		for j := range c.actions {
-			st.apply(&c.actions[j], false)
-		}
-		lastTs = c.timestampMs()
-	}
-	if st.protocol == nil || st.metadata == nil {
-		return nil, fmt.Errorf("%w: %s version %d has no protocol or metaData", ErrCorruptLog, t.store.URL(), latest)
-	}
-	if err := st.protocol.CheckRead(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", t.store.URL(), err)
-	}
+	lastTs := st.applyCommits(prev.timestampMs, commits...)
 	cpVersion := prev.checkpointVersion
 	for v := range l.checkpoints {
 		cpVersion = max(cpVersion, v)
 	}
-	snap, err := newSnapshot(t, latest, cpVersion, lastTs, st)
-	if err != nil {
-		return nil, err
-	}
-	snap.commit = l.commits[latest]
-	return snap, nil
+	return t.snapshotOf(st, latest, cpVersion, lastTs, l.commits[latest])
 }
 
 // Snapshots keeps the latest snapshot read of each table, by its store
