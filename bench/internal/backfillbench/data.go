@@ -144,15 +144,14 @@ func NewGenerator(dir string, spec Spec) *Generator {
 // and Keys count the events of those files and the keys they read first
 // (a re-read in them may re-read a key of an earlier round).
 func (g *Generator) Next(n int) (Data, error) {
-	spec := g.spec
 	d := Data{Dir: g.dir}
 	folder := filepath.Join(g.dir, Folder(streamStart))
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return d, fmt.Errorf("create %s: %w", folder, err)
 	}
 	rereads := len(g.gen.reread)
-	for f := g.next; f < min(g.next+n, spec.Files); f++ {
-		lo, hi := f*spec.Events/spec.Files, (f+1)*spec.Events/spec.Files
+	for f := g.next; f < g.end(n); f++ {
+		lo, hi := g.events(f)
 		path := filepath.Join(folder, FileName(ReadMethod, f))
 		n, err := g.gen.writeFile(path, lo, hi)
 		if err != nil {
@@ -168,21 +167,30 @@ func (g *Generator) Next(n int) (Data, error) {
 		d.Bytes += n
 		d.Events += hi - lo
 	}
-	g.next = min(g.next+n, spec.Files)
+	g.next = g.end(n)
 	d.Keys = d.Events - (len(g.gen.reread) - rereads)
 	return d, nil
+}
+
+// end is the file after the next n (fewer at the end).
+func (g *Generator) end(n int) int { return min(g.next+n, g.spec.Files) }
+
+// events are the events [lo, hi) of file f: the load split evenly over
+// the files in read order.
+func (g *Generator) events(f int) (lo, hi int) {
+	return f * g.spec.Events / g.spec.Files, (f + 1) * g.spec.Events / g.spec.Files
 }
 
 // Skip passes over the next n files without writing them, as Next would
 // have written them: the files after them are then those Generate writes.
 func (g *Generator) Skip(n int) {
-	spec := g.spec
-	for f := g.next; f < min(g.next+n, spec.Files); f++ {
-		for i := f * spec.Events / spec.Files; i < (f+1)*spec.Events/spec.Files; i++ {
+	for f := g.next; f < g.end(n); f++ {
+		lo, hi := g.events(f)
+		for i := lo; i < hi; i++ {
 			g.gen.source(i)
 		}
 	}
-	g.next = min(g.next+n, spec.Files)
+	g.next = g.end(n)
 }
 
 // Done reports whether every file is written.
